@@ -1,0 +1,38 @@
+// Entry point of the `tunedb` command line: parses the subcommand and turns
+// every error into a one-line message with a meaningful exit code.
+#include <cstdio>
+
+#include <fmt/core.h>
+
+#include "api/cli/commands.h"
+#include "ir/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"tunedb: a tensor-program auto-tuner with a persistent tuning database"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "tunedb 0.1.0");
+  tunedb::cli::AddWorkloadsCommand(app);
+  tunedb::cli::AddShowCommand(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  } catch (const tunedb::cli::UsageError& e) {
+    fmt::print(stderr, "tunedb: error: {}\n", e.what());
+    return 2;
+  } catch (const tunedb::ir::IrError& e) {
+    fmt::print(stderr, "tunedb: error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tunedb: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

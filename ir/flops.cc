@@ -1,0 +1,55 @@
+#include "ir/flops.h"
+
+#include <algorithm>
+
+namespace tunedb::ir {
+namespace {
+
+std::int64_t ExprFlops(const Expr& e) {
+  std::int64_t n = 0;
+  VisitExpr(e, [&](const Expr& x) {
+    bool is_operation = x->kind != ExprKind::kIntImm && x->kind != ExprKind::kFloatImm &&
+                        x->kind != ExprKind::kVar && x->kind != ExprKind::kLoad &&
+                        x->kind != ExprKind::kCast;
+    bool on_floats = IsFloat(x->dtype) || (IsComparison(x->kind) && IsFloat(x->operands[0]->dtype));
+    if (is_operation && on_floats) ++n;
+  });
+  return n;
+}
+
+// Flops of the stores directly in a block body (not inside nested blocks).
+std::int64_t StmtFlops(const Stmt& s) {
+  if (!s) return 0;
+  switch (s->kind) {
+    case StmtKind::kFor: {
+      const auto& n = static_cast<const ForNode&>(*s);
+      return n.extent * StmtFlops(n.body);
+    }
+    case StmtKind::kSeq: {
+      std::int64_t total = 0;
+      for (const Stmt& c : static_cast<const SeqNode&>(*s).stmts) total += StmtFlops(c);
+      return total;
+    }
+    case StmtKind::kIf: {
+      const auto& n = static_cast<const IfNode&>(*s);
+      return std::max(StmtFlops(n.then_case), StmtFlops(n.else_case));
+    }
+    case StmtKind::kStore: return ExprFlops(static_cast<const StoreNode&>(*s).value);
+    case StmtKind::kBlock: return 0;  // counted on its own
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::int64_t CountFlops(const PrimFunc& func) {
+  std::int64_t total = 0;
+  for (const BlockNode* b : CollectBlocks(func)) {
+    std::int64_t instances = 1;
+    for (const IterVar& iv : b->iter_vars) instances *= iv.extent;
+    total += instances * StmtFlops(b->body);
+  }
+  return total;
+}
+
+}  // namespace tunedb::ir

@@ -1,0 +1,18 @@
+// Floating-point operation count of a program, for GFLOPS figures.
+//
+// Each block contributes (product of its iteration-domain extents) x
+// (float-typed arithmetic operations, comparisons, selects and math calls in
+// its body). Init statements and index arithmetic count nothing. Because
+// scheduling keeps every block's iteration domain, the count of a scheduled
+// program equals that of its workload: matmul M x N x K counts 2MNK.
+#pragma once
+
+#include <cstdint>
+
+#include "ir/stmt.h"
+
+namespace tunedb::ir {
+
+std::int64_t CountFlops(const PrimFunc& func);
+
+}  // namespace tunedb::ir

@@ -1,0 +1,109 @@
+#include "ir/stmt.h"
+
+#include "ir/error.h"
+
+namespace tunedb::ir {
+
+std::string_view ForKindName(ForKind kind) {
+  switch (kind) {
+    case ForKind::kSerial: return "serial";
+    case ForKind::kParallel: return "parallel";
+    case ForKind::kVectorized: return "vectorized";
+    case ForKind::kUnrolled: return "unrolled";
+  }
+  return "?";
+}
+
+const BlockNode& PrimFunc::root() const {
+  if (!body || body->kind != StmtKind::kBlock) throw IrError("function body is not a root block");
+  return static_cast<const BlockNode&>(*body);
+}
+
+Stmt MakeFor(Expr loop_var, std::int64_t extent, Stmt body, ForKind kind) {
+  if (extent < 1) throw IrError("loop extent must be at least 1, got " + std::to_string(extent));
+  auto n = std::make_shared<ForNode>();
+  n->loop_var = std::move(loop_var);
+  n->extent = extent;
+  n->for_kind = kind;
+  n->body = std::move(body);
+  return n;
+}
+
+Stmt MakeSeq(std::vector<Stmt> stmts) {
+  auto n = std::make_shared<SeqNode>();
+  n->stmts = std::move(stmts);
+  return n;
+}
+
+Stmt MakeStore(Buffer buffer, std::vector<Expr> indices, Expr value) {
+  if (indices.size() != buffer->shape.size()) {
+    throw IrError("store to " + buffer->name + ": " + std::to_string(indices.size()) +
+                  " indices for a buffer of rank " + std::to_string(buffer->shape.size()));
+  }
+  if (value->dtype != buffer->dtype) {
+    throw IrError("store to " + buffer->name + ": value of type " +
+                  std::string(DataTypeName(value->dtype)) + " into a " +
+                  std::string(DataTypeName(buffer->dtype)) + " buffer");
+  }
+  auto n = std::make_shared<StoreNode>();
+  n->buffer = std::move(buffer);
+  n->indices = std::move(indices);
+  n->value = std::move(value);
+  return n;
+}
+
+Stmt MakeIf(Expr condition, Stmt then_case, Stmt else_case) {
+  if (condition->dtype != DataType::kBool) throw IrError("if: condition must be bool");
+  auto n = std::make_shared<IfNode>();
+  n->condition = std::move(condition);
+  n->then_case = std::move(then_case);
+  n->else_case = std::move(else_case);
+  return n;
+}
+
+Stmt Clone(const Stmt& s) {
+  if (!s) return nullptr;
+  switch (s->kind) {
+    case StmtKind::kFor: {
+      auto n = std::make_shared<ForNode>(static_cast<const ForNode&>(*s));
+      n->body = Clone(n->body);
+      return n;
+    }
+    case StmtKind::kSeq: {
+      auto n = std::make_shared<SeqNode>(static_cast<const SeqNode&>(*s));
+      for (Stmt& c : n->stmts) c = Clone(c);
+      return n;
+    }
+    case StmtKind::kIf: {
+      auto n = std::make_shared<IfNode>(static_cast<const IfNode&>(*s));
+      n->then_case = Clone(n->then_case);
+      n->else_case = Clone(n->else_case);
+      return n;
+    }
+    case StmtKind::kStore:
+      return std::make_shared<StoreNode>(static_cast<const StoreNode&>(*s));
+    case StmtKind::kBlock: {
+      auto n = std::make_shared<BlockNode>(static_cast<const BlockNode&>(*s));
+      n->init = Clone(n->init);
+      n->body = Clone(n->body);
+      return n;
+    }
+  }
+  return nullptr;
+}
+
+PrimFunc Clone(const PrimFunc& func) {
+  PrimFunc copy = func;
+  copy.body = Clone(func.body);
+  return copy;
+}
+
+std::vector<BlockNode*> CollectBlocks(const PrimFunc& func) {
+  std::vector<BlockNode*> blocks;
+  VisitStmt(func.body, [&](const Stmt& s) {
+    if (s->kind == StmtKind::kBlock) blocks.push_back(static_cast<BlockNode*>(s.get()));
+  });
+  return blocks;
+}
+
+}  // namespace tunedb::ir

@@ -1,0 +1,662 @@
+#include "ir/workload_lang.h"
+
+#include <cctype>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "ir/te.h"
+
+namespace tunedb::ir {
+
+WorkloadParseError::WorkloadParseError(const std::string& file, int line, int column,
+                                       const std::string& what)
+    : IrError(file + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " + what),
+      line_(line),
+      column_(column) {}
+
+namespace {
+
+// ---- lexer ------------------------------------------------------------------
+
+enum class Tok { kIdent, kInt, kFloat, kPunct, kNewline, kEnd };
+
+struct Token {
+  Tok kind;
+  std::string text;
+  int line;
+  int column;
+};
+
+std::string Describe(const Token& t) {
+  switch (t.kind) {
+    case Tok::kNewline: return "end of line";
+    case Tok::kEnd: return "end of file";
+    default: return "'" + t.text + "'";
+  }
+}
+
+std::vector<Token> Lex(std::string_view text, const std::string& file) {
+  std::vector<Token> tokens;
+  int line = 1, col = 1;
+  std::size_t i = 0;
+  auto advance = [&](std::size_t n) {
+    i += n;
+    col += static_cast<int>(n);
+  };
+  while (i < text.size()) {
+    char c = text[i];
+    if (c == '\n') {
+      tokens.push_back({Tok::kNewline, "\n", line, col});
+      ++i;
+      ++line;
+      col = 1;
+    } else if (c == ' ' || c == '\t' || c == '\r') {
+      advance(1);
+    } else if (c == '#') {
+      while (i < text.size() && text[i] != '\n') advance(1);
+    } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      std::size_t j = i;
+      while (j < text.size() && (std::isalnum(static_cast<unsigned char>(text[j])) || text[j] == '_')) ++j;
+      tokens.push_back({Tok::kIdent, std::string(text.substr(i, j - i)), line, col});
+      advance(j - i);
+    } else if (std::isdigit(static_cast<unsigned char>(c)) ||
+               (c == '.' && i + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[i + 1])))) {
+      std::size_t j = i;
+      bool is_float = false;
+      while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+      if (j < text.size() && text[j] == '.') {
+        is_float = true;
+        ++j;
+        while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+      }
+      if (j < text.size() && (text[j] == 'e' || text[j] == 'E')) {
+        std::size_t k = j + 1;
+        if (k < text.size() && (text[k] == '+' || text[k] == '-')) ++k;
+        if (k < text.size() && std::isdigit(static_cast<unsigned char>(text[k]))) {
+          is_float = true;
+          j = k;
+          while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+        }
+      }
+      tokens.push_back({is_float ? Tok::kFloat : Tok::kInt, std::string(text.substr(i, j - i)), line, col});
+      advance(j - i);
+    } else {
+      static const char* kTwo[] = {"<=", ">=", "==", "!=", "&&", "||"};
+      std::string punct(1, c);
+      for (const char* two : kTwo) {
+        if (text.substr(i, 2) == two) punct = two;
+      }
+      if (punct.size() == 1 && std::string_view("()[],:=+-*/%<>!?").find(c) == std::string_view::npos) {
+        throw WorkloadParseError(file, line, col, std::string("unexpected character '") + c + "'");
+      }
+      tokens.push_back({Tok::kPunct, punct, line, col});
+      advance(punct.size());
+    }
+  }
+  tokens.push_back({Tok::kNewline, "\n", line, col});
+  tokens.push_back({Tok::kEnd, "", line, col});
+  return tokens;
+}
+
+// ---- syntax tree of an expression ------------------------------------------
+
+struct Node;
+using NodePtr = std::shared_ptr<Node>;
+enum class NodeKind { kNumber, kName, kIndex, kCall, kUnary, kBinary, kTernary };
+
+struct Node {
+  NodeKind kind;
+  std::string text;  // number text, name, function, operator
+  bool is_float = false;
+  std::vector<NodePtr> args;
+  int line, column;
+};
+
+// ---- parser -----------------------------------------------------------------
+
+struct ReduceAxisSyntax {
+  std::string name;
+  std::int64_t extent;
+  int line, column;
+};
+
+class Parser {
+ public:
+  Parser(std::string_view text, std::string file) : file_(std::move(file)), tokens_(Lex(text, file_)) {}
+
+  PrimFunc Parse() {
+    while (Peek().kind != Tok::kEnd) {
+      if (Peek().kind == Tok::kNewline) {
+        Next();
+        continue;
+      }
+      const Token& t = Peek();
+      if (t.kind == Tok::kIdent && t.text == "input" && PeekAt(1).kind == Tok::kIdent) {
+        ParseInput();
+      } else if (t.kind == Tok::kIdent && t.text == "output" && PeekAt(1).kind == Tok::kIdent) {
+        ParseOutput();
+      } else if (t.kind == Tok::kIdent) {
+        ParseStage();
+      } else {
+        Fail(t, "expected 'input', 'output' or a stage definition, found " + Describe(t));
+      }
+      ExpectEndOfLine();
+    }
+    return Finish();
+  }
+
+ private:
+  struct TensorInfo {
+    te::Tensor tensor;
+    bool is_input;
+    int line, column;
+  };
+
+  [[noreturn]] void Fail(const Token& at, const std::string& what) const {
+    throw WorkloadParseError(file_, at.line, at.column, what);
+  }
+  [[noreturn]] void Fail(const Node& at, const std::string& what) const {
+    throw WorkloadParseError(file_, at.line, at.column, what);
+  }
+
+  const Token& Peek() const { return tokens_[pos_]; }
+  const Token& PeekAt(std::size_t k) const { return tokens_[std::min(pos_ + k, tokens_.size() - 1)]; }
+  const Token& Next() { return tokens_[pos_ < tokens_.size() - 1 ? pos_++ : pos_]; }
+  bool IsPunct(const char* p) const { return Peek().kind == Tok::kPunct && Peek().text == p; }
+  bool Accept(const char* p) {
+    if (!IsPunct(p)) return false;
+    Next();
+    return true;
+  }
+  const Token& Expect(const char* p, const std::string& context) {
+    if (!IsPunct(p)) Fail(Peek(), std::string("expected '") + p + "' " + context + ", found " + Describe(Peek()));
+    return Next();
+  }
+  const Token& ExpectIdent(const std::string& what) {
+    if (Peek().kind != Tok::kIdent) Fail(Peek(), "expected " + what + ", found " + Describe(Peek()));
+    return Next();
+  }
+  std::int64_t ExpectPositiveInt(const std::string& what) {
+    const Token& t = Peek();
+    if (t.kind != Tok::kInt) Fail(t, "expected " + what + " (a positive integer), found " + Describe(t));
+    Next();
+    std::int64_t v = 0;
+    for (char c : t.text) {
+      v = v * 10 + (c - '0');
+      if (v > (std::int64_t{1} << 40)) Fail(t, what + " is too large");
+    }
+    if (v < 1) Fail(t, what + " must be at least 1");
+    return v;
+  }
+  void ExpectEndOfLine() {
+    if (Peek().kind != Tok::kNewline && Peek().kind != Tok::kEnd) {
+      Fail(Peek(), "expected end of line, found " + Describe(Peek()));
+    }
+  }
+
+  void CheckNewName(const Token& t) {
+    if (tensors_.count(t.text)) {
+      const TensorInfo& prev = tensors_.at(t.text);
+      Fail(t, "'" + t.text + "' is already defined at line " + std::to_string(prev.line));
+    }
+  }
+
+  void ParseInput() {
+    Next();  // input
+    const Token& name = ExpectIdent("an input name");
+    CheckNewName(name);
+    Expect(":", "after the input name");
+    const Token& type = ExpectIdent("a data type (f32, f64, i32, i64)");
+    DataType dtype;
+    try {
+      dtype = ParseDataType(type.text);
+    } catch (const IrError& e) {
+      Fail(type, e.what());
+    }
+    if (dtype == DataType::kBool) Fail(type, "inputs cannot be bool");
+    Expect("[", "to start the input's shape");
+    std::vector<std::int64_t> shape;
+    do {
+      shape.push_back(ExpectPositiveInt("a dimension"));
+    } while (Accept(","));
+    Expect("]", "to close the input's shape");
+    tensors_[name.text] = {builder_.Placeholder(name.text, shape, dtype), true, name.line, name.column};
+    inputs_.push_back(name.text);
+  }
+
+  void ParseOutput() {
+    const Token& kw = Next();  // output
+    do {
+      const Token& name = ExpectIdent("an output name");
+      auto it = tensors_.find(name.text);
+      if (it == tensors_.end()) Fail(name, "output '" + name.text + "' is not defined");
+      if (it->second.is_input) Fail(name, "output '" + name.text + "' is an input, not a computed stage");
+      for (const std::string& o : outputs_) {
+        if (o == name.text) Fail(name, "output '" + name.text + "' is listed twice");
+      }
+      outputs_.push_back(name.text);
+    } while (Accept(","));
+    output_line_ = kw.line;
+  }
+
+  void ParseStage() {
+    const Token& name = Next();
+    CheckNewName(name);
+    if (output_line_) Fail(name, "stages must come before the 'output' line");
+    Expect("[", "after the stage name (a stage is NAME[i, j, ...] = ...)");
+    struct IndexDef {
+      Token token;
+      std::optional<std::int64_t> extent;
+    };
+    std::vector<IndexDef> indices;
+    std::set<std::string> index_names;
+    if (!IsPunct("]")) {
+      do {
+        const Token& idx = ExpectIdent("an index name");
+        if (!index_names.insert(idx.text).second) Fail(idx, "index '" + idx.text + "' appears twice");
+        IndexDef def{idx, std::nullopt};
+        if (Peek().kind == Tok::kIdent && Peek().text == "in") {
+          Next();
+          def.extent = ExpectPositiveInt("the extent of '" + idx.text + "'");
+        }
+        indices.push_back(def);
+      } while (Accept(","));
+    }
+    Expect("]", "to close the stage's indices");
+    Expect("=", "after the stage's indices");
+
+    // A reduction: OP(k in N, ...) EXPR
+    std::optional<te::ReduceOp> op;
+    std::vector<ReduceAxisSyntax> reduce_axes;
+    const Token& head = Peek();
+    if (head.kind == Tok::kIdent && (head.text == "sum" || head.text == "max" || head.text == "min") &&
+        PeekAt(1).text == "(" && PeekAt(2).kind == Tok::kIdent && PeekAt(3).text == "in") {
+      op = head.text == "sum" ? te::ReduceOp::kSum : head.text == "max" ? te::ReduceOp::kMax : te::ReduceOp::kMin;
+      Next();
+      Next();
+      do {
+        const Token& r = ExpectIdent("a reduction index");
+        if (index_names.count(r.text)) Fail(r, "reduction index '" + r.text + "' is already an index of the stage");
+        index_names.insert(r.text);
+        if (!(Peek().kind == Tok::kIdent && Peek().text == "in")) {
+          Fail(Peek(), "expected 'in' after reduction index '" + r.text + "', found " + Describe(Peek()));
+        }
+        Next();
+        reduce_axes.push_back({r.text, ExpectPositiveInt("the extent of '" + r.text + "'"), r.line, r.column});
+      } while (Accept(","));
+      Expect(")", "to close the reduction's indices");
+    }
+    NodePtr body = ParseExpr();
+
+    // Resolve extents of the spatial indices from their uses.
+    std::vector<te::Axis> axes;
+    for (IndexDef& def : indices) {
+      if (!def.extent) def.extent = InferExtent(def.token, *body);
+      axes.push_back({def.token.text, *def.extent});
+    }
+    std::vector<te::Axis> raxes;
+    for (const ReduceAxisSyntax& r : reduce_axes) raxes.push_back({r.name, r.extent});
+
+    te::Tensor out;
+    try {
+      if (op) {
+        out = builder_.Reduce(name.text, axes, *op, raxes, [&](const te::Vars& s, const te::Vars& r) {
+          std::map<std::string, Expr> scope;
+          for (std::size_t i = 0; i < axes.size(); ++i) scope[axes[i].name] = s[i];
+          for (std::size_t i = 0; i < raxes.size(); ++i) scope[raxes[i].name] = r[i];
+          return Lower(*body, scope, std::nullopt);
+        });
+      } else {
+        out = builder_.Compute(name.text, axes, [&](const te::Vars& s) {
+          std::map<std::string, Expr> scope;
+          for (std::size_t i = 0; i < axes.size(); ++i) scope[axes[i].name] = s[i];
+          return Lower(*body, scope, std::nullopt);
+        });
+      }
+    } catch (const WorkloadParseError&) {
+      throw;
+    } catch (const IrError& e) {
+      Fail(name, std::string("in stage '") + name.text + "': " + e.what());
+    }
+    if (out.buffer()->dtype == DataType::kBool) Fail(name, "stage '" + name.text + "' computes bool values; use select to make numbers");
+    tensors_[name.text] = {out, false, name.line, name.column};
+    stages_.push_back(name.text);
+  }
+
+  std::int64_t InferExtent(const Token& index, const Node& body) {
+    std::optional<std::int64_t> extent;
+    std::function<void(const Node&)> visit = [&](const Node& n) {
+      if (n.kind == NodeKind::kIndex) {
+        auto it = tensors_.find(n.text);
+        if (it != tensors_.end()) {
+          const auto& shape = it->second.tensor.buffer()->shape;
+          for (std::size_t d = 0; d < n.args.size() && d < shape.size(); ++d) {
+            const Node& a = *n.args[d];
+            if (a.kind == NodeKind::kName && a.text == index.text) {
+              if (extent && *extent != shape[d]) {
+                Fail(a, "index '" + index.text + "' has extent " + std::to_string(*extent) +
+                            " from an earlier use but " + std::to_string(shape[d]) + " in " + n.text +
+                            "; give it explicitly as '" + index.text + " in N'");
+              }
+              extent = shape[d];
+            }
+          }
+        }
+      }
+      for (const NodePtr& a : n.args) visit(*a);
+    };
+    visit(body);
+    if (!extent) {
+      Fail(index, "cannot infer the extent of index '" + index.text +
+                      "' (it is never a plain index of a tensor); write '" + index.text + " in N'");
+    }
+    return *extent;
+  }
+
+  // ---- expressions: precedence climbing ----
+
+  NodePtr MakeNode(NodeKind kind, const Token& at, std::string text, std::vector<NodePtr> args = {}) {
+    auto n = std::make_shared<Node>();
+    n->kind = kind;
+    n->text = std::move(text);
+    n->args = std::move(args);
+    n->line = at.line;
+    n->column = at.column;
+    return n;
+  }
+
+  NodePtr ParseExpr() {
+    NodePtr cond = ParseBinary(0);
+    if (IsPunct("?")) {
+      const Token& q = Next();
+      NodePtr a = ParseExpr();
+      Expect(":", "in 'cond ? a : b'");
+      NodePtr b = ParseExpr();
+      return MakeNode(NodeKind::kTernary, q, "?", {cond, a, b});
+    }
+    return cond;
+  }
+
+  static int Precedence(const std::string& op) {
+    if (op == "||") return 1;
+    if (op == "&&") return 2;
+    if (op == "==" || op == "!=") return 3;
+    if (op == "<" || op == "<=" || op == ">" || op == ">=") return 4;
+    if (op == "+" || op == "-") return 5;
+    if (op == "*" || op == "/" || op == "%") return 6;
+    return -1;
+  }
+
+  NodePtr ParseBinary(int min_prec) {
+    NodePtr lhs = ParseUnary();
+    while (Peek().kind == Tok::kPunct) {
+      int prec = Precedence(Peek().text);
+      if (prec < 0 || prec < min_prec) break;
+      const Token& op = Next();
+      NodePtr rhs = ParseBinary(prec + 1);
+      lhs = MakeNode(NodeKind::kBinary, op, op.text, {lhs, rhs});
+    }
+    return lhs;
+  }
+
+  NodePtr ParseUnary() {
+    if (IsPunct("-") || IsPunct("!")) {
+      const Token& op = Next();
+      return MakeNode(NodeKind::kUnary, op, op.text, {ParseUnary()});
+    }
+    return ParsePrimary();
+  }
+
+  NodePtr ParsePrimary() {
+    const Token& t = Peek();
+    if (t.kind == Tok::kInt || t.kind == Tok::kFloat) {
+      Next();
+      NodePtr n = MakeNode(NodeKind::kNumber, t, t.text);
+      n->is_float = t.kind == Tok::kFloat;
+      return n;
+    }
+    if (Accept("(")) {
+      NodePtr e = ParseExpr();
+      Expect(")", "to close the parenthesis");
+      return e;
+    }
+    if (t.kind == Tok::kIdent) {
+      Next();
+      if (Accept("[")) {
+        std::vector<NodePtr> args;
+        do {
+          args.push_back(ParseExpr());
+        } while (Accept(","));
+        Expect("]", "to close the indices of " + t.text);
+        return MakeNode(NodeKind::kIndex, t, t.text, std::move(args));
+      }
+      if (Accept("(")) {
+        std::vector<NodePtr> args;
+        if (!IsPunct(")")) {
+          do {
+            args.push_back(ParseExpr());
+          } while (Accept(","));
+        }
+        Expect(")", "to close the arguments of " + t.text);
+        return MakeNode(NodeKind::kCall, t, t.text, std::move(args));
+      }
+      return MakeNode(NodeKind::kName, t, t.text);
+    }
+    Fail(t, "expected an expression, found " + Describe(t));
+  }
+
+  // ---- lowering to IR expressions ----
+
+  static bool IsLiteral(const Node& n) {
+    return n.kind == NodeKind::kNumber || (n.kind == NodeKind::kUnary && n.text == "-" && IsLiteral(*n.args[0]));
+  }
+
+  Expr Literal(const Node& n, std::optional<DataType> hint) {
+    DataType t = hint ? *hint : (n.is_float ? DataType::kFloat32 : DataType::kInt32);
+    if (t == DataType::kBool) Fail(n, "a number where a condition is expected");
+    if (n.is_float && IsInt(t)) Fail(n, "float literal " + n.text + " where an integer is expected");
+    if (IsFloat(t)) return FloatImm(t, std::stod(n.text));
+    std::int64_t v = 0;
+    try {
+      v = std::stoll(n.text);
+    } catch (...) {
+      Fail(n, "integer literal " + n.text + " is out of range");
+    }
+    return IntImm(t, v);
+  }
+
+  // Lowers a pair of operands so that a bare number takes the type of the
+  // other operand.
+  std::pair<Expr, Expr> LowerPair(const Node& a, const Node& b, const std::map<std::string, Expr>& scope,
+                                  std::optional<DataType> hint) {
+    if (IsLiteral(a) && !IsLiteral(b)) {
+      Expr rb = Lower(b, scope, std::nullopt);
+      return {Lower(a, scope, rb->dtype), rb};
+    }
+    if (IsLiteral(b) && !IsLiteral(a)) {
+      Expr ra = Lower(a, scope, std::nullopt);
+      return {ra, Lower(b, scope, ra->dtype)};
+    }
+    if (IsLiteral(a) && IsLiteral(b) && !hint && (a.is_float || b.is_float)) hint = DataType::kFloat32;
+    return {Lower(a, scope, hint), Lower(b, scope, hint)};
+  }
+
+  Expr Lower(const Node& n, const std::map<std::string, Expr>& scope, std::optional<DataType> hint) {
+    try {
+      return LowerUnchecked(n, scope, hint);
+    } catch (const WorkloadParseError&) {
+      throw;
+    } catch (const IrError& e) {
+      Fail(n, e.what());
+    }
+  }
+
+  Expr LowerUnchecked(const Node& n, const std::map<std::string, Expr>& scope, std::optional<DataType> hint) {
+    switch (n.kind) {
+      case NodeKind::kNumber: return Literal(n, hint);
+      case NodeKind::kName: {
+        auto it = scope.find(n.text);
+        if (it != scope.end()) return it->second;
+        if (tensors_.count(n.text)) Fail(n, "tensor '" + n.text + "' needs indices: " + n.text + "[...]");
+        Fail(n, "unknown name '" + n.text + "'");
+      }
+      case NodeKind::kIndex: {
+        auto it = tensors_.find(n.text);
+        if (it == tensors_.end()) {
+          Fail(n, scope.count(n.text) ? "'" + n.text + "' is an index, not a tensor"
+                                      : "unknown tensor '" + n.text + "'");
+        }
+        const Buffer& buf = it->second.tensor.buffer();
+        if (n.args.size() != buf->shape.size()) {
+          Fail(n, "tensor '" + n.text + "' has " + std::to_string(buf->shape.size()) + " dimension(s), indexed with " +
+                      std::to_string(n.args.size()));
+        }
+        std::vector<Expr> idx;
+        for (const NodePtr& a : n.args) {
+          Expr e = Lower(*a, scope, DataType::kInt32);
+          if (!IsInt(e->dtype)) Fail(*a, "an index of '" + n.text + "' must be an integer expression");
+          idx.push_back(e);
+        }
+        return Load(buf, idx);
+      }
+      case NodeKind::kUnary: {
+        if (n.text == "!") {
+          Expr a = Lower(*n.args[0], scope, DataType::kBool);
+          if (a->dtype != DataType::kBool) Fail(n, "'!' needs a condition");
+          return Not(a);
+        }
+        if (n.args[0]->kind == NodeKind::kNumber) {
+          auto neg = std::make_shared<Node>(*n.args[0]);
+          neg->text = "-" + neg->text;
+          return Literal(*neg, hint);
+        }
+        Expr a = Lower(*n.args[0], scope, hint);
+        return MakeConst(a->dtype, 0) - a;
+      }
+      case NodeKind::kBinary: {
+        const std::string& op = n.text;
+        std::optional<DataType> operand_hint = hint;
+        if (Precedence(op) <= 2) operand_hint = DataType::kBool;
+        if (Precedence(op) == 3 || Precedence(op) == 4) operand_hint = std::nullopt;
+        auto [a, b] = LowerPair(*n.args[0], *n.args[1], scope, operand_hint);
+        if (op == "+") return a + b;
+        if (op == "-") return a - b;
+        if (op == "*") return a * b;
+        if (op == "/") return IsInt(a->dtype) ? FloorDiv(a, b) : a / b;
+        if (op == "%") return FloorMod(a, b);
+        if (op == "&&") return a && b;
+        if (op == "||") return a || b;
+        if (op == "<") return Binary(ExprKind::kLt, a, b);
+        if (op == "<=") return Binary(ExprKind::kLe, a, b);
+        if (op == ">") return Binary(ExprKind::kGt, a, b);
+        if (op == ">=") return Binary(ExprKind::kGe, a, b);
+        if (op == "==") return Binary(ExprKind::kEq, a, b);
+        return Binary(ExprKind::kNe, a, b);
+      }
+      case NodeKind::kTernary: {
+        Expr c = Lower(*n.args[0], scope, DataType::kBool);
+        auto [a, b] = LowerPair(*n.args[1], *n.args[2], scope, hint);
+        return Select(c, a, b);
+      }
+      case NodeKind::kCall: return LowerCall(n, scope, hint);
+    }
+    Fail(n, "unsupported expression");
+  }
+
+  Expr LowerCall(const Node& n, const std::map<std::string, Expr>& scope, std::optional<DataType> hint) {
+    const std::string& f = n.text;
+    auto arity = [&](std::size_t k) {
+      if (n.args.size() != k) {
+        Fail(n, f + " takes " + std::to_string(k) + " argument(s), got " + std::to_string(n.args.size()));
+      }
+    };
+    if (f == "max" || f == "min") {
+      arity(2);
+      auto [a, b] = LowerPair(*n.args[0], *n.args[1], scope, hint);
+      return f == "max" ? Max(a, b) : Min(a, b);
+    }
+    if (f == "select") {
+      arity(3);
+      Expr c = Lower(*n.args[0], scope, DataType::kBool);
+      auto [a, b] = LowerPair(*n.args[1], *n.args[2], scope, hint);
+      return Select(c, a, b);
+    }
+    if (f == "sum") Fail(n, "a reduction is written 'sum(k in N) expr' and must be the whole right-hand side");
+    int k = 0;
+    if (IsMathFunction(f, &k)) {
+      arity(static_cast<std::size_t>(k));
+      std::optional<DataType> float_hint = hint && IsFloat(*hint) ? hint : std::optional(DataType::kFloat32);
+      std::vector<Expr> args;
+      if (k == 2) {
+        auto [a, b] = LowerPair(*n.args[0], *n.args[1], scope, float_hint);
+        args = {a, b};
+      } else {
+        args.push_back(Lower(*n.args[0], scope, float_hint));
+      }
+      return Call(f, args);
+    }
+    DataType cast_to;
+    try {
+      cast_to = ParseDataType(f);
+    } catch (const IrError&) {
+      Fail(n, "unknown function '" + f + "'");
+    }
+    arity(1);
+    Expr a = Lower(*n.args[0], scope, std::nullopt);
+    return Cast(cast_to, a);
+  }
+
+  PrimFunc Finish() {
+    if (stages_.empty()) Fail(Peek(), "the workload defines no stage");
+    std::vector<std::string> outputs = outputs_;
+    if (outputs.empty()) {
+      std::set<const BufferNode*> read;
+      // Every stage that no later stage reads is a result.
+      PrimFunc all = builder_.Build(AllStageParams());
+      VisitStmt(all.body, [&](const Stmt& s) {
+        if (s->kind != StmtKind::kBlock) return;
+        for (const BufferRegion& r : static_cast<const BlockNode&>(*s).reads) read.insert(r.buffer.get());
+      });
+      for (const std::string& s : stages_) {
+        if (!read.count(tensors_.at(s).tensor.buffer().get())) outputs.push_back(s);
+      }
+    }
+    std::vector<te::Tensor> params;
+    for (const std::string& i : inputs_) params.push_back(tensors_.at(i).tensor);
+    for (const std::string& o : outputs) params.push_back(tensors_.at(o).tensor);
+    try {
+      return builder_.Build(params);
+    } catch (const IrError& e) {
+      Fail(Peek(), e.what());
+    }
+  }
+
+  std::vector<te::Tensor> AllStageParams() const {
+    std::vector<te::Tensor> params;
+    for (const std::string& i : inputs_) params.push_back(tensors_.at(i).tensor);
+    for (const std::string& s : stages_) params.push_back(tensors_.at(s).tensor);
+    return params;
+  }
+
+  std::string file_;
+  std::vector<Token> tokens_;
+  std::size_t pos_ = 0;
+  te::Builder builder_;
+  std::map<std::string, TensorInfo> tensors_;
+  std::vector<std::string> inputs_;
+  std::vector<std::string> stages_;
+  std::vector<std::string> outputs_;
+  int output_line_ = 0;
+};
+
+}  // namespace
+
+PrimFunc ParseWorkloadText(std::string_view text, std::string_view file) {
+  return Parser(text, std::string(file)).Parse();
+}
+
+}  // namespace tunedb::ir

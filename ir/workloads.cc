@@ -1,0 +1,265 @@
+#include "ir/workloads.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "ir/error.h"
+#include "ir/te.h"
+#include "ir/workload_lang.h"
+
+namespace tunedb::ir {
+namespace {
+
+using te::Axis;
+using te::ReduceOp;
+using te::Vars;
+
+constexpr DataType kF32 = DataType::kFloat32;
+
+PrimFunc Matmul(const WorkloadParams& p) {
+  std::int64_t M = p.at("M"), N = p.at("N"), K = p.at("K");
+  te::Builder b;
+  auto A = b.Placeholder("A", {M, K});
+  auto B = b.Placeholder("B", {K, N});
+  auto C = b.Reduce("C", {{"i", M}, {"j", N}}, ReduceOp::kSum, {{"k", K}},
+                    [&](const Vars& s, const Vars& r) { return A(s[0], r[0]) * B(r[0], s[1]); });
+  return b.Build({A, B, C});
+}
+
+PrimFunc BatchMatmul(const WorkloadParams& p) {
+  std::int64_t Bt = p.at("B"), M = p.at("M"), N = p.at("N"), K = p.at("K");
+  te::Builder b;
+  auto A = b.Placeholder("A", {Bt, M, K});
+  auto B = b.Placeholder("B", {Bt, K, N});
+  auto C = b.Reduce("C", {{"b", Bt}, {"i", M}, {"j", N}}, ReduceOp::kSum, {{"k", K}},
+                    [&](const Vars& s, const Vars& r) {
+                      return A(s[0], s[1], r[0]) * B(s[0], r[0], s[2]);
+                    });
+  return b.Build({A, B, C});
+}
+
+PrimFunc DenseBiasRelu(const WorkloadParams& p) {
+  std::int64_t B = p.at("B"), IN = p.at("IN"), OUT = p.at("OUT");
+  te::Builder b;
+  auto X = b.Placeholder("X", {B, IN});
+  auto W = b.Placeholder("W", {OUT, IN});
+  auto bias = b.Placeholder("bias", {OUT});
+  auto mm = b.Reduce("T_matmul_NT", {{"i", B}, {"j", OUT}}, ReduceOp::kSum, {{"k", IN}},
+                     [&](const Vars& s, const Vars& r) { return X(s[0], r[0]) * W(s[1], r[0]); });
+  auto add = b.Compute("T_add", {{"i", B}, {"j", OUT}},
+                       [&](const Vars& s) { return mm(s[0], s[1]) + bias(s[1]); });
+  auto relu = b.Compute("T_relu", {{"i", B}, {"j", OUT}},
+                        [&](const Vars& s) { return Max(add(s[0], s[1]), FloatImm(kF32, 0)); });
+  return b.Build({X, W, bias, relu});
+}
+
+// Padding as its own stage, as TOPI does: PaddedInput[n, h, w, c] is the
+// input shifted by `pad`, zero outside.
+te::Tensor Pad(te::Builder& b, const te::Tensor& X, std::int64_t pad) {
+  const auto& s = X.buffer()->shape;
+  std::int64_t N = s[0], H = s[1], W = s[2], C = s[3];
+  return b.Compute("PaddedInput", {{"i0", N}, {"i1", H + 2 * pad}, {"i2", W + 2 * pad}, {"i3", C}},
+                   [&](const Vars& v) {
+                     if (pad == 0) return X(v[0], v[1], v[2], v[3]);
+                     Expr lo = IntImm(DataType::kInt32, pad);
+                     Expr inside = v[1] >= static_cast<double>(pad) &&
+                                   v[1] < static_cast<double>(H + pad) &&
+                                   v[2] >= static_cast<double>(pad) &&
+                                   v[2] < static_cast<double>(W + pad);
+                     return Select(inside, X(v[0], v[1] - lo, v[2] - lo, v[3]), FloatImm(kF32, 0));
+                   });
+}
+
+// index * stride, written without the multiplication when stride is 1.
+Expr Strided(const Expr& index, std::int64_t stride) {
+  return stride == 1 ? index : index * IntImm(DataType::kInt32, stride);
+}
+
+std::int64_t ConvOut(std::int64_t in, std::int64_t k, std::int64_t stride, std::int64_t pad,
+                     const char* what) {
+  std::int64_t out = (in + 2 * pad - k) / stride + 1;
+  if (in + 2 * pad < k || out < 1) {
+    throw IrError(std::string("the kernel is larger than the padded input along ") + what);
+  }
+  return out;
+}
+
+PrimFunc Conv2dNhwc(const WorkloadParams& p) {
+  std::int64_t N = p.at("N"), H = p.at("H"), W = p.at("W"), CI = p.at("CI"), CO = p.at("CO"),
+               KH = p.at("KH"), KW = p.at("KW"), S = p.at("stride"), P = p.at("pad");
+  std::int64_t OH = ConvOut(H, KH, S, P, "H"), OW = ConvOut(W, KW, S, P, "W");
+  te::Builder b;
+  auto X = b.Placeholder("X", {N, H, W, CI});
+  auto Wt = b.Placeholder("W", {KH, KW, CI, CO});
+  auto padded = Pad(b, X, P);
+  auto out = b.Reduce("Conv2dOutput", {{"nn", N}, {"yy", OH}, {"xx", OW}, {"ff", CO}},
+                      ReduceOp::kSum, {{"ry", KH}, {"rx", KW}, {"rc", CI}},
+                      [&](const Vars& s, const Vars& r) {
+                        return padded(s[0], Strided(s[1], S) + r[0], Strided(s[2], S) + r[1], r[2]) *
+                               Wt(r[0], r[1], r[2], s[3]);
+                      });
+  return b.Build({X, Wt, out});
+}
+
+PrimFunc DepthwiseConv2dNhwc(const WorkloadParams& p) {
+  std::int64_t N = p.at("N"), H = p.at("H"), W = p.at("W"), C = p.at("C"), KH = p.at("KH"),
+               KW = p.at("KW"), S = p.at("stride"), P = p.at("pad");
+  std::int64_t OH = ConvOut(H, KH, S, P, "H"), OW = ConvOut(W, KW, S, P, "W");
+  te::Builder b;
+  auto X = b.Placeholder("X", {N, H, W, C});
+  auto Wt = b.Placeholder("W", {KH, KW, C});
+  auto padded = Pad(b, X, P);
+  auto out = b.Reduce("DepthwiseConv2d", {{"b", N}, {"i", OH}, {"j", OW}, {"c", C}},
+                      ReduceOp::kSum, {{"di", KH}, {"dj", KW}},
+                      [&](const Vars& s, const Vars& r) {
+                        return padded(s[0], Strided(s[1], S) + r[0], Strided(s[2], S) + r[1], s[3]) *
+                               Wt(r[0], r[1], s[3]);
+                      });
+  return b.Build({X, Wt, out});
+}
+
+PrimFunc Softmax(const WorkloadParams& p) {
+  std::int64_t M = p.at("M"), N = p.at("N");
+  te::Builder b;
+  auto A = b.Placeholder("A", {M, N});
+  auto maxelem = b.Reduce("T_softmax_maxelem", {{"i", M}}, ReduceOp::kMax, {{"k", N}},
+                          [&](const Vars& s, const Vars& r) { return A(s[0], r[0]); });
+  auto ex = b.Compute("T_softmax_exp", {{"i", M}, {"j", N}}, [&](const Vars& s) {
+    return Call("exp", {A(s[0], s[1]) - maxelem(s[0])});
+  });
+  auto sum = b.Reduce("T_softmax_expsum", {{"i", M}}, ReduceOp::kSum, {{"k", N}},
+                      [&](const Vars& s, const Vars& r) { return ex(s[0], r[0]); });
+  auto norm = b.Compute("T_softmax_norm", {{"i", M}, {"j", N}},
+                        [&](const Vars& s) { return ex(s[0], s[1]) / sum(s[0]); });
+  return b.Build({A, norm});
+}
+
+PrimFunc ReduceSum(const WorkloadParams& p) {
+  std::int64_t M = p.at("M"), N = p.at("N");
+  te::Builder b;
+  auto A = b.Placeholder("A", {M, N});
+  auto red = b.Reduce("A_red", {{"i", M}}, ReduceOp::kSum, {{"k", N}},
+                      [&](const Vars& s, const Vars& r) { return A(s[0], r[0]); });
+  return b.Build({A, red});
+}
+
+std::int64_t ParseInt(std::string_view text, std::string_view what) {
+  std::int64_t v = 0;
+  if (text.empty()) throw IrError(std::string(what) + ": missing value");
+  for (char c : text) {
+    if (c < '0' || c > '9') {
+      throw IrError(std::string(what) + ": '" + std::string(text) + "' is not a positive integer");
+    }
+    v = v * 10 + (c - '0');
+    if (v > (std::int64_t{1} << 40)) throw IrError(std::string(what) + ": value too large");
+  }
+  return v;
+}
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string s;
+  for (const auto& i : items) s += (s.empty() ? "" : ", ") + i;
+  return s;
+}
+
+}  // namespace
+
+const std::vector<WorkloadDef>& BuiltinWorkloads() {
+  static const std::vector<WorkloadDef> kDefs = {
+      {"matmul", "C[i, j] = sum_k A[i, k] * B[k, j]",
+       {{"M", 512, "rows of A and C"}, {"N", 512, "columns of B and C"}, {"K", 512, "reduction length"}},
+       Matmul},
+      {"batch_matmul", "C[b, i, j] = sum_k A[b, i, k] * B[b, k, j]",
+       {{"B", 8, "batch"}, {"M", 128, "rows"}, {"N", 128, "columns"}, {"K", 128, "reduction length"}},
+       BatchMatmul},
+      {"dense_bias_relu", "Y = relu(X W^T + bias): matmul, bias add and relu as three stages",
+       {{"B", 128, "batch (rows of X)"}, {"IN", 784, "input features"}, {"OUT", 128, "output features"}},
+       DenseBiasRelu},
+      {"conv2d_nhwc", "2-D convolution, NHWC input, HWIO weights, padding as its own stage",
+       {{"N", 1, "batch"}, {"H", 56, "input height"}, {"W", 56, "input width"},
+        {"CI", 64, "input channels"}, {"CO", 64, "output channels"}, {"KH", 3, "kernel height"},
+        {"KW", 3, "kernel width"}, {"stride", 1, "stride"}, {"pad", 1, "zero padding per side"}},
+       Conv2dNhwc},
+      {"depthwise_conv2d_nhwc", "depthwise 2-D convolution, NHWC input, HWC weights",
+       {{"N", 1, "batch"}, {"H", 56, "input height"}, {"W", 56, "input width"},
+        {"C", 64, "channels"}, {"KH", 3, "kernel height"}, {"KW", 3, "kernel width"},
+        {"stride", 1, "stride"}, {"pad", 1, "zero padding per side"}},
+       DepthwiseConv2dNhwc},
+      {"softmax", "row-wise softmax: max, exp, sum and normalize stages",
+       {{"M", 128, "rows"}, {"N", 1024, "row length"}}, Softmax},
+      {"reduce_sum", "B[i] = sum_k A[i, k]", {{"M", 1024, "rows"}, {"N", 1024, "row length"}},
+       ReduceSum},
+  };
+  return kDefs;
+}
+
+Workload BuildWorkload(std::string_view spec) {
+  std::string_view name = spec.substr(0, spec.find(':'));
+  const WorkloadDef* def = nullptr;
+  std::vector<std::string> names;
+  for (const WorkloadDef& d : BuiltinWorkloads()) {
+    names.push_back(d.name);
+    if (d.name == name) def = &d;
+  }
+  if (!def) {
+    throw IrError("unknown workload '" + std::string(name) + "' (built-in workloads: " +
+                  Join(names) + "; or give the path of a workload file)");
+  }
+  WorkloadParams params;
+  for (const WorkloadParam& p : def->params) params[p.name] = p.default_value;
+
+  if (spec.size() > name.size()) {
+    std::string_view rest = spec.substr(name.size() + 1);
+    while (!rest.empty()) {
+      std::string_view item = rest.substr(0, rest.find(','));
+      rest = item.size() < rest.size() ? rest.substr(item.size() + 1) : std::string_view();
+      auto eq = item.find('=');
+      if (eq == std::string_view::npos) {
+        throw IrError("workload " + def->name + ": expected NAME=VALUE, got '" + std::string(item) + "'");
+      }
+      std::string key(item.substr(0, eq));
+      if (!params.count(key)) {
+        std::vector<std::string> known;
+        for (const WorkloadParam& p : def->params) known.push_back(p.name);
+        throw IrError("workload " + def->name + " has no parameter '" + key + "' (parameters: " +
+                      Join(known) + ")");
+      }
+      std::int64_t value = ParseInt(item.substr(eq + 1), "workload " + def->name + " parameter " + key);
+      // Padding may be zero; every other parameter is an extent or a stride.
+      if (value < 1 && key != "pad") {
+        throw IrError("workload " + def->name + " parameter " + key + " must be at least 1");
+      }
+      params[key] = value;
+    }
+  }
+  Workload w;
+  w.name = def->name;
+  w.spec = def->name + ":";
+  bool first = true;
+  for (const WorkloadParam& p : def->params) {
+    w.spec += (first ? "" : ",") + p.name + "=" + std::to_string(params[p.name]);
+    first = false;
+  }
+  w.func = def->build(params);
+  return w;
+}
+
+Workload LoadWorkload(std::string_view spec_or_path) {
+  std::filesystem::path path(spec_or_path);
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) {
+    std::ifstream in(path);
+    if (!in) throw IrError("cannot read workload file " + path.string());
+    std::stringstream text;
+    text << in.rdbuf();
+    Workload w;
+    w.spec = path.string();
+    w.name = path.stem().string();
+    w.func = ParseWorkloadText(text.str(), path.string());
+    return w;
+  }
+  return BuildWorkload(spec_or_path);
+}
+
+}  // namespace tunedb::ir

@@ -1,0 +1,53 @@
+// The built-in workload library and workload specs.
+//
+// A spec names a library workload and optional shape parameters,
+// "matmul:M=512,N=512,K=512"; parameters left out take their defaults. A
+// spec may instead be the path of a workload-language file (see
+// workload_lang.h). LoadWorkload accepts both.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/stmt.h"
+
+namespace tunedb::ir {
+
+struct WorkloadParam {
+  std::string name;
+  std::int64_t default_value;
+  std::string meaning;
+};
+
+using WorkloadParams = std::map<std::string, std::int64_t>;
+
+struct WorkloadDef {
+  std::string name;
+  std::string description;
+  std::vector<WorkloadParam> params;
+  std::function<PrimFunc(const WorkloadParams&)> build;
+};
+
+// Every library workload, in a fixed order.
+const std::vector<WorkloadDef>& BuiltinWorkloads();
+
+struct Workload {
+  // Canonical spec with every parameter spelled out ("matmul:M=512,N=512,K=512"),
+  // or the file path for a workload-language file.
+  std::string spec;
+  std::string name;  // library name, or the file's stem
+  PrimFunc func;
+};
+
+// Parses a library spec. Throws IrError naming the unknown workload or
+// parameter, or the malformed value.
+Workload BuildWorkload(std::string_view spec);
+
+// A library spec, or else an existing file in the workload language.
+Workload LoadWorkload(std::string_view spec_or_path);
+
+}  // namespace tunedb::ir
