@@ -39,6 +39,10 @@ enum class ReduceOp : std::uint8_t { kSum, kMax, kMin };
 
 class Builder;
 
+// Tensor indices may be expressions or plain integers.
+inline Expr AsIndex(const Expr& e) { return e; }
+inline Expr AsIndex(std::int64_t v) { return IntImm(DataType::kInt32, v); }
+
 // A tensor is a buffer; indexing it yields a load expression.
 class Tensor {
  public:
@@ -48,7 +52,7 @@ class Tensor {
   Expr operator()(std::vector<Expr> indices) const { return Load(buffer_, std::move(indices)); }
   template <typename... Ts>
   Expr operator()(Ts... indices) const {
-    return Load(buffer_, std::vector<Expr>{Expr(indices)...});
+    return Load(buffer_, std::vector<Expr>{AsIndex(indices)...});
   }
   const Buffer& buffer() const { return buffer_; }
 

@@ -332,18 +332,17 @@ class Parser {
     std::function<void(const Node&)> visit = [&](const Node& n) {
       if (n.kind == NodeKind::kIndex) {
         auto it = tensors_.find(n.text);
-        if (it != tensors_.end()) {
-          const auto& shape = it->second.tensor.buffer()->shape;
-          for (std::size_t d = 0; d < n.args.size() && d < shape.size(); ++d) {
-            const Node& a = *n.args[d];
-            if (a.kind == NodeKind::kName && a.text == index.text) {
-              if (extent && *extent != shape[d]) {
-                Fail(a, "index '" + index.text + "' has extent " + std::to_string(*extent) +
-                            " from an earlier use but " + std::to_string(shape[d]) + " in " + n.text +
-                            "; give it explicitly as '" + index.text + " in N'");
-              }
-              extent = shape[d];
+        if (it == tensors_.end()) Fail(n, "unknown tensor '" + n.text + "'");
+        const auto& shape = it->second.tensor.buffer()->shape;
+        for (std::size_t d = 0; d < n.args.size() && d < shape.size(); ++d) {
+          const Node& a = *n.args[d];
+          if (a.kind == NodeKind::kName && a.text == index.text) {
+            if (extent && *extent != shape[d]) {
+              Fail(a, "index '" + index.text + "' has extent " + std::to_string(*extent) +
+                          " from an earlier use but " + std::to_string(shape[d]) + " in " + n.text +
+                          "; give it explicitly as '" + index.text + " in N'");
             }
+            extent = shape[d];
           }
         }
       }

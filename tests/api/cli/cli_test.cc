@@ -1,0 +1,94 @@
+// End-to-end tests of the `tunedb` executable: run it as a user would and
+// check its output and exit code.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Result {
+  int exit_code;
+  std::string out;  // stdout and stderr together
+};
+
+Result RunTunedb(const std::string& args) {
+  std::string command = std::string(TUNEDB_BINARY) + " " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return {-1, "popen failed"};
+  std::string out;
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(CliTest, ShowPrintsProgramHashAndFlops) {
+  Result r = RunTunedb("show --workload matmul:M=64,N=64,K=64");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("# workload: matmul:M=64,N=64,K=64\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# flops:    524288\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("with T.block(\"C\"):"), std::string::npos) << r.out;
+}
+
+TEST(CliTest, ShowJsonIsParseable) {
+  Result r = RunTunedb("show --workload reduce_sum:M=4,N=4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["workload"], "reduce_sum:M=4,N=4");
+  EXPECT_EQ(j["flops"], 16);
+  EXPECT_EQ(j["program"]["format"], "tunedb.program/1");
+  EXPECT_EQ(j["hash"].get<std::string>().find_first_not_of("0123456789"), std::string::npos);
+}
+
+TEST(CliTest, ShowReadsAWorkloadFile) {
+  std::string path = ::testing::TempDir() + "/cli_test_workload.tw";
+  std::ofstream(path) << "input X: f32[8, 16]\nY[i] = sum(k in 16) X[i, k] * X[i, k]\n";
+  Result r = RunTunedb("show --workload " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("with T.block(\"Y\"):"), std::string::npos) << r.out;
+}
+
+TEST(CliTest, BadInputIsOneLineAndExitCode2) {
+  Result r = RunTunedb("show --workload nosuch");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out.rfind("tunedb: error: unknown workload 'nosuch'", 0), 0u) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+
+  std::string path = ::testing::TempDir() + "/cli_test_bad.tw";
+  std::ofstream(path) << "input X: f32[8]\nY[i] = X[i] +\n";
+  r = RunTunedb("show --workload " + path);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find(path + ":2:14: expected an expression, found end of line"), std::string::npos) << r.out;
+
+  r = RunTunedb("show --no-such-flag");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  r = RunTunedb("");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+}
+
+TEST(CliTest, WorkloadsListsTheLibrary) {
+  Result r = RunTunedb("workloads");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  for (const char* name : {"matmul", "batch_matmul", "dense_bias_relu", "conv2d_nhwc",
+                           "depthwise_conv2d_nhwc", "softmax", "reduce_sum"}) {
+    EXPECT_NE(r.out.find(std::string("\n  ") + name + "\n"), std::string::npos) << name;
+  }
+}
+
+TEST(CliTest, HelpWorksForTheProgramAndEachCommand) {
+  Result r = RunTunedb("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("show"), std::string::npos);
+  r = RunTunedb("show --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--workload"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,109 @@
+#include "ir/workload_lang.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "ir/interpreter.h"
+#include "ir/printer.h"
+#include "ir/structural.h"
+#include "ir/te.h"
+#include "ir/workloads.h"
+
+namespace tunedb::ir {
+namespace {
+
+using te::ReduceOp;
+using te::Vars;
+
+TEST(WorkloadLangTest, TheLinearLayerExample) {
+  PrimFunc parsed = ParseWorkloadText(R"(
+# a linear layer with ReLU
+input X: f32[128, 784]
+input W: f32[128, 784]
+Y[i, j] = sum(k in 784) X[i, k] * W[j, k]
+Z[i, j] = max(Y[i, j], 0.0)
+output Z
+)");
+  te::Builder b;
+  auto X = b.Placeholder("X", {128, 784});
+  auto W = b.Placeholder("W", {128, 784});
+  auto Y = b.Reduce("Y", {{"i", 128}, {"j", 128}}, ReduceOp::kSum, {{"k", 784}},
+                    [&](const Vars& s, const Vars& r) { return X(s[0], r[0]) * W(s[1], r[0]); });
+  auto Z = b.Compute("Z", {{"i", 128}, {"j", 128}},
+                     [&](const Vars& s) { return Max(Y(s[0], s[1]), FloatImm(DataType::kFloat32, 0)); });
+  EXPECT_TRUE(StructuralEqual(parsed, b.Build({X, W, Z}))) << PrintProgram(parsed);
+}
+
+TEST(WorkloadLangTest, MatchesTheLibraryMatmul) {
+  PrimFunc parsed = ParseWorkloadText(
+      "input A: f32[16, 8]\ninput B: f32[8, 4]\nC[i, j] = sum(k in 8) A[i, k] * B[k, j]\n");
+  EXPECT_EQ(WorkloadHash(parsed), WorkloadHash(BuildWorkload("matmul:M=16,N=4,K=8").func));
+}
+
+TEST(WorkloadLangTest, ExpressionsAndDefaultOutputs) {
+  PrimFunc f = ParseWorkloadText(R"(
+input A: f32[4, 6]
+input idx: i32[6]
+P[i, j in 8] = (j >= 1 && j < 7) ? A[i, j - 1] : 0.0   # padding
+S[i] = max(j in 8) P[i, j]
+E[i, j] = exp(P[i, j] - S[i]) / 2 + f32(idx[j % 6]) * -1.5
+)");
+  // E is the only stage no other stage reads: it is the default output.
+  ASSERT_EQ(f.params.size(), 3u);
+  EXPECT_EQ(f.params[2]->name, "E");
+  EXPECT_EQ(f.params[2]->shape, (std::vector<std::int64_t>{4, 8}));
+  auto args = MakeArguments(f, 9);
+  Interpret(f, args);
+  double row_max = 0;  // padding zeros take part in the max
+  for (int j = 0; j < 6; ++j) row_max = std::max(row_max, args[0].GetFloat(j));
+  double p1 = args[0].GetFloat(0);  // P[0, 1] = A[0, 0]
+  double expected = std::exp(p1 - row_max) / 2 + static_cast<double>(args[1].GetInt(1)) * -1.5;
+  EXPECT_NEAR(args[2].GetFloat(1), expected, 1e-5);
+}
+
+TEST(WorkloadLangTest, SeveralOutputs) {
+  PrimFunc f = ParseWorkloadText("input A: f32[4]\nB[i] = A[i] * 2\nC[i] = B[i] + 1\noutput B, C\n");
+  ASSERT_EQ(f.params.size(), 3u);
+  EXPECT_EQ(f.params[1]->name, "B");
+  EXPECT_TRUE(f.root().alloc_buffers.empty());
+}
+
+void ExpectError(const std::string& text, const std::string& message) {
+  try {
+    ParseWorkloadText(text, "w.tw");
+    FAIL() << "expected an error for:\n" << text;
+  } catch (const WorkloadParseError& e) {
+    EXPECT_EQ(std::string(e.what()), message);
+  }
+}
+
+TEST(WorkloadLangTest, ErrorsNameLineColumnAndExpectation) {
+  ExpectError("input A: f32[4, 4\n", "w.tw:1:18: expected ']' to close the input's shape, found end of line");
+  ExpectError("input A: f16[4]\n",
+              "w.tw:1:10: unknown data type 'f16' (expected float32, float64, int32, int64 or bool)");
+  ExpectError("input A: f32[4]\nB[i] = A[i] +\n", "w.tw:2:14: expected an expression, found end of line");
+  ExpectError("input A: f32[4]\nB[i] = Q[i]\n", "w.tw:2:8: unknown tensor 'Q'");
+  ExpectError("input A: f32[4]\nB[i] = A[i] * z\n", "w.tw:2:15: unknown name 'z'");
+  ExpectError("input A: f32[4]\nB[i, j] = A[i]\n",
+              "w.tw:2:6: cannot infer the extent of index 'j' (it is never a plain index of a tensor); "
+              "write 'j in N'");
+  ExpectError("input A: f32[4]\ninput B: f32[5]\nC[i] = A[i] + B[i]\n",
+              "w.tw:3:17: index 'i' has extent 4 from an earlier use but 5 in B; give it explicitly as 'i in N'");
+  ExpectError("input A: f32[4, 4]\nB[i] = A[i]\n", "w.tw:2:8: tensor 'A' has 2 dimension(s), indexed with 1");
+  ExpectError("input A: f32[4]\ninput A: f32[4]\n", "w.tw:2:7: 'A' is already defined at line 1");
+  ExpectError("input A: f32[4]\nB[i] = sum(k 4) A[k]\n",
+              "w.tw:2:14: expected ')' to close the arguments of sum, found '4'");
+  ExpectError("input A: i32[4]\nB[i] = A[i] + 0.5\n", "w.tw:2:15: float literal 0.5 where an integer is expected");
+  ExpectError("input A: f32[4]\nB[i] = A[i] + A[i] $ 2\n", "w.tw:2:20: unexpected character '$'");
+  ExpectError("input A: f32[4]\nB[i] = A[i]\noutput Q\n", "w.tw:3:8: output 'Q' is not defined");
+  ExpectError("input A: f32[4]\n", "w.tw:2:1: the workload defines no stage");
+  ExpectError("input A: f32[4]\nB[i] = A[i] * A\n", "w.tw:2:15: tensor 'A' needs indices: A[...]");
+  ExpectError("input A: f32[4]\nB[i] = A[i] < 1.0\n",
+              "w.tw:2:1: stage 'B' computes bool values; use select to make numbers");
+  ExpectError("input A: f32[4]\nB[i] = foo(A[i])\n", "w.tw:2:8: unknown function 'foo'");
+  ExpectError("input A: f32[4]\nB[i] = A[i] + i\n", "w.tw:2:13: add: operand types differ (float32 and int32)");
+}
+
+}  // namespace
+}  // namespace tunedb::ir

@@ -1,0 +1,74 @@
+#include "ir/workloads.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "ir/error.h"
+#include "ir/structural.h"
+
+namespace tunedb::ir {
+namespace {
+
+TEST(WorkloadsTest, EveryBuiltinBuildsWithItsDefaults) {
+  for (const WorkloadDef& def : BuiltinWorkloads()) {
+    Workload w = BuildWorkload(def.name);
+    EXPECT_EQ(w.name, def.name);
+    EXPECT_FALSE(w.func.params.empty()) << def.name;
+    EXPECT_GE(CollectBlocks(w.func).size(), 2u) << def.name;
+  }
+}
+
+TEST(WorkloadsTest, SpecIsCanonicalizedWithDefaults) {
+  EXPECT_EQ(BuildWorkload("matmul").spec, "matmul:M=512,N=512,K=512");
+  EXPECT_EQ(BuildWorkload("matmul:K=64").spec, "matmul:M=512,N=512,K=64");
+  EXPECT_EQ(BuildWorkload("matmul:K=64,M=2").func.params[0]->shape, (std::vector<std::int64_t>{2, 64}));
+  // The same workload spelled two ways has one hash.
+  EXPECT_EQ(WorkloadHash(BuildWorkload("matmul:M=512").func), WorkloadHash(BuildWorkload("matmul").func));
+}
+
+TEST(WorkloadsTest, ConvShapesFollowStrideAndPadding) {
+  Workload w = BuildWorkload("conv2d_nhwc:H=9,W=9,CI=2,CO=3,KH=3,KW=3,stride=2,pad=1");
+  EXPECT_EQ(w.func.params.back()->shape, (std::vector<std::int64_t>{1, 5, 5, 3}));
+  Workload unpadded = BuildWorkload("conv2d_nhwc:H=8,W=8,CI=2,CO=3,pad=0");
+  EXPECT_EQ(unpadded.func.params.back()->shape, (std::vector<std::int64_t>{1, 6, 6, 3}));
+  EXPECT_THROW(BuildWorkload("conv2d_nhwc:H=2,W=2,KH=5,pad=0"), IrError);
+}
+
+void ExpectError(const std::string& spec, const std::string& message) {
+  try {
+    BuildWorkload(spec);
+    FAIL() << "expected an error for " << spec;
+  } catch (const IrError& e) {
+    EXPECT_EQ(std::string(e.what()), message);
+  }
+}
+
+TEST(WorkloadsTest, BadSpecsNameTheProblem) {
+  ExpectError("matmull", "unknown workload 'matmull' (built-in workloads: matmul, batch_matmul, "
+                         "dense_bias_relu, conv2d_nhwc, depthwise_conv2d_nhwc, softmax, reduce_sum; "
+                         "or give the path of a workload file)");
+  ExpectError("matmul:Q=4", "workload matmul has no parameter 'Q' (parameters: M, N, K)");
+  ExpectError("matmul:M=abc", "workload matmul parameter M: 'abc' is not a positive integer");
+  ExpectError("matmul:M", "workload matmul: expected NAME=VALUE, got 'M'");
+  ExpectError("matmul:M=0", "workload matmul parameter M must be at least 1");
+  ExpectError("matmul:M=", "workload matmul parameter M: missing value");
+}
+
+TEST(WorkloadsTest, LoadWorkloadReadsFiles) {
+  std::string path = ::testing::TempDir() + "/tiny.tw";
+  {
+    std::ofstream out(path);
+    out << "input A: f32[4, 4]\nB[i, j] = A[j, i]\n";
+  }
+  Workload w = LoadWorkload(path);
+  EXPECT_EQ(w.name, "tiny");
+  EXPECT_EQ(w.spec, path);
+  EXPECT_EQ(w.func.params.size(), 2u);
+  std::remove(path.c_str());
+  EXPECT_THROW(LoadWorkload(path), IrError);  // no file: read as a spec, which is unknown
+}
+
+}  // namespace
+}  // namespace tunedb::ir
