@@ -1,0 +1,389 @@
+#include "ir/simplify.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace tunedb::ir {
+namespace {
+
+std::int64_t FloorDivConst(std::int64_t a, std::int64_t b) {
+  std::int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+std::int64_t FloorModConst(std::int64_t a, std::int64_t b) { return a - FloorDivConst(a, b) * b; }
+
+// sum(coeff * atom) + constant, atoms in order of first appearance.
+struct Linear {
+  struct Term {
+    Expr atom;
+    std::int64_t coeff;
+  };
+  std::vector<Term> terms;
+  std::int64_t constant = 0;
+
+  void Add(const Expr& atom, std::int64_t coeff) {
+    for (Term& t : terms) {
+      if (ExprEqual(t.atom, atom)) {
+        t.coeff += coeff;
+        return;
+      }
+    }
+    terms.push_back({atom, coeff});
+  }
+  void AddAll(const Linear& other, std::int64_t scale) {
+    for (const Term& t : other.terms) Add(t.atom, t.coeff * scale);
+    constant += other.constant * scale;
+  }
+  void DropZeros() {
+    terms.erase(std::remove_if(terms.begin(), terms.end(), [](const Term& t) { return t.coeff == 0; }),
+                terms.end());
+  }
+  bool IsConst() const { return terms.empty(); }
+};
+
+class Simplifier {
+ public:
+  explicit Simplifier(const VarRanges& ranges) : ranges_(ranges) {}
+
+  Expr Run(const Expr& e) {
+    if (IsInt(e->dtype)) return FromLinear(ToLinear(e), e->dtype);
+    if (e->dtype == DataType::kBool) return SimplifyBool(e);
+    return SimplifyOperands(e);
+  }
+
+  std::optional<IntBound> Bound(const Expr& e) {
+    switch (e->kind) {
+      case ExprKind::kIntImm: return IntBound{e->int_value, e->int_value};
+      case ExprKind::kVar: {
+        auto it = ranges_.find(e.get());
+        if (it == ranges_.end() || it->second < 1) return std::nullopt;
+        return IntBound{0, it->second - 1};
+      }
+      case ExprKind::kAdd: case ExprKind::kSub: {
+        auto a = Bound(e->operands[0]), b = Bound(e->operands[1]);
+        if (!a || !b) return std::nullopt;
+        if (e->kind == ExprKind::kAdd) return IntBound{a->min + b->min, a->max + b->max};
+        return IntBound{a->min - b->max, a->max - b->min};
+      }
+      case ExprKind::kMul: {
+        auto a = Bound(e->operands[0]), b = Bound(e->operands[1]);
+        if (!a || !b) return std::nullopt;
+        std::int64_t c[] = {a->min * b->min, a->min * b->max, a->max * b->min, a->max * b->max};
+        return IntBound{*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+      }
+      case ExprKind::kFloorDiv: {
+        auto a = Bound(e->operands[0]);
+        std::int64_t c = 0;
+        if (!a || !AsConstInt(e->operands[1], &c) || c <= 0) return std::nullopt;
+        return IntBound{FloorDivConst(a->min, c), FloorDivConst(a->max, c)};
+      }
+      case ExprKind::kFloorMod: {
+        std::int64_t c = 0;
+        if (!AsConstInt(e->operands[1], &c) || c <= 0) return std::nullopt;
+        auto a = Bound(e->operands[0]);
+        if (a && a->min >= 0 && a->max < c) return a;
+        return IntBound{0, c - 1};
+      }
+      case ExprKind::kMin: case ExprKind::kMax: {
+        auto a = Bound(e->operands[0]), b = Bound(e->operands[1]);
+        if (!a || !b) return std::nullopt;
+        if (e->kind == ExprKind::kMin) return IntBound{std::min(a->min, b->min), std::min(a->max, b->max)};
+        return IntBound{std::max(a->min, b->min), std::max(a->max, b->max)};
+      }
+      case ExprKind::kSelect: {
+        auto a = Bound(e->operands[1]), b = Bound(e->operands[2]);
+        if (!a || !b) return std::nullopt;
+        return IntBound{std::min(a->min, b->min), std::max(a->max, b->max)};
+      }
+      default: return std::nullopt;
+    }
+  }
+
+  std::optional<IntBound> Bound(const Linear& l) {
+    IntBound total{l.constant, l.constant};
+    for (const Linear::Term& t : l.terms) {
+      auto b = Bound(t.atom);
+      if (!b) return std::nullopt;
+      std::int64_t lo = b->min * t.coeff, hi = b->max * t.coeff;
+      total.min += std::min(lo, hi);
+      total.max += std::max(lo, hi);
+    }
+    return total;
+  }
+
+ private:
+  Expr SimplifyOperands(const Expr& e) {
+    if (e->operands.empty()) return e;
+    bool changed = false;
+    std::vector<Expr> ops;
+    for (const Expr& o : e->operands) {
+      ops.push_back(Run(o));
+      changed |= ops.back() != o;
+    }
+    if (!changed) return e;
+    auto n = std::make_shared<ExprNode>(*e);
+    n->operands = std::move(ops);
+    return n;
+  }
+
+  Linear ToLinear(const Expr& e) {
+    Linear l;
+    switch (e->kind) {
+      case ExprKind::kIntImm: l.constant = e->int_value; return l;
+      case ExprKind::kVar: l.Add(e, 1); return l;
+      case ExprKind::kAdd: case ExprKind::kSub: {
+        l = ToLinear(e->operands[0]);
+        l.AddAll(ToLinear(e->operands[1]), e->kind == ExprKind::kAdd ? 1 : -1);
+        l.DropZeros();
+        return l;
+      }
+      case ExprKind::kMul: {
+        Linear a = ToLinear(e->operands[0]), b = ToLinear(e->operands[1]);
+        if (b.IsConst()) {
+          l.AddAll(a, b.constant);
+        } else if (a.IsConst()) {
+          l.AddAll(b, a.constant);
+        } else {
+          l.Add(Binary(ExprKind::kMul, FromLinear(a, e->dtype), FromLinear(b, e->dtype)), 1);
+        }
+        l.DropZeros();
+        return l;
+      }
+      case ExprKind::kFloorDiv: return DivLinear(e);
+      case ExprKind::kFloorMod: return ModLinear(e);
+      case ExprKind::kMin: case ExprKind::kMax: {
+        Expr a = Run(e->operands[0]), b = Run(e->operands[1]);
+        auto ba = Bound(a), bb = Bound(b);
+        bool is_min = e->kind == ExprKind::kMin;
+        if (ba && bb && ba->max <= bb->min) return ToLinear(is_min ? a : b);
+        if (ba && bb && bb->max <= ba->min) return ToLinear(is_min ? b : a);
+        l.Add(Binary(e->kind, a, b), 1);
+        return l;
+      }
+      default: {
+        Expr s = SimplifyOperands(e);
+        std::int64_t v = 0;
+        if (AsConstInt(s, &v)) {
+          l.constant = v;
+        } else {
+          l.Add(s, 1);
+        }
+        return l;
+      }
+    }
+  }
+
+  // floordiv(c*Q + R, c) = Q + floordiv(R, c), exactly, for c > 0.
+  Linear DivLinear(const Expr& e) {
+    Linear l;
+    Expr divisor = Run(e->operands[1]);
+    std::int64_t c = 0;
+    if (!AsConstInt(divisor, &c) || c <= 0) {
+      l.Add(Binary(ExprKind::kFloorDiv, Run(e->operands[0]), divisor), 1);
+      return l;
+    }
+    if (c == 1) return ToLinear(e->operands[0]);
+    Linear a = ToLinear(e->operands[0]);
+    Linear rest;
+    for (const Linear::Term& t : a.terms) {
+      if (t.coeff % c == 0) {
+        l.Add(t.atom, t.coeff / c);
+      } else {
+        rest.Add(t.atom, t.coeff);
+      }
+    }
+    l.constant = FloorDivConst(a.constant, c);
+    rest.constant = FloorModConst(a.constant, c);
+    auto b = Bound(rest);
+    if (rest.IsConst() || (b && b->min >= 0 && b->max < c)) return l;  // floordiv(rest, c) == 0
+    // floordiv(k*X + Y, c) with c % k == 0 and 0 <= Y < k is floordiv(X, c / k).
+    if (auto split = SplitByFactor(rest, c)) {
+      auto& [k, x, y] = *split;
+      (void)y;
+      Expr xe = FromLinear(x, e->dtype);
+      std::int64_t d = c / k, inner = 0;
+      if (xe->kind == ExprKind::kFloorDiv && AsConstInt(xe->operands[1], &inner) && inner > 0) {
+        l.AddAll(ToLinear(Binary(ExprKind::kFloorDiv, xe->operands[0], IntImm(e->dtype, inner * d))), 1);
+      } else {
+        l.AddAll(Atom(Binary(ExprKind::kFloorDiv, xe, IntImm(e->dtype, d))), 1);
+      }
+      l.DropZeros();
+      return l;
+    }
+    // floordiv(floordiv(x, a), c) is floordiv(x, a * c).
+    std::int64_t inner = 0;
+    if (rest.terms.size() == 1 && rest.terms[0].coeff == 1 && rest.constant == 0 &&
+        rest.terms[0].atom->kind == ExprKind::kFloorDiv && AsConstInt(rest.terms[0].atom->operands[1], &inner) &&
+        inner > 0) {
+      l.AddAll(ToLinear(Binary(ExprKind::kFloorDiv, rest.terms[0].atom->operands[0], IntImm(e->dtype, inner * c))), 1);
+      l.DropZeros();
+      return l;
+    }
+    l.AddAll(Atom(Binary(ExprKind::kFloorDiv, FromLinear(rest, e->dtype), IntImm(e->dtype, c))), 1);
+    l.DropZeros();
+    return l;
+  }
+
+  // floormod(c*Q + R, c) = floormod(R, c), and = R when 0 <= R < c.
+  Linear ModLinear(const Expr& e) {
+    Linear l;
+    Expr divisor = Run(e->operands[1]);
+    std::int64_t c = 0;
+    if (!AsConstInt(divisor, &c) || c <= 0) {
+      l.Add(Binary(ExprKind::kFloorMod, Run(e->operands[0]), divisor), 1);
+      return l;
+    }
+    if (c == 1) return l;
+    Linear a = ToLinear(e->operands[0]);
+    Linear rest;
+    for (const Linear::Term& t : a.terms) {
+      if (t.coeff % c != 0) rest.Add(t.atom, t.coeff);
+    }
+    rest.constant = FloorModConst(a.constant, c);
+    auto b = Bound(rest);
+    if (b && b->min >= 0 && b->max < c) return rest;
+    // floormod(k*X + Y, c) with c % k == 0 and 0 <= Y < k is k*floormod(X, c/k) + Y.
+    if (auto split = SplitByFactor(rest, c)) {
+      auto& [k, x, y] = *split;
+      l.AddAll(Atom(Binary(ExprKind::kFloorMod, FromLinear(x, e->dtype), IntImm(e->dtype, c / k))), k);
+      l.AddAll(y, 1);
+      l.DropZeros();
+      return l;
+    }
+    l.Add(Binary(ExprKind::kFloorMod, FromLinear(rest, e->dtype), IntImm(e->dtype, c)), 1);
+    return l;
+  }
+
+  // Writes l as k*X + Y with k > 1 dividing c and 0 <= Y < k, trying each
+  // coefficient of l as k. This is the shape of a loop split (or fused loop)
+  // indexed again: (f * 4 + i_2) with i_2 in [0, 4).
+  struct FactorSplit {
+    std::int64_t k;
+    Linear x;
+    Linear y;
+  };
+  std::optional<FactorSplit> SplitByFactor(const Linear& l, std::int64_t c) {
+    for (const Linear::Term& candidate : l.terms) {
+      std::int64_t k = candidate.coeff;
+      if (k <= 1 || c % k != 0) continue;
+      FactorSplit s{k, {}, {}};
+      for (const Linear::Term& t : l.terms) {
+        if (t.coeff % k == 0) {
+          s.x.Add(t.atom, t.coeff / k);
+        } else {
+          s.y.Add(t.atom, t.coeff);
+        }
+      }
+      s.y.constant = l.constant;
+      auto b = Bound(s.y);
+      if (b && b->min >= 0 && b->max < k) return s;
+    }
+    return std::nullopt;
+  }
+
+  // A floordiv/floormod atom, folded to a constant when its bounds are tight.
+  Linear Atom(const Expr& e) {
+    Linear l;
+    auto b = Bound(e);
+    if (b && b->min == b->max) {
+      l.constant = b->min;
+    } else if (e->kind == ExprKind::kFloorMod) {
+      std::int64_t c = 0;
+      auto xb = Bound(e->operands[0]);
+      if (AsConstInt(e->operands[1], &c) && xb && xb->min >= 0 && xb->max < c) return ToLinear(e->operands[0]);
+      l.Add(e, 1);
+    } else {
+      l.Add(e, 1);
+    }
+    return l;
+  }
+
+  Expr FromLinear(const Linear& l, DataType dtype) {
+    Expr result;
+    for (const Linear::Term& t : l.terms) {
+      if (t.coeff == 0) continue;
+      std::int64_t mag = t.coeff < 0 ? -t.coeff : t.coeff;
+      Expr term = mag == 1 ? t.atom : Binary(ExprKind::kMul, t.atom, IntImm(dtype, mag));
+      if (!result) {
+        result = t.coeff < 0 ? Binary(ExprKind::kSub, IntImm(dtype, 0), term) : term;
+      } else {
+        result = Binary(t.coeff < 0 ? ExprKind::kSub : ExprKind::kAdd, result, term);
+      }
+    }
+    if (!result) return IntImm(dtype, l.constant);
+    if (l.constant > 0) result = Binary(ExprKind::kAdd, result, IntImm(dtype, l.constant));
+    if (l.constant < 0) result = Binary(ExprKind::kSub, result, IntImm(dtype, -l.constant));
+    return result;
+  }
+
+  Expr SimplifyBool(const Expr& e) {
+    if (IsComparison(e->kind) && IsInt(e->operands[0]->dtype)) {
+      Expr a = Run(e->operands[0]), b = Run(e->operands[1]);
+      Linear diff = ToLinear(a);
+      diff.AddAll(ToLinear(b), -1);
+      diff.DropZeros();
+      if (auto d = Bound(diff)) {
+        std::optional<bool> known;
+        switch (e->kind) {
+          case ExprKind::kLt: if (d->max < 0) known = true; else if (d->min >= 0) known = false; break;
+          case ExprKind::kLe: if (d->max <= 0) known = true; else if (d->min > 0) known = false; break;
+          case ExprKind::kGt: if (d->min > 0) known = true; else if (d->max <= 0) known = false; break;
+          case ExprKind::kGe: if (d->min >= 0) known = true; else if (d->max < 0) known = false; break;
+          case ExprKind::kEq: if (d->min == 0 && d->max == 0) known = true; else if (d->min > 0 || d->max < 0) known = false; break;
+          default: if (d->min > 0 || d->max < 0) known = true; else if (d->min == 0 && d->max == 0) known = false; break;
+        }
+        if (known) return BoolImm(*known);
+      }
+      return Binary(e->kind, a, b);
+    }
+    if (e->kind == ExprKind::kAnd || e->kind == ExprKind::kOr) {
+      Expr a = Run(e->operands[0]), b = Run(e->operands[1]);
+      std::int64_t va = 0, vb = 0;
+      bool ca = AsConstInt(a, &va), cb = AsConstInt(b, &vb);
+      bool is_and = e->kind == ExprKind::kAnd;
+      if (ca) return (va != 0) == is_and ? b : a;
+      if (cb) return (vb != 0) == is_and ? a : b;
+      return Binary(e->kind, a, b);
+    }
+    if (e->kind == ExprKind::kNot) {
+      Expr a = Run(e->operands[0]);
+      std::int64_t v = 0;
+      if (AsConstInt(a, &v)) return BoolImm(v == 0);
+      return Not(a);
+    }
+    return SimplifyOperands(e);
+  }
+
+  const VarRanges& ranges_;
+};
+
+}  // namespace
+
+bool ExprEqual(const Expr& a, const Expr& b) {
+  if (a == b) return true;
+  if (!a || !b) return false;
+  if (a->kind != b->kind || a->dtype != b->dtype || a->operands.size() != b->operands.size()) return false;
+  switch (a->kind) {
+    case ExprKind::kIntImm: return a->int_value == b->int_value;
+    case ExprKind::kFloatImm:
+      return a->float_value == b->float_value || (a->float_value != a->float_value && b->float_value != b->float_value);
+    case ExprKind::kVar: return false;  // identity only
+    case ExprKind::kLoad: if (a->buffer != b->buffer) return false; break;
+    case ExprKind::kCall: if (a->name != b->name) return false; break;
+    default: break;
+  }
+  for (std::size_t i = 0; i < a->operands.size(); ++i) {
+    if (!ExprEqual(a->operands[i], b->operands[i])) return false;
+  }
+  return true;
+}
+
+std::optional<IntBound> BoundOf(const Expr& e, const VarRanges& ranges) {
+  Simplifier s(ranges);
+  return s.Bound(s.Run(e));
+}
+
+Expr Simplify(const Expr& e, const VarRanges& ranges) { return Simplifier(ranges).Run(e); }
+
+}  // namespace tunedb::ir

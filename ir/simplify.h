@@ -1,0 +1,39 @@
+// Arithmetic simplification and integer bounds of index expressions.
+//
+// Scheduling produces index expressions such as ((i_0 * 4 + i_1) * 8 + i_2)
+// or floormod(floordiv(i_j_fused, 16), 4). Simplify() puts integer
+// expressions in a canonical linear form (sum of coefficient * atom plus a
+// constant, atoms in order of first appearance) and uses the ranges of loop
+// variables to remove floordiv/floormod where they are provably no-ops and
+// to decide comparisons, so split predicates that always hold disappear.
+// Float expressions are left alone apart from their integer parts (indices).
+//
+// Every rewrite is exact for the given ranges: Simplify(e) computes the same
+// value as e whenever each variable v lies in [0, ranges[v]).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+
+#include "ir/expr.h"
+
+namespace tunedb::ir {
+
+// Variable -> extent: the variable takes values in [0, extent).
+using VarRanges = std::unordered_map<const ExprNode*, std::int64_t>;
+
+struct IntBound {
+  std::int64_t min;
+  std::int64_t max;
+};
+
+// Inclusive bounds of an integer expression, when they can be derived.
+std::optional<IntBound> BoundOf(const Expr& e, const VarRanges& ranges);
+
+Expr Simplify(const Expr& e, const VarRanges& ranges = {});
+
+// Deep equality of expressions (variables and buffers by identity).
+bool ExprEqual(const Expr& a, const Expr& b);
+
+}  // namespace tunedb::ir

@@ -1,0 +1,108 @@
+#include "ir/simplify.h"
+
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "ir/printer.h"
+
+namespace tunedb::ir {
+namespace {
+
+Expr C(std::int64_t v) { return IntImm(DataType::kInt32, v); }
+
+class SimplifyTest : public ::testing::Test {
+ protected:
+  Expr i0 = MakeVar("i_0"), i1 = MakeVar("i_1"), i2 = MakeVar("i_2"), f = MakeVar("f");
+  VarRanges ranges{{i0.get(), 4}, {i1.get(), 8}, {i2.get(), 4}, {f.get(), 64}};
+  std::string S(const Expr& e) { return PrintExpr(Simplify(e, ranges)); }
+};
+
+TEST_F(SimplifyTest, FlattensNestedSplits) {
+  EXPECT_EQ(S((i0 * C(8) + i1) * C(4) + i2), "i_0 * 32 + i_1 * 4 + i_2");
+  EXPECT_EQ(S(i0 + C(0)), "i_0");
+  EXPECT_EQ(S(i0 * C(1) + C(3) - C(3)), "i_0");
+  EXPECT_EQ(S(i0 - i0), "0");
+  EXPECT_EQ(S(C(2) * (i1 + C(1)) - C(5)), "i_1 * 2 - 3");
+}
+
+TEST_F(SimplifyTest, RemovesNoOpDivAndMod) {
+  // f in [0, 64): the fused loop of a 16 x 4 nest.
+  EXPECT_EQ(S(FloorDiv(f, C(4))), "f // 4");
+  EXPECT_EQ(S(FloorMod(f, C(4))), "f % 4");
+  EXPECT_EQ(S(FloorDiv(i0 * C(8) + i1, C(8))), "i_0");
+  EXPECT_EQ(S(FloorMod(i0 * C(8) + i1, C(8))), "i_1");
+  EXPECT_EQ(S(FloorDiv(FloorDiv(f, C(4)), C(2))), "f // 8");
+  EXPECT_EQ(S(FloorDiv(f * C(4) + i2, C(16))), "f // 4");
+  EXPECT_EQ(S(FloorMod(f * C(4) + i2, C(16))), "f % 4 * 4 + i_2");
+  EXPECT_EQ(S(FloorDiv(f, C(64))), "0");
+  EXPECT_EQ(S(FloorMod(f, C(1))), "0");
+}
+
+TEST_F(SimplifyTest, DecidesComparisonsFromRanges) {
+  EXPECT_EQ(S(Binary(ExprKind::kLt, i0 * C(8) + i1, C(32))), "T.bool(True)");
+  EXPECT_EQ(S(Binary(ExprKind::kLt, i0 * C(8) + i1, C(30))), "i_0 * 8 + i_1 < 30");
+  EXPECT_EQ(S(Binary(ExprKind::kGe, i1, C(0)) && Binary(ExprKind::kLt, i1, C(30))), "T.bool(True)");
+  EXPECT_EQ(S(Binary(ExprKind::kGe, i1, C(8))), "T.bool(False)");
+}
+
+TEST_F(SimplifyTest, BoundsOfExpressions) {
+  auto b = BoundOf(i0 * C(8) + i1 - C(2), ranges);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->min, -2);
+  EXPECT_EQ(b->max, 29);
+  EXPECT_FALSE(BoundOf(MakeVar("unknown"), ranges));
+}
+
+TEST_F(SimplifyTest, RandomExpressionsKeepTheirValue) {
+  // Oracle test: random index expressions evaluated before and after.
+  std::mt19937_64 rng(7);
+  std::vector<Expr> vars{i0, i1, i2, f};
+  std::function<Expr(int)> gen = [&](int depth) -> Expr {
+    int choice = depth == 0 ? static_cast<int>(rng() % 2) : static_cast<int>(rng() % 7);
+    switch (choice) {
+      case 0: return vars[rng() % vars.size()];
+      case 1: return C(static_cast<std::int64_t>(rng() % 9) - 2);
+      case 2: return gen(depth - 1) + gen(depth - 1);
+      case 3: return gen(depth - 1) - gen(depth - 1);
+      case 4: return gen(depth - 1) * C(static_cast<std::int64_t>(rng() % 5));
+      case 5: return FloorDiv(gen(depth - 1), C(1 + static_cast<std::int64_t>(rng() % 8)));
+      default: return FloorMod(gen(depth - 1), C(1 + static_cast<std::int64_t>(rng() % 8)));
+    }
+  };
+  auto eval = [&](const Expr& e, const std::unordered_map<const ExprNode*, std::int64_t>& env) {
+    std::function<std::int64_t(const Expr&)> ev = [&](const Expr& x) -> std::int64_t {
+      auto fd = [](std::int64_t a, std::int64_t b) {
+        std::int64_t q = a / b;
+        return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+      };
+      switch (x->kind) {
+        case ExprKind::kIntImm: return x->int_value;
+        case ExprKind::kVar: return env.at(x.get());
+        case ExprKind::kAdd: return ev(x->operands[0]) + ev(x->operands[1]);
+        case ExprKind::kSub: return ev(x->operands[0]) - ev(x->operands[1]);
+        case ExprKind::kMul: return ev(x->operands[0]) * ev(x->operands[1]);
+        case ExprKind::kFloorDiv: return fd(ev(x->operands[0]), ev(x->operands[1]));
+        case ExprKind::kFloorMod: {
+          std::int64_t a = ev(x->operands[0]), b = ev(x->operands[1]);
+          return a - fd(a, b) * b;
+        }
+        default: ADD_FAILURE() << "unexpected " << PrintExpr(x); return 0;
+      }
+    };
+    return ev(e);
+  };
+  for (int trial = 0; trial < 400; ++trial) {
+    Expr e = gen(4);
+    Expr s = Simplify(e, ranges);
+    for (int k = 0; k < 20; ++k) {
+      std::unordered_map<const ExprNode*, std::int64_t> env{
+          {i0.get(), static_cast<std::int64_t>(rng() % 4)}, {i1.get(), static_cast<std::int64_t>(rng() % 8)},
+          {i2.get(), static_cast<std::int64_t>(rng() % 4)}, {f.get(), static_cast<std::int64_t>(rng() % 64)}};
+      ASSERT_EQ(eval(e, env), eval(s, env)) << PrintExpr(e) << "  =>  " << PrintExpr(s);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tunedb::ir
