@@ -240,7 +240,7 @@ class Printer {
     Line(indent) << "with T.block(" << Quote(b.name) << "):\n";
     int in = indent + 1;
     // T.axis.remap when every binding is a distinct loop variable.
-    bool remap = !b.iter_vars.empty();
+    bool remap = b.iter_vars.size() > 1;
     std::set<const ExprNode*> seen;
     for (const Expr& binding : b.bindings) {
       remap &= binding->kind == ExprKind::kVar && seen.insert(binding.get()).second;

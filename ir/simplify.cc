@@ -100,6 +100,46 @@ class Simplifier {
     }
   }
 
+  std::optional<AffineSplit> Split(const Expr& e, const std::set<const ExprNode*>& free_vars) {
+    Linear l = ToLinear(e);
+    Linear fixed, free;
+    fixed.constant = l.constant;
+    for (const Linear::Term& t : l.terms) {
+      bool has_free = false, has_fixed = false;
+      VisitExpr(t.atom, [&](const Expr& x) {
+        if (x->kind == ExprKind::kVar) (free_vars.count(x.get()) ? has_free : has_fixed) = true;
+      });
+      if (has_free && has_fixed) return std::nullopt;
+      (has_free ? free : fixed).Add(t.atom, t.coeff);
+    }
+    auto b = Bound(free);
+    if (!b) return std::nullopt;
+    return AffineSplit{FromLinear(fixed, e->dtype), *b};
+  }
+
+  LinearForm Form(const Expr& e) {
+    Linear l = ToLinear(e);
+    LinearForm f;
+    for (const Linear::Term& t : l.terms) f.terms.emplace_back(t.atom, t.coeff);
+    f.constant = l.constant;
+    return f;
+  }
+
+  std::optional<std::vector<std::pair<const ExprNode*, std::int64_t>>> Coefficients(
+      const Expr& e, const std::set<const ExprNode*>& vars) {
+    std::vector<std::pair<const ExprNode*, std::int64_t>> out;
+    for (const Linear::Term& t : ToLinear(e).terms) {
+      if (t.atom->kind == ExprKind::kVar && vars.count(t.atom.get())) {
+        out.emplace_back(t.atom.get(), t.coeff);
+        continue;
+      }
+      bool mentions = false;
+      VisitExpr(t.atom, [&](const Expr& x) { mentions |= x->kind == ExprKind::kVar && vars.count(x.get()); });
+      if (mentions) return std::nullopt;
+    }
+    return out;
+  }
+
   std::optional<IntBound> Bound(const Linear& l) {
     IntBound total{l.constant, l.constant};
     for (const Linear::Term& t : l.terms) {
@@ -383,6 +423,18 @@ std::optional<IntBound> BoundOf(const Expr& e, const VarRanges& ranges) {
   Simplifier s(ranges);
   return s.Bound(s.Run(e));
 }
+
+std::optional<AffineSplit> SplitAffine(const Expr& e, const std::set<const ExprNode*>& free_vars,
+                                       const VarRanges& ranges) {
+  return Simplifier(ranges).Split(e, free_vars);
+}
+
+std::optional<std::vector<std::pair<const ExprNode*, std::int64_t>>> LinearCoefficients(
+    const Expr& e, const std::set<const ExprNode*>& vars, const VarRanges& ranges) {
+  return Simplifier(ranges).Coefficients(e, vars);
+}
+
+LinearForm ToLinearForm(const Expr& e, const VarRanges& ranges) { return Simplifier(ranges).Form(e); }
 
 Expr Simplify(const Expr& e, const VarRanges& ranges) { return Simplifier(ranges).Run(e); }
 

@@ -14,7 +14,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "ir/expr.h"
 
@@ -32,6 +35,30 @@ struct IntBound {
 std::optional<IntBound> BoundOf(const Expr& e, const VarRanges& ranges);
 
 Expr Simplify(const Expr& e, const VarRanges& ranges = {});
+
+// e written as fixed + free, where `fixed` mentions no variable of
+// `free_vars` and `free` (the rest) has known bounds. nullopt when a term
+// mixes both kinds of variables (e.g. floordiv(fixed * 4 + free, 16)).
+struct AffineSplit {
+  Expr fixed;
+  IntBound free;
+};
+std::optional<AffineSplit> SplitAffine(const Expr& e, const std::set<const ExprNode*>& free_vars,
+                                       const VarRanges& ranges);
+
+// The coefficients of the variables of `vars` in e, when e is a linear
+// function of them (each appears only as coefficient * variable; other parts
+// of e do not mention them). Variables absent from e get no entry.
+std::optional<std::vector<std::pair<const ExprNode*, std::int64_t>>> LinearCoefficients(
+    const Expr& e, const std::set<const ExprNode*>& vars, const VarRanges& ranges);
+
+// e as sum(coefficient * atom) + constant, after simplification: atoms are
+// variables or non-linear parts (floordiv, floormod, products, ...).
+struct LinearForm {
+  std::vector<std::pair<Expr, std::int64_t>> terms;
+  std::int64_t constant = 0;
+};
+LinearForm ToLinearForm(const Expr& e, const VarRanges& ranges);
 
 // Deep equality of expressions (variables and buffers by identity).
 bool ExprEqual(const Expr& a, const Expr& b);

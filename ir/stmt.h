@@ -31,7 +31,7 @@ enum class StmtKind : std::uint8_t { kFor, kSeq, kIf, kStore, kBlock };
 struct StmtNode {
   explicit StmtNode(StmtKind k) : kind(k) {}
   virtual ~StmtNode() = default;
-  const StmtKind kind;
+  StmtKind kind;  // never changes; assignable so that nodes can be restored in place
 };
 using Stmt = std::shared_ptr<StmtNode>;
 

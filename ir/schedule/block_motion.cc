@@ -1,0 +1,451 @@
+// compute_at, reverse_compute_at, compute_inline, reverse_compute_inline.
+//
+// compute_at moves a producer under a loop of its consumers and shrinks its
+// loops to the region those consumers read in one iteration of the loop;
+// reverse_compute_at moves a consumer under a loop of its producers and
+// shrinks it to the region they write in one iteration. Regions come from
+// the affine analysis of access indices (sched::AccessRegion); a read region
+// that cannot be analysed falls back to the whole dimension (correct, just
+// recomputing more), a written region that cannot be analysed is an error
+// (consuming more than is produced would read unfinished data).
+#include <algorithm>
+
+#include "ir/printer.h"
+#include "ir/schedule/schedule_internal.h"
+
+namespace tunedb::ir {
+
+using sched::Apply;
+using sched::DimRegion;
+using sched::Fail;
+using sched::In;
+using sched::Record;
+
+namespace {
+
+// Accesses of one buffer by a block, as index lists over the block's
+// iteration variables.
+struct Access {
+  BlockNode* block;
+  std::vector<Expr> indices;
+};
+
+std::vector<Access> LoadsOf(BlockNode* b, const BufferNode* buffer) {
+  std::vector<Access> out;
+  for (const Stmt* part : {&b->init, &b->body}) {
+    sched::RewriteExprs(*part, [&](const Expr& e) {
+      VisitExpr(e, [&](const Expr& x) {
+        if (x->kind == ExprKind::kLoad && x->buffer.get() == buffer) out.push_back({b, x->operands});
+      });
+      return e;
+    });
+  }
+  return out;
+}
+
+std::vector<Access> StoresOf(BlockNode* b, const BufferNode* buffer) {
+  std::vector<Access> out;
+  for (const Stmt* part : {&b->init, &b->body}) {
+    for (StoreNode* s : sched::Stores(*part)) {
+      if (s->buffer.get() == buffer) out.push_back({b, s->indices});
+    }
+  }
+  return out;
+}
+
+// The region of `buffer` the accesses touch in one iteration of `loop`.
+// Dimensions that cannot be analysed are nullopt.
+std::vector<std::optional<DimRegion>> RegionPerIteration(const PrimFunc& f, const ForNode* loop,
+                                                        const std::vector<Access>& accesses, const Buffer& buffer) {
+  VarRanges ranges = sched::LoopRanges(f);
+  std::size_t rank = buffer->shape.size();
+  std::vector<std::optional<DimRegion>> region(rank);
+  std::vector<bool> first(rank, true);
+  for (const Access& a : accesses) {
+    // Loops strictly inside `loop` on the way to the accessing block vary.
+    std::set<const ExprNode*> free_vars;
+    bool inside = false;
+    for (ForNode* l : sched::LoopsAbove(f, a.block)) {
+      if (inside) free_vars.insert(l->loop_var.get());
+      if (l == loop) inside = true;
+    }
+    VarMap to_loops;
+    for (std::size_t k = 0; k < a.block->iter_vars.size(); ++k) {
+      to_loops[a.block->iter_vars[k].var.get()] = a.block->bindings[k];
+    }
+    for (std::size_t d = 0; d < rank; ++d) {
+      if (!first[d] && !region[d]) continue;  // already unknown
+      Expr index = Simplify(Substitute(a.indices[d], to_loops), ranges);
+      auto r = sched::AccessRegion(index, free_vars, ranges);
+      if (!r) {
+        region[d] = std::nullopt;
+        first[d] = false;
+        continue;
+      }
+      if (first[d]) {
+        region[d] = r;
+        first[d] = false;
+        continue;
+      }
+      // Union of [m0, m0 + e0) and [m1, m1 + e1) when m1 - m0 is a constant.
+      std::int64_t diff = 0;
+      if (!AsConstInt(Simplify(r->min - region[d]->min, ranges), &diff)) {
+        region[d] = std::nullopt;
+        continue;
+      }
+      std::int64_t lo = std::min<std::int64_t>(0, diff);
+      std::int64_t hi = std::max(region[d]->extent - 1, diff + r->extent - 1);
+      region[d] = DimRegion{Simplify(region[d]->min + IntImm(region[d]->min->dtype, lo), ranges), hi - lo + 1};
+    }
+  }
+  return region;
+}
+
+// For a block storing buffer X at indices that are distinct iteration
+// variables: dim -> iteration-variable position.
+std::vector<int> StoreDimsToIters(const BlockNode& b, const std::vector<Expr>& indices, const char* primitive,
+                                  const std::string& access = "writes") {
+  std::vector<int> dims;
+  for (const Expr& index : indices) {
+    int found = -1;
+    for (std::size_t k = 0; k < b.iter_vars.size(); ++k) {
+      if (index == b.iter_vars[k].var) found = static_cast<int>(k);
+    }
+    if (found < 0 || std::find(dims.begin(), dims.end(), found) != dims.end()) {
+      Fail(primitive, "block '" + b.name + "' " + access + " at an index that is not a distinct iteration variable (" +
+                          PrintExpr(index) + ")");
+    }
+    dims.push_back(found);
+  }
+  return dims;
+}
+
+std::vector<BlockNode*> ReadersOf(const PrimFunc& f, const BufferNode* buffer, const BlockNode* except) {
+  std::vector<BlockNode*> out;
+  for (BlockNode* b : sched::LeafBlocks(f)) {
+    if (b != except && sched::LoadedBuffers(*b).count(buffer)) out.push_back(b);
+  }
+  return out;
+}
+
+std::vector<BlockNode*> WritersOf(const PrimFunc& f, const BufferNode* buffer, const BlockNode* except) {
+  std::vector<BlockNode*> out;
+  for (BlockNode* b : sched::LeafBlocks(f)) {
+    if (b != except && sched::StoredBuffers(*b).count(buffer)) out.push_back(b);
+  }
+  return out;
+}
+
+bool SubtreeHasAny(const Stmt& s, const std::vector<BlockNode*>& blocks) {
+  for (BlockNode* b : blocks) {
+    if (sched::Contains(s, b)) return true;
+  }
+  return false;
+}
+
+std::shared_ptr<BlockNode> CheckLeaf(Schedule::State& s, BlockRV rv, const char* p) {
+  auto b = s.BlockOf(rv, p);
+  if (b.get() == s.func.body.get()) Fail(p, "the root block cannot be moved or inlined");
+  return b;
+}
+
+void ComputeAtImpl(Schedule::State& s, BlockRV block_rv, LoopRV loop_rv, bool preserve_unit_loops, int index,
+                   const char* p) {
+  auto block = CheckLeaf(s, block_rv, p);
+  auto loop = s.LoopOf(loop_rv, p);
+  const std::string where = "block '" + block->name + "' at loop " + loop->loop_var->name;
+  if (sched::Contains(loop, block.get())) Fail(p, where + ": the block is already under this loop");
+
+  std::set<const BufferNode*> stored = sched::StoredBuffers(*block);
+  if (stored.size() != 1) Fail(p, where + ": the block must write exactly one buffer");
+  const BufferNode* out_buf = *stored.begin();
+  if (!WritersOf(s.func, out_buf, block.get()).empty()) {
+    Fail(p, where + ": buffer " + out_buf->name + " is also written by other blocks");
+  }
+  if (!block->init && sched::LoadedBuffers(*block).count(out_buf)) {
+    Fail(p, where + ": the block updates " + out_buf->name + " in place; recomputing it would apply the update twice");
+  }
+  std::vector<Access> writes = StoresOf(block.get(), out_buf);
+  Buffer out = sched::Stores(block->body)[0]->buffer;
+  std::vector<int> dim_to_iter = StoreDimsToIters(*block, writes[0].indices, p);
+  for (const Access& w : writes) {
+    if (StoreDimsToIters(*block, w.indices, p) != dim_to_iter) Fail(p, where + ": the block writes at several index patterns");
+  }
+  std::vector<BlockNode*> consumers = ReadersOf(s.func, out_buf, block.get());
+  if (consumers.empty()) Fail(p, where + ": the block has no consumer");
+  std::vector<Access> reads;
+  for (BlockNode* c : consumers) {
+    if (!sched::Contains(loop, c)) {
+      Fail(p, where + ": consumer '" + c->name + "' is not under the loop");
+    }
+    for (const Access& a : LoadsOf(c, out_buf)) reads.push_back(a);
+  }
+  std::vector<std::optional<DimRegion>> region = RegionPerIteration(s.func, loop.get(), reads, out);
+
+  std::vector<Expr> mins;
+  std::vector<std::int64_t> extents;
+  for (const IterVar& iv : block->iter_vars) {
+    mins.push_back(IntImm(iv.var->dtype, 0));
+    extents.push_back(iv.extent);
+  }
+  for (std::size_t d = 0; d < dim_to_iter.size(); ++d) {
+    int k = dim_to_iter[d];
+    if (block->iter_vars[k].kind != IterKind::kSpatial || !region[d]) continue;
+    mins[k] = region[d]->min;
+    extents[k] = region[d]->extent;
+  }
+
+  sched::RemoveStmt(s.func, sched::ExclusiveTop(s.func, block.get()));
+  // Positions under the loop: after what the block reads is written, before
+  // the first consumer.
+  std::vector<Stmt> children = sched::Children(loop->body);
+  std::vector<BlockNode*> producers;
+  for (const BufferNode* buf : sched::LoadedBuffers(*block)) {
+    for (BlockNode* w : WritersOf(s.func, buf, block.get())) producers.push_back(w);
+  }
+  int lb = 0, ub = static_cast<int>(children.size());
+  for (int i = 0; i < static_cast<int>(children.size()); ++i) {
+    if (SubtreeHasAny(children[i], producers)) lb = i + 1;
+  }
+  for (int i = static_cast<int>(children.size()) - 1; i >= 0; --i) {
+    if (SubtreeHasAny(children[i], consumers)) ub = i;
+  }
+  int pos = sched::ChoosePosition(lb, ub, index, p);
+  VarRanges ranges = sched::LoopRanges(s.func);
+  Stmt nest = sched::BuildNest(block, mins, extents, preserve_unit_loops, ranges);
+  sched::InsertAt(&loop->body, pos, nest);
+}
+
+void ReverseComputeAtImpl(Schedule::State& s, BlockRV block_rv, LoopRV loop_rv, bool preserve_unit_loops, int index,
+                          const char* p) {
+  auto block = CheckLeaf(s, block_rv, p);
+  auto loop = s.LoopOf(loop_rv, p);
+  const std::string where = "block '" + block->name + "' at loop " + loop->loop_var->name;
+  if (sched::Contains(loop, block.get())) Fail(p, where + ": the block is already under this loop");
+  if (block->init) Fail(p, where + ": a reduction block cannot be moved under its producers");
+  for (const BufferNode* buf : sched::StoredBuffers(*block)) {
+    if (sched::LoadedBuffers(*block).count(buf)) Fail(p, where + ": the block updates " + buf->name + " in place");
+    if (!WritersOf(s.func, buf, block.get()).empty()) Fail(p, where + ": buffer " + buf->name + " has other writers");
+  }
+
+  std::vector<Expr> mins(block->iter_vars.size());
+  std::vector<std::int64_t> extents(block->iter_vars.size(), 0);
+  std::vector<BlockNode*> producers;
+  for (const BufferNode* buf : sched::LoadedBuffers(*block)) {
+    std::vector<BlockNode*> writers = WritersOf(s.func, buf, block.get());
+    std::vector<BlockNode*> inside;
+    for (BlockNode* w : writers) {
+      if (sched::Contains(loop, w)) inside.push_back(w);
+    }
+    if (inside.empty()) continue;
+    if (inside.size() != writers.size()) {
+      Fail(p, where + ": buffer " + buf->name + " is also written outside the loop");
+    }
+    std::vector<Access> written;
+    Buffer buffer;
+    for (BlockNode* w : inside) {
+      producers.push_back(w);
+      for (const Access& a : StoresOf(w, buf)) written.push_back(a);
+      for (StoreNode* st : sched::Stores(w->body)) {
+        if (st->buffer.get() == buf) buffer = st->buffer;
+      }
+    }
+    std::vector<std::optional<DimRegion>> region = RegionPerIteration(s.func, loop.get(), written, buffer);
+    for (const Access& a : LoadsOf(block.get(), buf)) {
+      for (std::size_t d = 0; d < a.indices.size(); ++d) {
+        if (!region[d]) Fail(p, where + ": cannot tell which part of " + buf->name + " one iteration produces");
+        // The read index must be v + c for an iteration variable v.
+        Expr index = Simplify(a.indices[d]);
+        std::int64_t c = 0;
+        Expr v = index;
+        if (index->kind == ExprKind::kAdd && AsConstInt(index->operands[1], &c)) v = index->operands[0];
+        if (index->kind == ExprKind::kSub && AsConstInt(index->operands[1], &c)) {
+          v = index->operands[0];
+          c = -c;
+        }
+        int k = -1;
+        for (std::size_t j = 0; j < block->iter_vars.size(); ++j) {
+          if (block->iter_vars[j].var == v) k = static_cast<int>(j);
+        }
+        if (k < 0 || block->iter_vars[k].kind != IterKind::kSpatial) {
+          Fail(p, where + ": the block reads " + buf->name + " at " + PrintExpr(a.indices[d]) +
+                      ", which is not a spatial iteration variable plus a constant");
+        }
+        // Over all iterations the producers write all of the buffer, so v
+        // runs over [-c, shape - c); that must cover v's whole domain, or
+        // some iterations (e.g. the border of a padding) would never run.
+        if (c < 0 || block->iter_vars[k].extent > buffer->shape[d] - c) {
+          Fail(p, where + ": some iterations of the block read no element of " + buf->name +
+                      " (such as padding), so they would never run");
+        }
+        Expr min = Simplify(region[d]->min - IntImm(region[d]->min->dtype, c));
+        if (extents[k] != 0 && (extents[k] != region[d]->extent || !ExprEqual(mins[k], min))) {
+          Fail(p, where + ": the reads of " + buf->name + " disagree on the range of " + block->iter_vars[k].var->name);
+        }
+        mins[k] = min;
+        extents[k] = region[d]->extent;
+      }
+    }
+  }
+  if (producers.empty()) Fail(p, where + ": no producer of the block's inputs is under the loop");
+  for (std::size_t k = 0; k < block->iter_vars.size(); ++k) {
+    if (extents[k] == 0) {
+      mins[k] = IntImm(block->iter_vars[k].var->dtype, 0);
+      extents[k] = block->iter_vars[k].extent;
+    }
+  }
+
+  sched::RemoveStmt(s.func, sched::ExclusiveTop(s.func, block.get()));
+  std::vector<Stmt> children = sched::Children(loop->body);
+  std::vector<BlockNode*> consumers;
+  for (const BufferNode* buf : sched::StoredBuffers(*block)) {
+    for (BlockNode* r : ReadersOf(s.func, buf, block.get())) consumers.push_back(r);
+  }
+  int lb = 0, ub = static_cast<int>(children.size());
+  for (int i = 0; i < static_cast<int>(children.size()); ++i) {
+    if (SubtreeHasAny(children[i], producers)) lb = i + 1;
+  }
+  for (int i = static_cast<int>(children.size()) - 1; i >= 0; --i) {
+    if (SubtreeHasAny(children[i], consumers)) ub = i;
+  }
+  int pos = sched::ChoosePosition(lb, ub, index, p);
+  VarRanges ranges = sched::LoopRanges(s.func);
+  Stmt nest = sched::BuildNest(block, mins, extents, preserve_unit_loops, ranges);
+  sched::InsertAt(&loop->body, pos, nest);
+}
+
+// A block that is one store of an expression over its spatial iteration
+// variables, at indices that are exactly those variables.
+StoreNode* CheckElementwise(const BlockNode& b, const char* p) {
+  if (b.init) Fail(p, "block '" + b.name + "' is a reduction");
+  for (const IterVar& iv : b.iter_vars) {
+    if (iv.kind != IterKind::kSpatial) Fail(p, "block '" + b.name + "' has a reduction variable " + iv.var->name);
+  }
+  if (!b.body || b.body->kind != StmtKind::kStore) Fail(p, "block '" + b.name + "' is not a single store");
+  if (b.predicate) Fail(p, "block '" + b.name + "' has a predicate");
+  return static_cast<StoreNode*>(b.body.get());
+}
+
+}  // namespace
+
+void Schedule::ComputeAt(BlockRV block, LoopRV loop, bool preserve_unit_loops, int index) {
+  State& s = *state_;
+  const char* p = "compute_at";
+  Apply(s, p, [&] {
+    if (IsRootMark(loop)) {
+      s.BlockOf(block, p);
+    } else if (IsInlineMark(loop)) {
+      ComputeInline(block);
+      s.trace.insts.pop_back();  // recorded below as the compute_at it was asked for
+    } else {
+      ComputeAtImpl(s, block, loop, preserve_unit_loops, index, p);
+    }
+    return 0;
+  });
+  Record(s, "ComputeAt", {In(block), In(loop)}, {preserve_unit_loops ? 1 : 0, index}, {});
+}
+
+void Schedule::ReverseComputeAt(BlockRV block, LoopRV loop, bool preserve_unit_loops, int index) {
+  State& s = *state_;
+  const char* p = "reverse_compute_at";
+  Apply(s, p, [&] {
+    if (IsRootMark(loop)) {
+      s.BlockOf(block, p);
+    } else if (IsInlineMark(loop)) {
+      ReverseComputeInline(block);
+      s.trace.insts.pop_back();
+    } else {
+      ReverseComputeAtImpl(s, block, loop, preserve_unit_loops, index, p);
+    }
+    return 0;
+  });
+  Record(s, "ReverseComputeAt", {In(block), In(loop)}, {preserve_unit_loops ? 1 : 0, index}, {});
+}
+
+void Schedule::ComputeInline(BlockRV block_rv) {
+  State& s = *state_;
+  const char* p = "compute_inline";
+  Apply(s, p, [&] {
+    auto block = CheckLeaf(s, block_rv, p);
+    StoreNode* store = CheckElementwise(*block, p);
+    const BufferNode* buf = store->buffer.get();
+    if (sched::IsParam(s.func, buf)) Fail(p, "block '" + block->name + "' writes the function output " + buf->name);
+    std::vector<int> dims = StoreDimsToIters(*block, store->indices, p);
+    if (dims.size() != block->iter_vars.size()) {
+      Fail(p, "block '" + block->name + "' does not write one element per iteration");
+    }
+    if (!WritersOf(s.func, buf, block.get()).empty()) Fail(p, "buffer " + buf->name + " has other writers");
+    for (BlockNode* c : ReadersOf(s.func, buf, block.get())) {
+      auto inline_load = [&](const Expr& load) {
+        VarMap map;
+        for (std::size_t d = 0; d < dims.size(); ++d) map[block->iter_vars[dims[d]].var.get()] = load->operands[d];
+        return Substitute(store->value, map);
+      };
+      for (const Stmt* part : {&c->init, &c->body}) {
+        sched::RewriteExprs(*part, [&](const Expr& e) { return sched::ReplaceLoads(e, buf, inline_load); });
+      }
+      sched::RecomputeRegions(*c);
+    }
+    sched::RemoveStmt(s.func, sched::ExclusiveTop(s.func, block.get()));
+    sched::RemoveAllocation(s.func, buf);
+    return 0;
+  });
+  Record(s, "ComputeInline", {In(block_rv)}, nlohmann::json::array(), {});
+}
+
+void Schedule::ReverseComputeInline(BlockRV block_rv) {
+  State& s = *state_;
+  const char* p = "reverse_compute_inline";
+  Apply(s, p, [&] {
+    auto consumer = CheckLeaf(s, block_rv, p);
+    StoreNode* cstore = CheckElementwise(*consumer, p);
+    // The one intermediate buffer the consumer reads.
+    const BufferNode* buf = nullptr;
+    BlockNode* producer = nullptr;
+    for (const BufferNode* b : sched::LoadedBuffers(*consumer)) {
+      if (sched::IsParam(s.func, b)) continue;
+      std::vector<BlockNode*> writers = WritersOf(s.func, b, consumer.get());
+      if (writers.empty()) continue;
+      if (buf) Fail(p, "block '" + consumer->name + "' reads several intermediate buffers");
+      if (writers.size() != 1) Fail(p, "buffer " + b->name + " has several producers");
+      buf = b;
+      producer = writers[0];
+    }
+    if (!buf) Fail(p, "block '" + consumer->name + "' reads no intermediate buffer produced by another block");
+    if (ReadersOf(s.func, buf, consumer.get()).size() != 0) {
+      Fail(p, "buffer " + buf->name + " is read by blocks other than '" + consumer->name + "'");
+    }
+    StoreNode* pstore = CheckElementwise(*producer, p);
+    std::vector<int> pdims = StoreDimsToIters(*producer, pstore->indices, p);
+    std::vector<Access> loads = LoadsOf(consumer.get(), buf);
+    std::vector<int> cdims = StoreDimsToIters(*consumer, loads[0].indices, p, "reads " + buf->name);
+    for (const Access& a : loads) {
+      for (std::size_t d = 0; d < a.indices.size(); ++d) {
+        if (a.indices[d] != loads[0].indices[d]) Fail(p, "block '" + consumer->name + "' reads " + buf->name + " at several indices");
+      }
+    }
+    if (cdims.size() != consumer->iter_vars.size()) {
+      Fail(p, "the indices of " + buf->name + " in block '" + consumer->name + "' do not determine its iteration");
+    }
+    // Consumer iteration variable at dim d -> producer iteration variable at dim d.
+    VarMap to_producer;
+    for (std::size_t d = 0; d < cdims.size(); ++d) {
+      const IterVar& civ = consumer->iter_vars[cdims[d]];
+      const IterVar& piv = producer->iter_vars[pdims[d]];
+      if (civ.extent != piv.extent) Fail(p, "the iteration domains of the producer and the consumer differ");
+      to_producer[civ.var.get()] = piv.var;
+    }
+    Expr value = Substitute(cstore->value, to_producer);
+    value = sched::ReplaceLoads(value, buf, [&](const Expr&) { return pstore->value; });
+    std::vector<Expr> indices;
+    for (const Expr& i : cstore->indices) indices.push_back(Substitute(i, to_producer));
+    producer->body = MakeStore(cstore->buffer, indices, value);
+    sched::RecomputeRegions(*producer);
+    sched::RemoveStmt(s.func, sched::ExclusiveTop(s.func, consumer.get()));
+    sched::RemoveAllocation(s.func, buf);
+    return 0;
+  });
+  Record(s, "ReverseComputeInline", {In(block_rv)}, nlohmann::json::array(), {});
+}
+
+}  // namespace tunedb::ir
