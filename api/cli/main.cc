@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   } catch (const tunedb::cli::UsageError& e) {
     fmt::print(stderr, "tunedb: error: {}\n", e.what());
     return 2;
-  } catch (const tunedb::ir::IrError& e) {
+  } catch (const tunedb::ir::IrError& e) {  // bad workload, schedule or trace
     fmt::print(stderr, "tunedb: error: {}\n", e.what());
     return 2;
   } catch (const std::exception& e) {

@@ -92,3 +92,47 @@ TEST(CliTest, HelpWorksForTheProgramAndEachCommand) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CliTest, ShowAppliesAScheduleScriptAndReplaysItsTrace) {
+  std::string script = ::testing::TempDir() + "/cli_test_schedule.py";
+  std::ofstream(script) << "b0 = sch.get_block(\"C\")\n"
+                           "i, j, k = sch.get_loops(b0)\n"
+                           "j0, j1 = sch.split(j, factors=sch.sample_perfect_tile(j, n=2, max_innermost_factor=16))\n"
+                           "sch.reorder(i, j0, k, j1)\n"
+                           "sch.decompose_reduction(b0, j0)\n";
+  Result r = RunTunedb("show --workload matmul:M=64,N=64,K=64 --schedule " + script + " --seed 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("trace"));
+  std::string trace_path = ::testing::TempDir() + "/cli_test_trace.json";
+  std::ofstream(trace_path) << j["trace"].dump();
+  Result replay = RunTunedb("show --workload matmul:M=64,N=64,K=64 --trace " + trace_path + " --json");
+  ASSERT_EQ(replay.exit_code, 0) << replay.out;
+  EXPECT_EQ(nlohmann::json::parse(replay.out)["program"], j["program"]);
+
+  Result text = RunTunedb("show --workload matmul:M=64,N=64,K=64 --schedule " + script);
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("with T.block(\"C_init\"):"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("# trace:\nb0 = sch.get_block(name=\"C\", func_name=\"main\")"), std::string::npos) << text.out;
+}
+
+TEST(CliTest, ScheduleErrorsAreOneLineWithTheLine) {
+  std::string script = ::testing::TempDir() + "/cli_test_bad_schedule.py";
+  std::ofstream(script) << "b0 = sch.get_block(\"C\")\ni, j, k = sch.get_loops(b0)\nsch.parallel(k)\n";
+  Result r = RunTunedb("show --workload matmul:M=8,N=8,K=8 --schedule " + script);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: " + script +
+                       ":3: parallel: loop k drives the reduction variable v_k of block 'C'; only loops over spatial "
+                       "variables can run in parallel or as vectors\n");
+  std::string trace = ::testing::TempDir() + "/cli_test_bad_trace.json";
+  std::ofstream(trace) << "[[[\"Frobnicate\", [], [], []]], []]";
+  r = RunTunedb("show --workload matmul:M=8,N=8,K=8 --trace " + trace);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: trace JSON: instruction 0: unknown instruction kind 'Frobnicate'\n");
+  r = RunTunedb("show --workload matmul --schedule /nonexistent.py");
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+}  // namespace

@@ -41,3 +41,314 @@ TEST(ScheduleTest, TheLectureSchedule) {
 
 }  // namespace
 }  // namespace tunedb::ir
+
+namespace tunedb::ir {
+namespace {
+
+PrimFunc Mm(int n = 16) { return Matmul(n, n, n); }
+
+// Runs fn, which must throw ScheduleError with `message`, and checks that
+// the schedule (program and trace) is exactly as before.
+template <typename Fn>
+void ExpectRefused(Schedule& sch, Fn&& fn, const std::string& message) {
+  std::string program = PrintProgram(sch.func());
+  std::string trace = sch.trace().ToJson().dump();
+  try {
+    fn();
+    FAIL() << "expected: " << message;
+  } catch (const ScheduleError& e) {
+    EXPECT_EQ(std::string(e.what()), message);
+  }
+  EXPECT_EQ(PrintProgram(sch.func()), program);
+  EXPECT_EQ(sch.trace().ToJson().dump(), trace);
+}
+
+TEST(SplitTest, PerfectAndImperfect) {
+  PrimFunc f = Matmul(10, 16, 8);
+  Schedule sch(f, 0);
+  BlockRV c = sch.GetBlock("C");
+  auto loops = sch.GetLoops(c);
+  auto i = sch.Split(loops[0], {std::monostate{}, std::int64_t{4}});  // 3 x 4 > 10: predicate
+  EXPECT_EQ(sch.Get(i[0]).extent, 3);
+  EXPECT_EQ(sch.Get(i[1]).extent, 4);
+  EXPECT_NE(PrintProgram(sch.func()).find("T.where(i_0 * 4 + i_1 < 10)"), std::string::npos);
+  auto j = sch.Split(loops[1], {std::int64_t{2}, std::int64_t{2}, std::int64_t{4}});
+  EXPECT_EQ(j.size(), 3u);
+  EXPECT_SAME_RESULT(f, sch);
+}
+
+TEST(SplitTest, Refusals) {
+  Schedule sch(Mm(), 0);
+  BlockRV c = sch.GetBlock("C");
+  auto loops = sch.GetLoops(c);
+  ExpectRefused(sch, [&] { sch.Split(loops[0], {std::int64_t{2}, std::int64_t{4}}); },
+                "split: loop i: the factors multiply to 8, less than the loop extent 16");
+  ExpectRefused(sch, [&] { sch.Split(loops[0], {std::monostate{}, std::monostate{}}); },
+                "split: loop i: at most one factor may be None");
+  ExpectRefused(sch, [&] { sch.Split(loops[0], {std::int64_t{0}, std::int64_t{4}}); },
+                "split: loop i: factor 0 is not positive");
+  ExpectRefused(sch, [&] { sch.Split(loops[0], {std::int64_t{16}}); }, "split: loop i: at least two factors are needed");
+  sch.Split(loops[0], {std::int64_t{4}, std::int64_t{4}});
+  ExpectRefused(sch, [&] { sch.Split(loops[0], {std::int64_t{4}, std::int64_t{4}}); },
+                "split: loop 'i' is no longer in the program (an earlier split or fuse replaced it)");
+}
+
+TEST(FuseReorderTest, FuseAndReorder) {
+  PrimFunc f = Matmul(6, 4, 5);
+  Schedule sch(f, 0);
+  BlockRV c = sch.GetBlock("C");
+  auto loops = sch.GetLoops(c);
+  sch.Reorder({loops[2], loops[1], loops[0]});
+  EXPECT_NE(PrintProgram(sch.func()).find("for k, j, i in T.grid(5, 4, 6):"), std::string::npos);
+  EXPECT_SAME_RESULT(f, sch);
+  LoopRV ji = sch.Fuse({loops[1], loops[0]});
+  EXPECT_EQ(sch.Get(ji).extent, 24);
+  EXPECT_NE(PrintProgram(sch.func()).find("v_i = T.axis.spatial(6, j_i_fused % 6)"), std::string::npos)
+      << PrintProgram(sch.func());
+  EXPECT_SAME_RESULT(f, sch);
+}
+
+TEST(FuseReorderTest, Refusals) {
+  Schedule sch(Mm(), 0);
+  BlockRV c = sch.GetBlock("C");
+  auto loops = sch.GetLoops(c);
+  ExpectRefused(sch, [&] { sch.Fuse({loops[0], loops[2]}); },
+                "fuse: loop k is not the only child of loop i (fused loops must be directly nested)");
+  ExpectRefused(sch, [&] { sch.Fuse({loops[1], loops[2]}); },
+                "fuse: the loops drive both spatial and reduction variables of block 'C'");
+  ExpectRefused(sch, [&] { sch.Reorder({loops[0], loops[0]}); }, "reorder: loop i is given twice");
+}
+
+TEST(LoopKindTest, ParallelVectorizeUnrollAnnotate) {
+  PrimFunc f = Mm(8);
+  Schedule sch(f, 0);
+  BlockRV c = sch.GetBlock("C");
+  auto loops = sch.GetLoops(c);
+  sch.Parallel(loops[0]);
+  sch.Vectorize(loops[1]);
+  sch.Unroll(loops[2]);
+  sch.Annotate(loops[0], "pragma_auto_unroll_max_step", std::int64_t{16});
+  sch.Annotate(c, "meta_schedule.tiling_structure", std::string("SSRSRS"));
+  std::string text = PrintProgram(sch.func());
+  EXPECT_NE(text.find("for i in T.parallel(8, annotations={\"pragma_auto_unroll_max_step\": 16}):"), std::string::npos) << text;
+  EXPECT_NE(text.find("for j in T.vectorized(8):"), std::string::npos) << text;
+  EXPECT_NE(text.find("for k in T.unroll(8):"), std::string::npos) << text;
+  EXPECT_NE(text.find("T.block_attr({\"meta_schedule.tiling_structure\": \"SSRSRS\"})"), std::string::npos) << text;
+  sch.Unannotate(c, "meta_schedule.tiling_structure");
+  EXPECT_EQ(sch.Get(c).annotations.size(), 0u);
+  EXPECT_SAME_RESULT(f, sch);
+}
+
+TEST(LoopKindTest, ReductionLoopsCannotBeParallel) {
+  Schedule sch(Mm(8), 0);
+  BlockRV c = sch.GetBlock("C");
+  auto loops = sch.GetLoops(c);
+  ExpectRefused(sch, [&] { sch.Parallel(loops[2]); },
+                "parallel: loop k drives the reduction variable v_k of block 'C'; only loops over spatial variables "
+                "can run in parallel or as vectors");
+  ExpectRefused(sch, [&] { sch.Vectorize(loops[2]); },
+                "vectorize: loop k drives the reduction variable v_k of block 'C'; only loops over spatial variables "
+                "can run in parallel or as vectors");
+}
+
+TEST(BlockMotionTest, DenseInlineAndComputeAt) {
+  PrimFunc f = BuildWorkload("dense_bias_relu:B=8,IN=6,OUT=8").func;
+  Schedule sch(f, 0);
+  sch.ComputeInline(sch.GetBlock("T_add"));
+  BlockRV mm = sch.GetBlock("T_matmul_NT");
+  BlockRV relu = sch.GetBlock("T_relu");
+  auto relu_loops = sch.GetLoops(relu);
+  auto i = sch.Split(relu_loops[0], {std::monostate{}, std::int64_t{4}});
+  sch.ComputeAt(mm, i[0], true);
+  std::string text = PrintProgram(sch.func());
+  EXPECT_EQ(text.find("T_add"), std::string::npos) << text;
+  EXPECT_NE(text.find("T_relu[v_i, v_j] = T.max(T_matmul_NT[v_i, v_j] + bias[v_j], T.float32(0.0))"), std::string::npos)
+      << text;
+  // The matmul now computes a 4 x 8 tile per iteration of i_0.
+  EXPECT_NE(text.find("for ax0, ax1, ax2 in T.grid(4, 8, 6):"), std::string::npos) << text;
+  EXPECT_NE(text.find("v_i = T.axis.spatial(8, i_0 * 4 + ax0)"), std::string::npos) << text;
+  EXPECT_SAME_RESULT(f, sch);
+}
+
+TEST(BlockMotionTest, ReverseComputeInlineAndReverseComputeAt) {
+  PrimFunc f = BuildWorkload("dense_bias_relu:B=8,IN=6,OUT=8").func;
+  Schedule sch(f, 0);
+  sch.ReverseComputeInline(sch.GetBlock("T_relu"));
+  BlockRV add = sch.GetBlock("T_add");
+  EXPECT_NE(PrintProgram(sch.func()).find("T_relu[v_i, v_j] = T.max(T_matmul_NT[v_i, v_j] + bias[v_j], T.float32(0.0))"),
+            std::string::npos)
+      << PrintProgram(sch.func());
+  BlockRV mm = sch.GetBlock("T_matmul_NT");
+  auto loops = sch.GetLoops(mm);
+  sch.ReverseComputeAt(add, loops[1], true);
+  EXPECT_SAME_RESULT(f, sch);
+}
+
+TEST(BlockMotionTest, Refusals) {
+  PrimFunc f = BuildWorkload("dense_bias_relu:B=8,IN=6,OUT=8").func;
+  Schedule sch(f, 0);
+  BlockRV mm = sch.GetBlock("T_matmul_NT");
+  BlockRV relu = sch.GetBlock("T_relu");
+  ExpectRefused(sch, [&] { sch.ComputeInline(mm); }, "compute_inline: block 'T_matmul_NT' is a reduction");
+  ExpectRefused(sch, [&] { sch.ComputeInline(relu); },
+                "compute_inline: block 'T_relu' writes the function output T_relu");
+  auto relu_loops = sch.GetLoops(relu);
+  ExpectRefused(sch, [&] { sch.ComputeAt(mm, relu_loops[0]); },
+                "compute_at: block 'T_matmul_NT' at loop i: consumer 'T_add' is not under the loop");
+  BlockRV root = sch.GetBlock("root");
+  ExpectRefused(sch, [&] { sch.ComputeAt(root, relu_loops[0]); },
+                "compute_at: the root block cannot be moved or inlined");
+}
+
+TEST(CacheTest, CacheWriteLocalAccumulator) {
+  PrimFunc f = Mm(8);
+  Schedule sch(f, 0);
+  BlockRV c = sch.GetBlock("C");
+  BlockRV cw = sch.CacheWrite(c, 0, "local");
+  EXPECT_EQ(sch.Get(cw).name, "C_local");
+  auto loops = sch.GetLoops(c);
+  sch.ReverseComputeAt(cw, loops[1], true);
+  std::string text = PrintProgram(sch.func());
+  EXPECT_NE(text.find("C_local = T.alloc_buffer((8, 8), scope=\"local\")"), std::string::npos) << text;
+  EXPECT_SAME_RESULT(f, sch);
+  ExpectRefused(sch, [&] { sch.CacheWrite(c, 3, "local"); },
+                "cache_write: block 'C' has 1 write region(s); write_buffer_index 3 is out of range");
+  ExpectRefused(sch, [&] { sch.CacheRead(c, 0, "shared"); },
+                "cache_read: storage scope 'shared' is not supported (use \"global\" or \"local\")");
+}
+
+TEST(CacheTest, CacheReadComputedAtATile) {
+  PrimFunc f = Mm(8);
+  Schedule sch(f, 0);
+  BlockRV c = sch.GetBlock("C");
+  BlockRV a = sch.CacheRead(c, 0, "global");
+  EXPECT_EQ(sch.Get(a).name, "A_global");
+  auto loops = sch.GetLoops(c);
+  sch.ComputeAt(a, loops[0]);
+  EXPECT_NE(PrintProgram(sch.func()).find("for ax0 in range(8):"), std::string::npos) << PrintProgram(sch.func());
+  EXPECT_SAME_RESULT(f, sch);
+}
+
+TEST(ReductionTest, DecomposeReductionRefusals) {
+  Schedule sch(Mm(8), 0);
+  BlockRV c = sch.GetBlock("C");
+  auto loops = sch.GetLoops(c);
+  sch.Reorder({loops[2], loops[0], loops[1]});
+  ExpectRefused(sch, [&] { sch.DecomposeReduction(c, loops[1]); },
+                "decompose_reduction: block 'C' at loop j: loop k above it drives a reduction variable, so the init "
+                "would run more than once");
+  sch.DecomposeReduction(c, loops[2]);
+  ExpectRefused(sch, [&] { sch.DecomposeReduction(c, loops[2]); },
+                "decompose_reduction: block 'C_update' at loop k: the block has no init (not a reduction, or already "
+                "decomposed)");
+}
+
+TEST(ReductionTest, RFactorOfASplitReduction) {
+  PrimFunc f = BuildWorkload("reduce_sum:M=4,N=12").func;
+  Schedule sch(f, 0);
+  BlockRV b = sch.GetBlock("A_red");
+  auto loops = sch.GetLoops(b);
+  auto k = sch.Split(loops[1], {std::monostate{}, std::int64_t{5}});  // imperfect: 3 x 5 > 12
+  BlockRV rf = sch.RFactor(k[1], 0);
+  EXPECT_EQ(sch.Get(rf).name, "A_red_rf");
+  EXPECT_EQ(sch.Get(b).name, "A_red");  // the original handle names the write-back block
+  EXPECT_SAME_RESULT(f, sch);
+  // The rf block can be decomposed and computed at the write-back's loop.
+  auto wb = sch.GetLoops(b);
+  sch.ComputeAt(rf, wb[0], true);
+  EXPECT_SAME_RESULT(f, sch);
+}
+
+TEST(ReductionTest, RFactorRefusals) {
+  Schedule sch(Mm(8), 0);
+  BlockRV c = sch.GetBlock("C");
+  auto loops = sch.GetLoops(c);
+  ExpectRefused(sch, [&] { sch.RFactor(loops[0], 0); },
+                "rfactor: block 'C' at loop i: the loop must drive reduction variables only");
+  ExpectRefused(sch, [&] { sch.RFactor(loops[2], 5); }, "rfactor: factor_axis 5 is out of range for a buffer of rank 2");
+}
+
+TEST(LookupTest, BlocksProducersConsumers) {
+  PrimFunc f = BuildWorkload("dense_bias_relu:B=4,IN=4,OUT=4").func;
+  Schedule sch(f, 0);
+  BlockRV add = sch.GetBlock("T_add");
+  auto producers = sch.GetProducers(add);
+  auto consumers = sch.GetConsumers(add);
+  ASSERT_EQ(producers.size(), 1u);
+  ASSERT_EQ(consumers.size(), 1u);
+  EXPECT_EQ(sch.Get(producers[0]).name, "T_matmul_NT");
+  EXPECT_EQ(sch.Get(consumers[0]).name, "T_relu");
+  EXPECT_EQ(sch.GetChildBlocks(sch.GetBlock("root")).size(), 3u);
+  ExpectRefused(sch, [&] { sch.GetBlock("nope"); },
+                "get_block: no block named 'nope' (blocks: root, T_matmul_NT, T_add, T_relu)");
+  ExpectRefused(sch, [&] { sch.GetBlock("T_add", "other"); },
+                "get_block: no function named 'other' (the program's function is 'main')");
+}
+
+TEST(SamplingTest, PerfectTileIsDeterministicAndPerfect) {
+  PrimFunc f = Matmul(64, 48, 36);
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    Schedule a(f, seed), b(f, seed);
+    auto la = a.GetLoops(a.GetBlock("C"));
+    auto lb = b.GetLoops(b.GetBlock("C"));
+    for (std::size_t l = 0; l < 3; ++l) {
+      auto ta = a.SamplePerfectTile(la[l], 4, 8);
+      auto tb = b.SamplePerfectTile(lb[l], 4, 8);
+      std::int64_t product = 1;
+      for (std::size_t i = 0; i < ta.size(); ++i) {
+        EXPECT_EQ(a.Get(ta[i]), b.Get(tb[i]));
+        product *= a.Get(ta[i]);
+      }
+      EXPECT_EQ(product, a.Get(la[l]).extent);
+      EXPECT_LE(a.Get(ta.back()), 8);
+    }
+  }
+}
+
+TEST(SamplingTest, DecisionsAreRepairedAsTvmDoes) {
+  Schedule sch(Matmul(12, 12, 12), 0);
+  auto loops = sch.GetLoops(sch.GetBlock("C"));
+  // [2, 8] does not fit 12: inner 8 does not divide 12, so it takes all of it.
+  auto t = sch.SamplePerfectTile(loops[0], 2, 16, std::vector<std::int64_t>{2, 8});
+  EXPECT_EQ(sch.Get(t[0]), 1);
+  EXPECT_EQ(sch.Get(t[1]), 12);
+  auto u = sch.SamplePerfectTile(loops[1], 3, 16, std::vector<std::int64_t>{9, 2, 3});
+  EXPECT_EQ(sch.Get(u[0]), 2);
+  EXPECT_EQ(sch.Get(u[1]), 2);
+  EXPECT_EQ(sch.Get(u[2]), 3);
+  EXPECT_EQ(sch.trace().decisions.at(sch.trace().insts.size() - 1), nlohmann::json({2, 2, 3}));
+}
+
+TEST(SamplingTest, CategoricalAndComputeLocation) {
+  Schedule sch(BuildWorkload("dense_bias_relu:B=4,IN=4,OUT=4").func, 3);
+  std::map<std::int64_t, int> seen;
+  for (int i = 0; i < 200; ++i) seen[sch.Get(sch.SampleCategorical({0, 16, 64}, {0.5, 0.5, 0.0}))]++;
+  EXPECT_GT(seen[0], 50);
+  EXPECT_GT(seen[16], 50);
+  EXPECT_EQ(seen.count(64), 0u);
+  EXPECT_THROW(sch.SampleCategorical({1, 2}, {1.0}), ScheduleError);
+  EXPECT_THROW(sch.SampleCategorical({1, 2}, {0.5, 0.5}, 2), ScheduleError);
+  BlockRV add = sch.GetBlock("T_add");
+  LoopRV inline_mark = sch.SampleComputeLocation(add, -2);
+  EXPECT_TRUE(sch.IsInlineMark(inline_mark));
+  LoopRV root_mark = sch.SampleComputeLocation(add, -1);
+  EXPECT_TRUE(sch.IsRootMark(root_mark));
+  LoopRV loop = sch.SampleComputeLocation(add, 0);
+  EXPECT_FALSE(sch.IsRootMark(loop) || sch.IsInlineMark(loop));
+  sch.ComputeAt(add, inline_mark);
+  EXPECT_EQ(PrintProgram(sch.func()).find("T.block(\"T_add\")"), std::string::npos);
+}
+
+TEST(ScheduleCopyTest, CopiesAreIndependent) {
+  Schedule a(Mm(8), 0);
+  BlockRV c = a.GetBlock("C");
+  auto loops = a.GetLoops(c);
+  Schedule b = a;
+  b.Split(loops[0], {std::int64_t{2}, std::int64_t{4}});  // handles work on the copy
+  EXPECT_EQ(a.Get(loops[0]).extent, 8);
+  EXPECT_NE(PrintProgram(a.func()), PrintProgram(b.func()));
+  EXPECT_EQ(a.trace().insts.size() + 1, b.trace().insts.size());
+}
+
+}  // namespace
+}  // namespace tunedb::ir

@@ -1,0 +1,86 @@
+#include "ir/schedule/script.h"
+
+#include <gtest/gtest.h>
+
+#include "ir/printer.h"
+#include "ir/workloads.h"
+#include "tests/ir/schedule/schedule_test_util.h"
+
+namespace tunedb::ir {
+namespace {
+
+PrimFunc Mm() { return BuildWorkload("matmul:M=32,N=32,K=32").func; }
+
+TEST(ScriptTest, TheLecturesStochasticSchedule) {
+  const char* script = R"(
+def stochastic_schedule_mm(sch: tvm.tir.Schedule):
+    b0 = sch.get_block("C")
+    i, j, k = sch.get_loops(b0)
+    j0, j1 = sch.split(j, factors=sch.sample_perfect_tile(j, n=2, max_innermost_factor=16))
+    sch.reorder(i, j0, k, j1)
+    sch.decompose_reduction(b0, j0)
+    return sch
+)";
+  PrimFunc f = Mm();
+  for (std::uint64_t seed = 0; seed < 8; ++seed) {
+    Schedule sch(f, seed);
+    RunScheduleScript(sch, script, "mm.py");
+    EXPECT_SAME_RESULT(f, sch);
+    EXPECT_LE(sch.trace().decisions.begin()->second[1].get<int>(), 16);
+  }
+}
+
+TEST(ScriptTest, PythonFeatures) {
+  // Star unpacking, spreading, indexing, keyword and positional arguments,
+  // comments, continuation lines inside parentheses.
+  const char* script = R"(
+b = sch.get_block(name="C", func_name="main")   # a comment
+*outer, k = sch.get_loops(b)
+parts = sch.split(outer[0],
+                  factors=[None, 8])
+sch.reorder(*parts, outer[-1], k)
+v = sch.sample_categorical(candidates=[0, 16], probs=[0.5, 0.5], decision=1)
+sch.annotate(parts[0], "pragma_auto_unroll_max_step", v)
+sch.vectorize(loop=outer[1])
+)";
+  PrimFunc f = Mm();
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, script);
+  std::string text = PrintProgram(sch.func());
+  EXPECT_NE(text.find("for i_0 in T.serial(4, annotations={\"pragma_auto_unroll_max_step\": 16}):"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("for j in T.vectorized(32):"), std::string::npos) << text;
+  EXPECT_SAME_RESULT(f, sch);
+}
+
+void ExpectScriptError(const std::string& script, const std::string& message) {
+  Schedule sch(Mm(), 0);
+  std::string before = PrintProgram(sch.func());
+  try {
+    RunScheduleScript(sch, script, "s.py");
+    FAIL() << "expected an error for:\n" << script;
+  } catch (const ScheduleError& e) {
+    EXPECT_EQ(std::string(e.what()), message);
+  }
+}
+
+TEST(ScriptTest, ErrorsNameTheLine) {
+  ExpectScriptError("b0 = sch.get_block(\"C\")\nsch.frob(b0)\n", "s.py:2: unknown schedule method 'frob'");
+  ExpectScriptError("b0 = sch.get_block(\"X\")\n", "s.py:1: get_block: no block named 'X' (blocks: root, C)");
+  ExpectScriptError("b0 = sch.get_block(\"C\")\ni, j = sch.get_loops(b0)\n",
+                    "s.py:2: the call returned 3 values for 2 names");
+  ExpectScriptError("b0 = sch.get_block(\"C\")\nsch.split(l9, factors=[2, 16])\n", "s.py:2: 'l9' is not defined");
+  ExpectScriptError("b0 = sch.get_block(\"C\")\ni, j, k = sch.get_loops(b0)\nsch.split(i, factors=[3, 3])\n",
+                    "s.py:3: split: loop i: the factors multiply to 9, less than the loop extent 32");
+  ExpectScriptError("b0 = sch.get_block(\"C\")\nsch.split(loop=b0)\n", "s.py:2: split: missing argument 'factors'");
+  ExpectScriptError("b0 = sch.get_block(\"C\", colour=3)\n", "s.py:1: get_block: unexpected argument 'colour'");
+  ExpectScriptError("b0 = sch.get_block(\"C\"\n", "s.py:1: expected ')' to close the arguments of get_block, found end of line");
+  ExpectScriptError("b0 = sch.get_block('C)\n", "s.py:1: unterminated string");
+  ExpectScriptError("b0 = tvm.get_block(\"C\")\n", "s.py:1: calls must be on 'sch' (sch.get_block), not on 'tvm'");
+  ExpectScriptError("b0 = sch.get_block(\"C\")\ni, j, k = sch.get_loops(b0)\nsch.parallel(k)\n",
+                    "s.py:3: parallel: loop k drives the reduction variable v_k of block 'C'; only loops over spatial "
+                    "variables can run in parallel or as vectors");
+}
+
+}  // namespace
+}  // namespace tunedb::ir
