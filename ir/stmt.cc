@@ -98,6 +98,40 @@ PrimFunc Clone(const PrimFunc& func) {
   return copy;
 }
 
+Stmt SubstituteStmt(const Stmt& stmt, const VarMap& map) {
+  Stmt copy = Clone(stmt);
+  auto sub = [&](Expr& e) {
+    if (e) e = Substitute(e, map);
+  };
+  VisitStmt(copy, [&](const Stmt& s) {
+    switch (s->kind) {
+      case StmtKind::kIf: sub(static_cast<IfNode&>(*s).condition); break;
+      case StmtKind::kStore: {
+        auto& n = static_cast<StoreNode&>(*s);
+        for (Expr& i : n.indices) sub(i);
+        sub(n.value);
+        break;
+      }
+      case StmtKind::kBlock: {
+        auto& n = static_cast<BlockNode&>(*s);
+        for (Expr& b : n.bindings) sub(b);
+        sub(n.predicate);
+        for (auto* regions : {&n.reads, &n.writes}) {
+          for (BufferRegion& r : *regions) {
+            for (Range& range : r.ranges) {
+              sub(range.min);
+              sub(range.extent);
+            }
+          }
+        }
+        break;
+      }
+      default: break;
+    }
+  });
+  return copy;
+}
+
 std::vector<BlockNode*> CollectBlocks(const PrimFunc& func) {
   std::vector<BlockNode*> blocks;
   VisitStmt(func.body, [&](const Stmt& s) {

@@ -127,6 +127,10 @@ Stmt MakeIf(Expr condition, Stmt then_case, Stmt else_case = nullptr);
 Stmt Clone(const Stmt& stmt);
 PrimFunc Clone(const PrimFunc& func);
 
+// A deep copy of `stmt` with variables replaced through `map` in every
+// expression (bindings, predicates, regions, indices, values, conditions).
+Stmt SubstituteStmt(const Stmt& stmt, const VarMap& map);
+
 // Calls fn on every statement in pre-order.
 template <typename Fn>
 void VisitStmt(const Stmt& s, Fn&& fn) {

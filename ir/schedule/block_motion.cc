@@ -11,12 +11,12 @@
 #include <algorithm>
 
 #include "ir/printer.h"
+#include "ir/region.h"
 #include "ir/schedule/schedule_internal.h"
 
 namespace tunedb::ir {
 
 using sched::Apply;
-using sched::DimRegion;
 using sched::Fail;
 using sched::In;
 using sched::Record;
@@ -57,48 +57,23 @@ std::vector<Access> StoresOf(BlockNode* b, const BufferNode* buffer) {
 // Dimensions that cannot be analysed are nullopt.
 std::vector<std::optional<DimRegion>> RegionPerIteration(const PrimFunc& f, const ForNode* loop,
                                                         const std::vector<Access>& accesses, const Buffer& buffer) {
-  VarRanges ranges = sched::LoopRanges(f);
-  std::size_t rank = buffer->shape.size();
-  std::vector<std::optional<DimRegion>> region(rank);
-  std::vector<bool> first(rank, true);
+  std::vector<RegionAccess> in_loop_vars;
   for (const Access& a : accesses) {
+    RegionAccess r;
     // Loops strictly inside `loop` on the way to the accessing block vary.
-    std::set<const ExprNode*> free_vars;
     bool inside = false;
     for (ForNode* l : sched::LoopsAbove(f, a.block)) {
-      if (inside) free_vars.insert(l->loop_var.get());
+      if (inside) r.free_vars.insert(l->loop_var.get());
       if (l == loop) inside = true;
     }
     VarMap to_loops;
     for (std::size_t k = 0; k < a.block->iter_vars.size(); ++k) {
       to_loops[a.block->iter_vars[k].var.get()] = a.block->bindings[k];
     }
-    for (std::size_t d = 0; d < rank; ++d) {
-      if (!first[d] && !region[d]) continue;  // already unknown
-      Expr index = Simplify(Substitute(a.indices[d], to_loops), ranges);
-      auto r = sched::AccessRegion(index, free_vars, ranges);
-      if (!r) {
-        region[d] = std::nullopt;
-        first[d] = false;
-        continue;
-      }
-      if (first[d]) {
-        region[d] = r;
-        first[d] = false;
-        continue;
-      }
-      // Union of [m0, m0 + e0) and [m1, m1 + e1) when m1 - m0 is a constant.
-      std::int64_t diff = 0;
-      if (!AsConstInt(Simplify(r->min - region[d]->min, ranges), &diff)) {
-        region[d] = std::nullopt;
-        continue;
-      }
-      std::int64_t lo = std::min<std::int64_t>(0, diff);
-      std::int64_t hi = std::max(region[d]->extent - 1, diff + r->extent - 1);
-      region[d] = DimRegion{Simplify(region[d]->min + IntImm(region[d]->min->dtype, lo), ranges), hi - lo + 1};
-    }
+    for (const Expr& index : a.indices) r.indices.push_back(Substitute(index, to_loops));
+    in_loop_vars.push_back(std::move(r));
   }
-  return region;
+  return UnionRegion(in_loop_vars, buffer->shape.size(), sched::LoopRanges(f));
 }
 
 // For a block storing buffer X at indices that are distinct iteration

@@ -70,9 +70,9 @@ std::vector<LoopRV> Schedule::Split(LoopRV loop_rv, const std::vector<SplitFacto
     if (std::holds_alternative<std::monostate>(f)) {
       inputs.emplace_back();
     } else if (std::holds_alternative<std::int64_t>(f)) {
-      inputs.push_back(std::get<std::int64_t>(f));
+      inputs.emplace_back(std::in_place_type<std::int64_t>, std::get<std::int64_t>(f));
     } else {
-      inputs.push_back(Ref(std::get<ExprRV>(f)));
+      inputs.emplace_back(std::in_place_type<RVRef>, Ref(std::get<ExprRV>(f)));
     }
   }
   Record(s, "Split", inputs, {preserve_unit_iters ? 1 : 0, disable_predication ? 1 : 0}, Refs(out));

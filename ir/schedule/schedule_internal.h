@@ -156,15 +156,6 @@ Expr FreshVar(const std::string& name, DataType dtype = DataType::kInt32);
 // a && b where either may be null (meaning true).
 Expr AndPredicate(const Expr& a, const Expr& b);
 
-// Region of one buffer dimension covered by an access index when the
-// `free` loops (those below the compute-at loop) run over their ranges:
-// [min, min + extent). min is an expression over the fixed loops.
-struct DimRegion {
-  Expr min;
-  std::int64_t extent;
-};
-std::optional<DimRegion> AccessRegion(const Expr& index, const std::set<const ExprNode*>& free_vars,
-                                      const VarRanges& ranges);
 
 // ---- recording ----
 

@@ -97,21 +97,21 @@ Trace Trace::FromJson(const nlohmann::json& j) {
     at += " (" + inst.kind + ")";
     for (const nlohmann::json& in : ij[1]) {
       if (in.is_null()) {
-        inst.inputs.push_back(std::monostate{});
+        inst.inputs.emplace_back();
       } else if (in.is_boolean()) {
-        inst.inputs.push_back(static_cast<std::int64_t>(in.get<bool>()));
+        inst.inputs.emplace_back(std::in_place_type<std::int64_t>, static_cast<std::int64_t>(in.get<bool>()));
       } else if (in.is_number_integer()) {
-        inst.inputs.push_back(in.get<std::int64_t>());
+        inst.inputs.emplace_back(std::in_place_type<std::int64_t>, in.get<std::int64_t>());
       } else if (in.is_number()) {
-        inst.inputs.push_back(in.get<double>());
+        inst.inputs.emplace_back(std::in_place_type<double>, in.get<double>());
       } else if (in.is_string()) {
         std::string s = in.get<std::string>();
         if (s == "None") {
-          inst.inputs.push_back(std::monostate{});
+          inst.inputs.emplace_back();
         } else if (s.size() >= 2 && s.front() == '"' && s.back() == '"') {
-          inst.inputs.push_back(Unquote(s));
+          inst.inputs.emplace_back(std::in_place_type<std::string>, Unquote(s));
         } else if (rvs.count(s)) {
-          inst.inputs.push_back(rvs.at(s));
+          inst.inputs.emplace_back(std::in_place_type<RVRef>, rvs.at(s));
         } else {
           fail(at + ": input '" + s + "' is not a random variable defined by an earlier instruction");
         }

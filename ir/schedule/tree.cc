@@ -531,14 +531,6 @@ Expr AndPredicate(const Expr& a, const Expr& b) {
   return a && b;
 }
 
-std::optional<DimRegion> AccessRegion(const Expr& index, const std::set<const ExprNode*>& free_vars,
-                                      const VarRanges& ranges) {
-  auto split = SplitAffine(index, free_vars, ranges);
-  if (!split) return std::nullopt;
-  Expr min = Simplify(split->fixed + IntImm(index->dtype, split->free.min), ranges);
-  return DimRegion{min, split->free.max - split->free.min + 1};
-}
-
 }  // namespace tunedb::ir::sched
 
 namespace tunedb::ir::sched {

@@ -1,0 +1,694 @@
+#include "measure/codegen.h"
+
+#include <functional>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+
+#include <llvm/IR/BasicBlock.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/DerivedTypes.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/Support/raw_ostream.h>
+
+#include "ir/simplify.h"
+
+namespace tunedb::measure {
+namespace {
+
+using namespace tunedb::ir;
+
+constexpr std::int64_t kMaxUnrolledStatements = 4096;
+constexpr std::int64_t kMaxStackBytes = 1 << 20;
+
+// A generated value: scalar, or a vector of the current lanes.
+struct Val {
+  llvm::Value* v = nullptr;
+  bool vec = false;
+};
+
+bool HasLoad(const Expr& e) {
+  bool found = false;
+  VisitExpr(e, [&](const Expr& x) { found |= x->kind == ExprKind::kLoad; });
+  return found;
+}
+
+std::int64_t StatementCount(const Stmt& s) {
+  if (!s) return 0;
+  switch (s->kind) {
+    case StmtKind::kFor: return static_cast<ForNode&>(*s).extent * StatementCount(static_cast<ForNode&>(*s).body);
+    case StmtKind::kSeq: {
+      std::int64_t n = 0;
+      for (const Stmt& c : static_cast<SeqNode&>(*s).stmts) n += StatementCount(c);
+      return n;
+    }
+    case StmtKind::kIf: return 1 + StatementCount(static_cast<IfNode&>(*s).then_case) + StatementCount(static_cast<IfNode&>(*s).else_case);
+    case StmtKind::kStore: return 1;
+    case StmtKind::kBlock: return StatementCount(static_cast<BlockNode&>(*s).body);
+  }
+  return 0;
+}
+
+class Codegen {
+ public:
+  Codegen(llvm::LLVMContext& ctx, llvm::Module& mod, const CodegenOptions& options)
+      : ctx_(ctx), mod_(mod), b_(ctx), options_(options) {}
+
+  void Generate(const PrimFunc& f, const std::string& name) {
+    // The body takes one noalias pointer per parameter; the entry point
+    // unpacks the argument array and calls it (and gets it inlined).
+    std::vector<llvm::Type*> param_types(f.params.size(), b_.getPtrTy());
+    auto* body_type = llvm::FunctionType::get(b_.getVoidTy(), param_types, false);
+    llvm::Function* body = llvm::Function::Create(body_type, llvm::Function::InternalLinkage, name + "_body", mod_);
+    for (std::size_t i = 0; i < f.params.size(); ++i) {
+      body->getArg(i)->addAttr(llvm::Attribute::NoAlias);
+      body->getArg(i)->setName(f.params[i]->name);
+    }
+    SetAttributes(body);
+    StartFunction(body);
+    for (std::size_t i = 0; i < f.params.size(); ++i) buffers_[f.params[i].get()] = body->getArg(i);
+    if (options_.fault_crash) {
+      b_.CreateStore(b_.getInt32(0), llvm::ConstantPointerNull::get(b_.getPtrTy()), /*isVolatile=*/true);
+    }
+    if (options_.fault_hang) {
+      llvm::BasicBlock* spin = llvm::BasicBlock::Create(ctx_, "hang", fn_);
+      b_.CreateBr(spin);
+      b_.SetInsertPoint(spin);
+      b_.CreateLoad(b_.getInt32Ty(), entry_alloca_slot_, /*isVolatile=*/true);
+      b_.CreateBr(spin);
+      b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "unreachable", fn_));
+    }
+    EmitStmt(f.body);
+    b_.CreateRetVoid();
+
+    auto* entry_type = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy()}, false);
+    llvm::Function* entry = llvm::Function::Create(entry_type, llvm::Function::ExternalLinkage, name, mod_);
+    SetAttributes(entry);
+    b_.SetInsertPoint(llvm::BasicBlock::Create(ctx_, "entry", entry));
+    std::vector<llvm::Value*> args;
+    for (std::size_t i = 0; i < f.params.size(); ++i) {
+      llvm::Value* slot = b_.CreateConstGEP1_64(b_.getPtrTy(), entry->getArg(0), i);
+      args.push_back(b_.CreateLoad(b_.getPtrTy(), slot));
+    }
+    b_.CreateCall(body, args);
+    b_.CreateRetVoid();
+  }
+
+ private:
+  // ---- functions ----
+
+  void SetAttributes(llvm::Function* fn) {
+    if (!options_.cpu.empty()) fn->addFnAttr("target-cpu", options_.cpu);
+    if (!options_.features.empty()) fn->addFnAttr("target-features", options_.features);
+    fn->addFnAttr("prefer-vector-width", std::to_string(options_.vector_bits));
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+  }
+
+  void StartFunction(llvm::Function* fn) {
+    fn_ = fn;
+    alloca_block_ = llvm::BasicBlock::Create(ctx_, "allocas", fn);
+    llvm::BasicBlock* start = llvm::BasicBlock::Create(ctx_, "start", fn);
+    b_.SetInsertPoint(alloca_block_);
+    entry_alloca_slot_ = b_.CreateAlloca(b_.getInt32Ty());
+    b_.CreateBr(start);
+    b_.SetInsertPoint(start);
+  }
+
+  llvm::Value* EntryAlloca(llvm::Type* type, std::int64_t count, const std::string& name) {
+    llvm::IRBuilder<> entry(alloca_block_, alloca_block_->getFirstInsertionPt());
+    llvm::AllocaInst* a = entry.CreateAlloca(type, entry.getInt64(count), name);
+    a->setAlignment(llvm::Align(64));
+    return a;
+  }
+
+  // ---- types ----
+
+  llvm::Type* ScalarType(DataType t) {
+    switch (t) {
+      case DataType::kFloat32: return b_.getFloatTy();
+      case DataType::kFloat64: return b_.getDoubleTy();
+      case DataType::kBool: return b_.getInt1Ty();
+      default: return b_.getInt64Ty();
+    }
+  }
+  llvm::Type* StorageType(DataType t) {
+    switch (t) {
+      case DataType::kFloat32: return b_.getFloatTy();
+      case DataType::kFloat64: return b_.getDoubleTy();
+      case DataType::kInt32: return b_.getInt32Ty();
+      case DataType::kInt64: return b_.getInt64Ty();
+      case DataType::kBool: return b_.getInt8Ty();
+    }
+    return nullptr;
+  }
+  llvm::Type* TypeOf(DataType t, bool vec) {
+    llvm::Type* s = ScalarType(t);
+    return vec ? llvm::FixedVectorType::get(s, lanes_) : s;
+  }
+
+  // ---- vectorization support ----
+
+  bool DependsOnLane(const Expr& e) {
+    if (!lane_var_) return false;
+    bool found = false;
+    VisitExpr(e, [&](const Expr& x) { found |= x.get() == lane_var_; });
+    return found;
+  }
+
+  llvm::Value* Broadcast(llvm::Value* v) { return b_.CreateVectorSplat(lanes_, v); }
+  Val AsVec(Val x) { return x.vec ? x : Val{Broadcast(x.v), true}; }
+
+  // Whether a vectorized loop's body can be emitted as vector operations.
+  bool CanVectorize(const Stmt& s) {
+    if (!s) return true;
+    switch (s->kind) {
+      case StmtKind::kSeq:
+        for (const Stmt& c : static_cast<SeqNode&>(*s).stmts) {
+          if (!CanVectorize(c)) return false;
+        }
+        return true;
+      case StmtKind::kIf: {
+        auto& n = static_cast<IfNode&>(*s);
+        return !DependsOnLane(n.condition) && CanVectorize(n.then_case) && CanVectorize(n.else_case);
+      }
+      case StmtKind::kStore: {
+        auto& n = static_cast<StoreNode&>(*s);
+        bool ok = true;
+        VisitExpr(n.value, [&](const Expr& x) {
+          // A lazy select or short-circuit over loads needs branches.
+          if ((x->kind == ExprKind::kSelect || x->kind == ExprKind::kAnd || x->kind == ExprKind::kOr) && HasLoad(x)) {
+            ok = false;
+          }
+        });
+        if (!ok) return false;
+        if (DependsOnLane(n.value) && !DependsOnLane(n.indices[0])) return false;  // lanes racing on one element
+        return true;
+      }
+      default: return false;  // nested loops and scopes stay scalar
+    }
+  }
+
+  // ---- expressions ----
+
+  Val Emit(const Expr& e) {
+    switch (e->kind) {
+      case ExprKind::kIntImm:
+        if (e->dtype == DataType::kBool) return {b_.getInt1(e->int_value != 0), false};
+        return {b_.getInt64(e->int_value), false};
+      case ExprKind::kFloatImm: return {llvm::ConstantFP::get(ScalarType(e->dtype), e->float_value), false};
+      case ExprKind::kVar: {
+        auto it = vars_.find(e.get());
+        if (it == vars_.end()) throw std::runtime_error("codegen: unbound variable " + e->name);
+        if (e.get() == lane_var_) {
+          std::vector<llvm::Constant*> steps;
+          for (int i = 0; i < lanes_; ++i) steps.push_back(b_.getInt64(i));
+          return {b_.CreateAdd(Broadcast(it->second), llvm::ConstantVector::get(steps)), true};
+        }
+        return {it->second, false};
+      }
+      case ExprKind::kLoad: return EmitLoad(e);
+      case ExprKind::kCall: return EmitCall(e);
+      case ExprKind::kCast: return EmitCast(e);
+      case ExprKind::kNot: {
+        Val a = Emit(e->operands[0]);
+        return {b_.CreateNot(a.v), a.vec};
+      }
+      case ExprKind::kSelect: return EmitSelect(e);
+      default: return EmitBinary(e);
+    }
+  }
+
+  Val EmitBinary(const Expr& e) {
+    DataType t = e->operands[0]->dtype;
+    if ((e->kind == ExprKind::kAnd || e->kind == ExprKind::kOr) && HasLoad(e->operands[1]) && !lane_var_) {
+      return EmitShortCircuit(e);
+    }
+    Val a = Emit(e->operands[0]), b = Emit(e->operands[1]);
+    bool vec = a.vec || b.vec;
+    if (vec) {
+      a = AsVec(a);
+      b = AsVec(b);
+    }
+    llvm::Value* x = a.v;
+    llvm::Value* y = b.v;
+    bool fp = IsFloat(t);
+    llvm::FastMathFlags contract;
+    contract.setAllowContract(true);
+    switch (e->kind) {
+      case ExprKind::kAdd:
+        if (fp) {
+          auto* r = b_.CreateFAdd(x, y);
+          llvm::cast<llvm::Instruction>(r)->setFastMathFlags(contract);
+          return {r, vec};
+        }
+        return {b_.CreateAdd(x, y), vec};
+      case ExprKind::kSub:
+        if (fp) {
+          auto* r = b_.CreateFSub(x, y);
+          llvm::cast<llvm::Instruction>(r)->setFastMathFlags(contract);
+          return {r, vec};
+        }
+        return {b_.CreateSub(x, y), vec};
+      case ExprKind::kMul:
+        if (fp) {
+          auto* r = b_.CreateFMul(x, y);
+          llvm::cast<llvm::Instruction>(r)->setFastMathFlags(contract);
+          return {r, vec};
+        }
+        return {b_.CreateMul(x, y), vec};
+      case ExprKind::kDiv: return {b_.CreateFDiv(x, y), vec};
+      case ExprKind::kFloorDiv: case ExprKind::kFloorMod: {
+        // Rounding toward -infinity: adjust C's truncating division.
+        llvm::Value* q = b_.CreateSDiv(x, y);
+        llvm::Value* r = b_.CreateSRem(x, y);
+        llvm::Value* zero = llvm::Constant::getNullValue(x->getType());
+        llvm::Value* adjust = b_.CreateAnd(b_.CreateICmpNE(r, zero),
+                                           b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(y, zero)));
+        if (e->kind == ExprKind::kFloorDiv) {
+          return {b_.CreateSub(q, b_.CreateZExt(adjust, q->getType())), vec};
+        }
+        return {b_.CreateAdd(r, b_.CreateSelect(adjust, y, zero)), vec};
+      }
+      case ExprKind::kMin: case ExprKind::kMax: {
+        bool is_min = e->kind == ExprKind::kMin;
+        if (fp) {
+          return {b_.CreateBinaryIntrinsic(is_min ? llvm::Intrinsic::minnum : llvm::Intrinsic::maxnum, x, y), vec};
+        }
+        return {b_.CreateSelect(is_min ? b_.CreateICmpSLT(x, y) : b_.CreateICmpSGT(x, y), x, y), vec};
+      }
+      case ExprKind::kEq: return {fp ? b_.CreateFCmpOEQ(x, y) : b_.CreateICmpEQ(x, y), vec};
+      case ExprKind::kNe: return {fp ? b_.CreateFCmpUNE(x, y) : b_.CreateICmpNE(x, y), vec};
+      case ExprKind::kLt: return {fp ? b_.CreateFCmpOLT(x, y) : b_.CreateICmpSLT(x, y), vec};
+      case ExprKind::kLe: return {fp ? b_.CreateFCmpOLE(x, y) : b_.CreateICmpSLE(x, y), vec};
+      case ExprKind::kGt: return {fp ? b_.CreateFCmpOGT(x, y) : b_.CreateICmpSGT(x, y), vec};
+      case ExprKind::kGe: return {fp ? b_.CreateFCmpOGE(x, y) : b_.CreateICmpSGE(x, y), vec};
+      case ExprKind::kAnd: return {b_.CreateAnd(x, y), vec};
+      case ExprKind::kOr: return {b_.CreateOr(x, y), vec};
+      default: throw std::runtime_error("codegen: unexpected expression");
+    }
+  }
+
+  // a && b / a || b evaluating b only when needed (b may load out of bounds).
+  Val EmitShortCircuit(const Expr& e) {
+    bool is_and = e->kind == ExprKind::kAnd;
+    Val a = Emit(e->operands[0]);
+    llvm::BasicBlock* from = b_.GetInsertBlock();
+    llvm::BasicBlock* rhs = llvm::BasicBlock::Create(ctx_, "sc.rhs", fn_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "sc.done", fn_);
+    if (is_and) b_.CreateCondBr(a.v, rhs, done); else b_.CreateCondBr(a.v, done, rhs);
+    b_.SetInsertPoint(rhs);
+    Val r = Emit(e->operands[1]);
+    llvm::BasicBlock* rhs_end = b_.GetInsertBlock();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    llvm::PHINode* phi = b_.CreatePHI(b_.getInt1Ty(), 2);
+    phi->addIncoming(b_.getInt1(!is_and), from);
+    phi->addIncoming(r.v, rhs_end);
+    return {phi, false};
+  }
+
+  Val EmitSelect(const Expr& e) {
+    if (!HasLoad(e->operands[1]) && !HasLoad(e->operands[2])) {
+      Val c = Emit(e->operands[0]), t = Emit(e->operands[1]), f = Emit(e->operands[2]);
+      bool vec = c.vec || t.vec || f.vec;
+      if (vec) {
+        t = AsVec(t);
+        f = AsVec(f);
+      }
+      return {b_.CreateSelect(c.v, t.v, f.v), vec};
+    }
+    // Only the chosen branch runs: a guarded load never reads out of bounds.
+    Val c = Emit(e->operands[0]);
+    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "sel.then", fn_);
+    llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx_, "sel.else", fn_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "sel.done", fn_);
+    b_.CreateCondBr(c.v, then_bb, else_bb);
+    b_.SetInsertPoint(then_bb);
+    Val t = Emit(e->operands[1]);
+    llvm::BasicBlock* then_end = b_.GetInsertBlock();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(else_bb);
+    Val f = Emit(e->operands[2]);
+    llvm::BasicBlock* else_end = b_.GetInsertBlock();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    llvm::PHINode* phi = b_.CreatePHI(t.v->getType(), 2);
+    phi->addIncoming(t.v, then_end);
+    phi->addIncoming(f.v, else_end);
+    return {phi, false};
+  }
+
+  Val EmitCast(const Expr& e) {
+    const Expr& a = e->operands[0];
+    Val x = Emit(a);
+    DataType from = a->dtype, to = e->dtype;
+    if (from == to) return x;
+    llvm::Type* ty = TypeOf(to, x.vec);
+    auto as_int32 = [&](llvm::Value* v) {
+      // Integers are 64-bit; a value of type int32 wraps like one.
+      llvm::Type* i32 = x.vec ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(b_.getInt32Ty(), lanes_))
+                              : static_cast<llvm::Type*>(b_.getInt32Ty());
+      return b_.CreateSExt(b_.CreateTrunc(v, i32), v->getType());
+    };
+    if (to == DataType::kBool) {
+      llvm::Value* zero = llvm::Constant::getNullValue(x.v->getType());
+      return {IsFloat(from) ? b_.CreateFCmpUNE(x.v, zero) : b_.CreateICmpNE(x.v, zero), x.vec};
+    }
+    if (from == DataType::kBool) return {IsFloat(to) ? b_.CreateUIToFP(x.v, ty) : b_.CreateZExt(x.v, ty), x.vec};
+    if (IsFloat(from) && IsFloat(to)) return {b_.CreateFPCast(x.v, ty), x.vec};
+    if (IsFloat(from)) {
+      llvm::Value* i = b_.CreateFPToSI(x.v, ty);
+      return {to == DataType::kInt32 ? as_int32(i) : i, x.vec};
+    }
+    if (IsFloat(to)) return {b_.CreateSIToFP(x.v, ty), x.vec};
+    return {to == DataType::kInt32 ? as_int32(x.v) : x.v, x.vec};
+  }
+
+  Val EmitCall(const Expr& e) {
+    std::vector<Val> args;
+    bool vec = false;
+    for (const Expr& a : e->operands) {
+      args.push_back(Emit(a));
+      vec |= args.back().vec;
+    }
+    if (vec) {
+      for (Val& a : args) a = AsVec(a);
+    }
+    llvm::Type* ty = args[0].v->getType();
+    const std::string& f = e->name;
+    auto unary = [&](llvm::Intrinsic::ID id) { return Val{b_.CreateUnaryIntrinsic(id, args[0].v), vec}; };
+    llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
+    if (f == "exp") return unary(llvm::Intrinsic::exp);
+    if (f == "log") return unary(llvm::Intrinsic::log);
+    if (f == "sqrt") return unary(llvm::Intrinsic::sqrt);
+    if (f == "abs") return unary(llvm::Intrinsic::fabs);
+    if (f == "floor") return unary(llvm::Intrinsic::floor);
+    if (f == "ceil") return unary(llvm::Intrinsic::ceil);
+    if (f == "rsqrt") return {b_.CreateFDiv(one, b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, args[0].v)), vec};
+    if (f == "pow") return {b_.CreateBinaryIntrinsic(llvm::Intrinsic::pow, args[0].v, args[1].v), vec};
+    if (f == "sigmoid") {
+      llvm::Value* ex = b_.CreateUnaryIntrinsic(llvm::Intrinsic::exp, b_.CreateFNeg(args[0].v));
+      return {b_.CreateFDiv(one, b_.CreateFAdd(one, ex)), vec};
+    }
+    if (f == "tanh") {
+      // libm's tanh/tanhf, lane by lane for vectors.
+      bool is_float = ty->getScalarType()->isFloatTy();
+      llvm::Type* st = ty->getScalarType();
+      llvm::FunctionCallee fn = mod_.getOrInsertFunction(is_float ? "tanhf" : "tanh", st, st);
+      if (!vec) return {b_.CreateCall(fn, {args[0].v}), false};
+      llvm::Value* out = llvm::UndefValue::get(ty);
+      for (int i = 0; i < lanes_; ++i) {
+        llvm::Value* lane = b_.CreateExtractElement(args[0].v, b_.getInt64(i));
+        out = b_.CreateInsertElement(out, b_.CreateCall(fn, {lane}), b_.getInt64(i));
+      }
+      return {out, true};
+    }
+    throw std::runtime_error("codegen: unsupported function " + f);
+  }
+
+  llvm::Value* Address(const Buffer& buf, llvm::Value* index) {
+    auto it = buffers_.find(buf.get());
+    if (it == buffers_.end()) throw std::runtime_error("codegen: buffer " + buf->name + " is not allocated here");
+    return b_.CreateGEP(StorageType(buf->dtype), it->second, index);
+  }
+
+  llvm::Value* FromStorage(llvm::Value* v, DataType t) {
+    if (t == DataType::kInt32) return b_.CreateSExt(v, v->getType()->isVectorTy() ? TypeOf(t, true) : b_.getInt64Ty());
+    if (t == DataType::kBool) return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
+    return v;
+  }
+  llvm::Value* ToStorage(llvm::Value* v, DataType t) {
+    llvm::Type* st = StorageType(t);
+    if (v->getType()->isVectorTy()) st = llvm::FixedVectorType::get(st, lanes_);
+    if (t == DataType::kInt32) return b_.CreateTrunc(v, st);
+    if (t == DataType::kBool) return b_.CreateZExt(v, st);
+    return v;
+  }
+
+  // Coefficient of the lane variable in an index (0: invariant, 1:
+  // contiguous), or -1 when it is not a known constant.
+  std::int64_t LaneStride(const Expr& index) {
+    if (!DependsOnLane(index)) return 0;
+    auto coeffs = LinearCoefficients(index, {lane_var_}, {});
+    if (!coeffs || coeffs->size() != 1) return -1;
+    return (*coeffs)[0].second;
+  }
+
+  Val EmitLoad(const Expr& e) {
+    const Buffer& buf = e->buffer;
+    const Expr& index = e->operands[0];
+    llvm::Type* st = StorageType(buf->dtype);
+    std::int64_t stride = LaneStride(index);
+    if (stride == 0) {
+      llvm::Value* idx = Emit(index).v;
+      return {FromStorage(b_.CreateLoad(st, Address(buf, idx)), buf->dtype), false};
+    }
+    if (stride == 1) {
+      llvm::Value* idx = EmitAtLane0(index);
+      auto* vt = llvm::FixedVectorType::get(st, lanes_);
+      llvm::LoadInst* load = b_.CreateAlignedLoad(vt, Address(buf, idx), llvm::Align(st->getPrimitiveSizeInBits() / 8));
+      return {FromStorage(load, buf->dtype), true};
+    }
+    // Gather, lane by lane.
+    Val idx = Emit(index);
+    llvm::Value* out = llvm::UndefValue::get(llvm::FixedVectorType::get(st, lanes_));
+    for (int i = 0; i < lanes_; ++i) {
+      llvm::Value* lane_index = b_.CreateExtractElement(idx.v, b_.getInt64(i));
+      out = b_.CreateInsertElement(out, b_.CreateLoad(st, Address(buf, lane_index)), b_.getInt64(i));
+    }
+    return {FromStorage(out, buf->dtype), true};
+  }
+
+  // The scalar value of an expression at lane 0 (the lane variable at its base).
+  llvm::Value* EmitAtLane0(const Expr& e) {
+    const ExprNode* saved = lane_var_;
+    lane_var_ = nullptr;
+    llvm::Value* v = Emit(e).v;
+    lane_var_ = saved;
+    return v;
+  }
+
+  // ---- statements ----
+
+  void EmitStmt(const Stmt& s) {
+    if (!s) return;
+    switch (s->kind) {
+      case StmtKind::kFor: EmitFor(static_cast<ForNode&>(*s)); return;
+      case StmtKind::kSeq:
+        for (const Stmt& c : static_cast<SeqNode&>(*s).stmts) EmitStmt(c);
+        return;
+      case StmtKind::kIf: EmitIf(static_cast<IfNode&>(*s)); return;
+      case StmtKind::kStore: EmitStore(static_cast<StoreNode&>(*s)); return;
+      case StmtKind::kBlock: EmitScope(static_cast<BlockNode&>(*s)); return;
+    }
+  }
+
+  void EmitStore(const StoreNode& n) {
+    const Expr& index = n.indices[0];
+    Val value = Emit(n.value);
+    std::int64_t stride = LaneStride(index);
+    if (!value.vec && stride == 0) {
+      b_.CreateStore(ToStorage(value.v, n.buffer->dtype), Address(n.buffer, Emit(index).v));
+      return;
+    }
+    value = AsVec(value);
+    llvm::Value* data = ToStorage(value.v, n.buffer->dtype);
+    if (stride == 1) {
+      llvm::Type* st = StorageType(n.buffer->dtype);
+      b_.CreateAlignedStore(data, Address(n.buffer, EmitAtLane0(index)), llvm::Align(st->getPrimitiveSizeInBits() / 8));
+      return;
+    }
+    Val idx = AsVec(Emit(index));
+    for (int i = 0; i < lanes_; ++i) {
+      llvm::Value* lane_index = b_.CreateExtractElement(idx.v, b_.getInt64(i));
+      b_.CreateStore(b_.CreateExtractElement(data, b_.getInt64(i)), Address(n.buffer, lane_index));
+    }
+  }
+
+  void EmitIf(const IfNode& n) {
+    Val c = Emit(n.condition);
+    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "if.then", fn_);
+    llvm::BasicBlock* else_bb = n.else_case ? llvm::BasicBlock::Create(ctx_, "if.else", fn_) : nullptr;
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "if.done", fn_);
+    b_.CreateCondBr(c.v, then_bb, else_bb ? else_bb : done);
+    b_.SetInsertPoint(then_bb);
+    EmitStmt(n.then_case);
+    b_.CreateBr(done);
+    if (else_bb) {
+      b_.SetInsertPoint(else_bb);
+      EmitStmt(n.else_case);
+      b_.CreateBr(done);
+    }
+    b_.SetInsertPoint(done);
+  }
+
+  void EmitScope(const BlockNode& n) {
+    std::vector<llvm::Value*> heap;
+    for (const Buffer& buf : n.alloc_buffers) {
+      std::int64_t count = buf->NumElements();
+      std::int64_t bytes = count * static_cast<std::int64_t>(StorageType(buf->dtype)->getPrimitiveSizeInBits() / 8);
+      if (bytes <= kMaxStackBytes) {
+        buffers_[buf.get()] = EntryAlloca(StorageType(buf->dtype), count, buf->name);
+      } else {
+        llvm::FunctionCallee alloc = mod_.getOrInsertFunction("aligned_alloc", b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty());
+        std::int64_t rounded = (bytes + 63) / 64 * 64;
+        llvm::Value* p = b_.CreateCall(alloc, {b_.getInt64(64), b_.getInt64(rounded)}, buf->name);
+        buffers_[buf.get()] = p;
+        heap.push_back(p);
+      }
+    }
+    EmitStmt(n.body);
+    llvm::FunctionCallee free_fn = mod_.getOrInsertFunction("free", b_.getVoidTy(), b_.getPtrTy());
+    for (llvm::Value* p : heap) b_.CreateCall(free_fn, {p});
+  }
+
+  // A counted loop [begin, end) calling body(var) for each iteration.
+  void EmitCountedLoop(const Expr& var, llvm::Value* begin, llvm::Value* end, const std::function<void()>& body,
+                       bool vectorize_hint = false) {
+    llvm::BasicBlock* pre = b_.GetInsertBlock();
+    llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, "for." + var->name, fn_);
+    llvm::BasicBlock* loop_body = llvm::BasicBlock::Create(ctx_, "body." + var->name, fn_);
+    llvm::BasicBlock* exit = llvm::BasicBlock::Create(ctx_, "end." + var->name, fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode* i = b_.CreatePHI(b_.getInt64Ty(), 2, var->name);
+    i->addIncoming(begin, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(i, end), loop_body, exit);
+    b_.SetInsertPoint(loop_body);
+    vars_[var.get()] = i;
+    body();
+    llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
+    llvm::BranchInst* back = b_.CreateBr(header);
+    i->addIncoming(next, b_.GetInsertBlock());
+    if (vectorize_hint) {
+      llvm::MDNode* enable = llvm::MDNode::get(
+          ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"), llvm::ConstantAsMetadata::get(b_.getTrue())});
+      llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, {nullptr, enable});
+      loop_id->replaceOperandWith(0, loop_id);
+      back->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
+    }
+    b_.SetInsertPoint(exit);
+    vars_.erase(var.get());
+  }
+
+  void EmitFor(const ForNode& n) {
+    switch (n.for_kind) {
+      case ForKind::kUnrolled:
+        if (n.extent * StatementCount(n.body) <= kMaxUnrolledStatements) {
+          for (std::int64_t i = 0; i < n.extent; ++i) {
+            vars_[n.loop_var.get()] = b_.getInt64(i);
+            EmitStmt(n.body);
+          }
+          vars_.erase(n.loop_var.get());
+          return;
+        }
+        break;
+      case ForKind::kVectorized:
+        if (!lane_var_ && n.extent >= 2 && n.extent <= 64) {
+          const ExprNode* saved = lane_var_;
+          lane_var_ = n.loop_var.get();
+          lanes_ = static_cast<int>(n.extent);
+          if (CanVectorize(n.body)) {
+            vars_[n.loop_var.get()] = b_.getInt64(0);
+            EmitStmt(n.body);
+            vars_.erase(n.loop_var.get());
+            lane_var_ = saved;
+            return;
+          }
+          lane_var_ = saved;
+        }
+        EmitCountedLoop(n.loop_var, b_.getInt64(0), b_.getInt64(n.extent), [&] { EmitStmt(n.body); }, true);
+        return;
+      case ForKind::kParallel:
+        if (!in_parallel_ && !lane_var_) {
+          EmitParallel(n);
+          return;
+        }
+        break;
+      case ForKind::kSerial: break;
+    }
+    EmitCountedLoop(n.loop_var, b_.getInt64(0), b_.getInt64(n.extent), [&] { EmitStmt(n.body); });
+  }
+
+  // A parallel loop: the body is outlined into fn(closure, begin, end); the
+  // closure holds every value bound here (loop variables, buffer pointers).
+  void EmitParallel(const ForNode& n) {
+    std::vector<std::pair<const ExprNode*, llvm::Value*>> captured_vars(vars_.begin(), vars_.end());
+    std::vector<std::pair<const BufferNode*, llvm::Value*>> captured_buffers(buffers_.begin(), buffers_.end());
+    std::size_t slots = captured_vars.size() + captured_buffers.size();
+    llvm::Value* closure = EntryAlloca(b_.getInt64Ty(), static_cast<std::int64_t>(std::max<std::size_t>(slots, 1)), "closure");
+    std::size_t slot = 0;
+    for (const auto& [var, value] : captured_vars) {
+      b_.CreateStore(value, b_.CreateConstGEP1_64(b_.getInt64Ty(), closure, slot++));
+    }
+    for (const auto& [buf, ptr] : captured_buffers) {
+      b_.CreateStore(ptr, b_.CreateConstGEP1_64(b_.getInt64Ty(), closure, slot++));
+    }
+
+    auto* task_type = llvm::FunctionType::get(b_.getVoidTy(), {b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty()}, false);
+    llvm::Function* task = llvm::Function::Create(task_type, llvm::Function::InternalLinkage,
+                                                  fn_->getName() + "_parallel_" + n.loop_var->name, mod_);
+    SetAttributes(task);
+    // Save this function's state, generate the task, restore.
+    llvm::Function* saved_fn = fn_;
+    llvm::BasicBlock* saved_allocas = alloca_block_;
+    llvm::Value* saved_slot = entry_alloca_slot_;
+    llvm::IRBuilderBase::InsertPoint saved_ip = b_.saveIP();
+    auto saved_vars = vars_;
+    auto saved_buffers = buffers_;
+    StartFunction(task);
+    in_parallel_ = true;
+    slot = 0;
+    llvm::Value* arg_closure = task->getArg(0);
+    for (const auto& [var, value] : captured_vars) {
+      vars_[var] = b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstGEP1_64(b_.getInt64Ty(), arg_closure, slot++));
+    }
+    for (const auto& [buf, ptr] : captured_buffers) {
+      buffers_[buf] = b_.CreateLoad(b_.getPtrTy(), b_.CreateConstGEP1_64(b_.getInt64Ty(), arg_closure, slot++));
+    }
+    EmitCountedLoop(n.loop_var, task->getArg(1), task->getArg(2), [&] { EmitStmt(n.body); });
+    b_.CreateRetVoid();
+    in_parallel_ = false;
+    fn_ = saved_fn;
+    alloca_block_ = saved_allocas;
+    entry_alloca_slot_ = saved_slot;
+    vars_ = std::move(saved_vars);
+    buffers_ = std::move(saved_buffers);
+    b_.restoreIP(saved_ip);
+
+    llvm::FunctionCallee parallel_for = mod_.getOrInsertFunction(
+        "tunedb_parallel_for", b_.getVoidTy(), b_.getPtrTy(), b_.getPtrTy(), b_.getInt64Ty());
+    b_.CreateCall(parallel_for, {task, closure, b_.getInt64(n.extent)});
+  }
+
+  llvm::LLVMContext& ctx_;
+  llvm::Module& mod_;
+  llvm::IRBuilder<> b_;
+  const CodegenOptions& options_;
+  llvm::Function* fn_ = nullptr;
+  llvm::BasicBlock* alloca_block_ = nullptr;
+  llvm::Value* entry_alloca_slot_ = nullptr;
+  std::unordered_map<const ExprNode*, llvm::Value*> vars_;
+  std::unordered_map<const BufferNode*, llvm::Value*> buffers_;
+  const ExprNode* lane_var_ = nullptr;
+  int lanes_ = 1;
+  bool in_parallel_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<llvm::Module> GenerateModule(const ir::PrimFunc& lowered, llvm::LLVMContext& ctx,
+                                             const std::string& name, const CodegenOptions& options) {
+  auto mod = std::make_unique<llvm::Module>(name, ctx);
+  Codegen(ctx, *mod, options).Generate(lowered, name);
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  if (llvm::verifyModule(*mod, &os)) throw std::runtime_error("codegen produced invalid LLVM IR: " + os.str());
+  return mod;
+}
+
+}  // namespace tunedb::measure

@@ -1,0 +1,42 @@
+// Code generation: a lowered program (lower.h) becomes an LLVM module.
+// Internal to tunedb_jit: the only header of the project that includes LLVM.
+//
+// The module defines `void <name>(ptr args)`, where args points to one data
+// pointer per parameter, in order. Inside:
+//  - integers are 64-bit (int32 data is sign-extended on load and truncated
+//    on store), floats are float/double, float add/mul may contract to FMA;
+//  - a vectorized loop becomes LLVM vector operations over all its lanes
+//    (contiguous accesses as vector loads/stores, invariant ones broadcast,
+//    others gathered lane by lane); a body that cannot be vectorized that way
+//    (a nested loop, a branch that depends on the lane) stays a scalar loop
+//    with a vectorization hint;
+//  - an unrolled loop is emitted once per iteration (up to 4096 statements);
+//  - a parallel loop is outlined into a function called through
+//    tunedb_parallel_for (runtime.h); parallel loops inside it run serially;
+//  - allocation scopes become stack arrays (hoisted to the function entry)
+//    up to 1 MiB, heap allocations above.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include "ir/stmt.h"
+
+namespace tunedb::measure {
+
+struct CodegenOptions {
+  std::string cpu;
+  std::string features;
+  int vector_bits = 128;
+  // Test-only faults, to exercise the worker's containment.
+  bool fault_crash = false;
+  bool fault_hang = false;
+};
+
+std::unique_ptr<llvm::Module> GenerateModule(const ir::PrimFunc& lowered, llvm::LLVMContext& ctx,
+                                             const std::string& name, const CodegenOptions& options);
+
+}  // namespace tunedb::measure

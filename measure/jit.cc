@@ -1,0 +1,155 @@
+#include "measure/jit.h"
+
+#include <chrono>
+#include <map>
+#include <mutex>
+
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ThreadSafeModule.h>
+#include <llvm/MC/SubtargetFeature.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+
+#include "measure/codegen.h"
+#include "measure/runtime.h"
+
+namespace tunedb::measure {
+namespace {
+
+std::string ErrorText(llvm::Error error) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << error;
+  return os.str();
+}
+
+void InitializeLlvmOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    llvm::InitializeNativeTargetAsmParser();
+  });
+}
+
+}  // namespace
+
+struct Jit::Impl {
+  Target target;
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::unique_ptr<llvm::TargetMachine> tm;
+  std::map<std::uint64_t, llvm::orc::ResourceTrackerSP> trackers;
+  std::uint64_t next_id = 1;
+
+  llvm::orc::JITTargetMachineBuilder Builder() {
+    auto jtmb = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!jtmb) throw BuildError("cannot detect the host target: " + ErrorText(jtmb.takeError()));
+    jtmb->setCPU(target.cpu);
+    jtmb->getFeatures() = llvm::SubtargetFeatures(target.features);
+    jtmb->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+    return std::move(*jtmb);
+  }
+
+  std::unique_ptr<llvm::Module> Build(const ir::PrimFunc& lowered, llvm::LLVMContext& ctx, const std::string& name,
+                                      const CompileOptions& options) {
+    CodegenOptions co;
+    co.cpu = target.cpu;
+    co.features = target.features;
+    co.vector_bits = target.VectorBits();
+    co.fault_crash = options.fault_crash;
+    co.fault_hang = options.fault_hang;
+    std::unique_ptr<llvm::Module> mod;
+    try {
+      mod = GenerateModule(lowered, ctx, name, co);
+    } catch (const std::exception& e) {
+      throw BuildError(e.what());
+    }
+    mod->setDataLayout(tm->createDataLayout());
+    mod->setTargetTriple(tm->getTargetTriple().str());
+    // The O3 pipeline for this target.
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PipelineTuningOptions tuning;
+    tuning.LoopVectorization = true;
+    tuning.SLPVectorization = true;
+    llvm::PassBuilder pb(tm.get(), tuning);
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    mpm.run(*mod, mam);
+    return mod;
+  }
+};
+
+Jit::Jit(const Target& target) : impl_(std::make_unique<Impl>()) {
+  InitializeLlvmOnce();
+  impl_->target = target;
+  auto jtmb = impl_->Builder();
+  auto tm = jtmb.createTargetMachine();
+  if (!tm) throw BuildError("cannot create a target machine for " + target.ToString() + ": " + ErrorText(tm.takeError()));
+  impl_->tm = std::move(*tm);
+  auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create();
+  if (!jit) throw BuildError("cannot create the JIT: " + ErrorText(jit.takeError()));
+  impl_->jit = std::move(*jit);
+  // Kernels call libm, malloc/free and the parallel runtime of this process.
+  auto generator = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      impl_->jit->getDataLayout().getGlobalPrefix());
+  if (!generator) throw BuildError("cannot expose process symbols to the JIT: " + ErrorText(generator.takeError()));
+  impl_->jit->getMainJITDylib().addGenerator(std::move(*generator));
+  SetParallelThreads(target.num_cores);
+}
+
+Jit::~Jit() = default;
+
+const Target& Jit::target() const { return impl_->target; }
+
+Kernel Jit::Compile(const ir::PrimFunc& lowered, const CompileOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  std::uint64_t id = impl_->next_id++;
+  std::string name = "tunedb_kernel_" + std::to_string(id);
+  auto ctx = std::make_unique<llvm::LLVMContext>();
+  std::unique_ptr<llvm::Module> mod = impl_->Build(lowered, *ctx, name, options);
+  llvm::orc::ResourceTrackerSP tracker = impl_->jit->getMainJITDylib().createResourceTracker();
+  if (llvm::Error e = impl_->jit->addIRModule(tracker, llvm::orc::ThreadSafeModule(std::move(mod), std::move(ctx)))) {
+    throw BuildError("cannot add the kernel to the JIT: " + ErrorText(std::move(e)));
+  }
+  auto symbol = impl_->jit->lookup(name);
+  if (!symbol) {
+    std::string why = ErrorText(symbol.takeError());
+    if (llvm::Error e = tracker->remove()) llvm::consumeError(std::move(e));
+    throw BuildError("cannot link the kernel: " + why);
+  }
+  impl_->trackers[id] = tracker;
+  Kernel k;
+  k.fn = symbol->toPtr<KernelFn>();
+  k.id = id;
+  k.compile_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return k;
+}
+
+void Jit::Release(const Kernel& kernel) {
+  auto it = impl_->trackers.find(kernel.id);
+  if (it == impl_->trackers.end()) return;
+  if (llvm::Error e = it->second->remove()) llvm::consumeError(std::move(e));
+  impl_->trackers.erase(it);
+}
+
+std::string Jit::OptimizedIR(const ir::PrimFunc& lowered) {
+  llvm::LLVMContext ctx;
+  std::unique_ptr<llvm::Module> mod = impl_->Build(lowered, ctx, "tunedb_kernel", {});
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  mod->print(os, nullptr);
+  return os.str();
+}
+
+}  // namespace tunedb::measure

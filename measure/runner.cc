@@ -1,0 +1,355 @@
+#include "measure/runner.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/json.h"
+
+extern char** environ;
+
+namespace tunedb::measure {
+
+std::string_view StatusName(MeasureStatus status) {
+  switch (status) {
+    case MeasureStatus::kOk: return "ok";
+    case MeasureStatus::kBuildError: return "build_error";
+    case MeasureStatus::kRunError: return "run_error";
+    case MeasureStatus::kTimeout: return "timeout";
+    case MeasureStatus::kWrongResult: return "wrong_result";
+  }
+  return "?";
+}
+
+double MeasureResult::MedianSecs() const {
+  if (run_secs.empty()) return std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> s = run_secs;
+  std::sort(s.begin(), s.end());
+  std::size_t n = s.size();
+  return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string DefaultWorkerPath() {
+  std::error_code ec;
+  std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return (self.parent_path() / "tunedb-worker").string();
+}
+
+// The outcome of waiting for a worker's reply.
+struct Reply {
+  enum Kind { kOk, kDied, kTimedOut } kind = kOk;
+  json message;
+  std::string why;  // for kDied / kTimedOut
+};
+
+// One worker process and the pipes to it.
+class WorkerProcess {
+ public:
+  WorkerProcess(const std::string& path, const json& init) : path_(path), init_(init) { Start(); }
+  ~WorkerProcess() { Stop(); }
+
+  // The reason a worker failed to start or initialize, if it did.
+  const std::string& init_error() const { return init_error_; }
+  const std::string& reference_check() const { return reference_check_; }
+  // Bumped each time the process is replaced: kernels built before are gone.
+  int incarnation() const { return incarnation_; }
+
+  void Send(const json& request) {
+    std::string text = request.dump() + "\n";
+    const char* p = text.data();
+    std::size_t left = text.size();
+    while (left > 0) {
+      ssize_t n = ::write(to_worker_, p, left);
+      if (n <= 0) return;  // the read side will report the death
+      p += n;
+      left -= static_cast<std::size_t>(n);
+    }
+  }
+
+  // Waits for one reply line until `deadline`.
+  Reply Receive(Clock::time_point deadline) {
+    while (true) {
+      auto newline = buffer_.find('\n');
+      if (newline != std::string::npos) {
+        std::string line = buffer_.substr(0, newline);
+        buffer_.erase(0, newline + 1);
+        try {
+          return {Reply::kOk, json::parse(line), ""};
+        } catch (const std::exception& e) {
+          return Died("the worker sent an unreadable reply");
+        }
+      }
+      auto now = Clock::now();
+      if (now >= deadline) return {Reply::kTimedOut, {}, ""};
+      int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
+      pollfd p{from_worker_, POLLIN, 0};
+      int r = ::poll(&p, 1, ms);
+      if (r < 0 && errno == EINTR) continue;
+      if (r == 0) continue;
+      char chunk[65536];
+      ssize_t n = ::read(from_worker_, chunk, sizeof chunk);
+      if (n > 0) {
+        buffer_.append(chunk, static_cast<std::size_t>(n));
+      } else if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+        return Died("");
+      }
+    }
+  }
+
+  // Kills and restarts the process.
+  void Restart() {
+    Stop();
+    Start();
+  }
+
+  int pending_id = -1;  // the candidate whose request is outstanding
+
+ private:
+  Reply Died(const std::string& extra) {
+    int status = 0;
+    std::string why = "the worker process exited";
+    if (pid_ > 0 && ::waitpid(pid_, &status, 0) == pid_) {
+      if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        why = "the worker process was killed by signal " + std::to_string(sig) + " (" + ::strsignal(sig) + ")";
+      } else if (WIFEXITED(status)) {
+        why = "the worker process exited with code " + std::to_string(WEXITSTATUS(status));
+      }
+      pid_ = -1;
+    }
+    if (!extra.empty()) why += ": " + extra;
+    return {Reply::kDied, {}, why};
+  }
+
+  void Start() {
+    ++incarnation_;
+    buffer_.clear();
+    int in_pipe[2], out_pipe[2];
+    if (::pipe2(in_pipe, O_CLOEXEC) != 0 || ::pipe2(out_pipe, O_CLOEXEC) != 0) {
+      throw std::runtime_error("cannot create pipes for a worker process");
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
+    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+    char* argv[] = {const_cast<char*>(path_.c_str()), nullptr};
+    int rc = ::posix_spawn(&pid_, path_.c_str(), &actions, nullptr, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(in_pipe[0]);
+    ::close(out_pipe[1]);
+    to_worker_ = in_pipe[1];
+    from_worker_ = out_pipe[0];
+    if (rc != 0) {
+      pid_ = -1;
+      init_error_ = "cannot start the worker " + path_ + ": " + std::strerror(rc);
+      return;
+    }
+    Send(init_);
+    Reply r = Receive(Clock::now() + std::chrono::seconds(300));
+    if (r.kind != Reply::kOk) {
+      init_error_ = "the worker failed to start: " + (r.kind == Reply::kTimedOut ? std::string("timed out") : r.why);
+    } else if (!r.message.value("ok", false)) {
+      init_error_ = r.message.value("error", std::string("unknown error"));
+    } else {
+      init_error_.clear();
+      reference_check_ = r.message.value("reference_check", std::string());
+    }
+  }
+
+  void Stop() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+    if (to_worker_ >= 0) ::close(to_worker_);
+    if (from_worker_ >= 0) ::close(from_worker_);
+    to_worker_ = from_worker_ = -1;
+  }
+
+  std::string path_;
+  json init_;
+  pid_t pid_ = -1;
+  int to_worker_ = -1;
+  int from_worker_ = -1;
+  std::string buffer_;
+  std::string init_error_;
+  std::string reference_check_;
+  int incarnation_ = 0;
+};
+
+}  // namespace
+
+struct Runner::Impl {
+  MeasureConfig config;
+  ir::PrimFunc workload;
+  std::vector<std::unique_ptr<WorkerProcess>> workers;
+  std::string reference_check;
+
+  json InitMessage(bool check_reference) const {
+    return {{"op", "init"},
+            {"workload", json::parse(ir::ProgramToJson(workload))},
+            {"cpu", config.target.cpu},
+            {"features", config.target.features},
+            {"num_cores", config.target.num_cores},
+            {"seed", config.input_seed},
+            {"rtol", config.rtol},
+            {"atol", config.atol},
+            {"check_reference", check_reference},
+            {"max_check_flops", config.interpreter_check_max_flops}};
+  }
+};
+
+Runner::Runner(const ir::PrimFunc& workload, MeasureConfig config) : impl_(std::make_unique<Impl>()) {
+  impl_->config = std::move(config);
+  impl_->workload = workload;
+  MeasureConfig& c = impl_->config;
+  // A worker that dies leaves a broken pipe: writing to it must not kill us.
+  ::signal(SIGPIPE, SIG_IGN);
+  if (c.worker_path.empty()) c.worker_path = DefaultWorkerPath();
+  if (::access(c.worker_path.c_str(), X_OK) != 0) {
+    throw std::runtime_error("the measuring worker " + c.worker_path + " is missing or not executable");
+  }
+  int n = c.workers > 0 ? c.workers : std::max(1, c.target.num_cores);
+  for (int i = 0; i < n; ++i) {
+    // The first worker checks the reference against the interpreter; the
+    // others build the same reference from the same code.
+    impl_->workers.push_back(std::make_unique<WorkerProcess>(c.worker_path, impl_->InitMessage(i == 0)));
+    if (!impl_->workers.back()->init_error().empty()) {
+      throw std::runtime_error(impl_->workers.back()->init_error());
+    }
+    if (i == 0) impl_->reference_check = impl_->workers.back()->reference_check();
+  }
+}
+
+Runner::~Runner() {
+  for (auto& w : impl_->workers) w->Send({{"op", "quit"}});
+}
+
+const MeasureConfig& Runner::config() const { return impl_->config; }
+const std::string& Runner::reference_check() const { return impl_->reference_check; }
+
+std::vector<MeasureResult> Runner::Measure(const std::vector<ir::PrimFunc>& candidates) {
+  const MeasureConfig& c = impl_->config;
+  auto& workers = impl_->workers;
+  std::vector<MeasureResult> results(candidates.size());
+  std::vector<int> worker_of(candidates.size(), -1);
+  std::vector<int> built_in(candidates.size(), -1);  // incarnation of the worker that holds the kernel
+  std::vector<json> programs(candidates.size());
+  for (std::size_t i = 0; i < candidates.size(); ++i) programs[i] = json::parse(ir::ProgramToJson(candidates[i]));
+
+  auto build_request = [&](std::size_t i) {
+    json r = {{"op", "build"}, {"id", i}, {"program", programs[i]}};
+    if (c.fault.kind != FaultInjection::kNone && c.fault.candidate == static_cast<int>(i)) {
+      r["fault"] = c.fault.kind == FaultInjection::kCrash ? "crash" : "hang";
+    }
+    return r;
+  };
+  auto record_build = [&](std::size_t i, WorkerProcess& w, const Reply& r) {
+    if (r.kind == Reply::kTimedOut) {
+      results[i].status = MeasureStatus::kTimeout;
+      results[i].error = "building took longer than " + std::to_string(c.build_timeout_s) + " s";
+      w.Restart();
+    } else if (r.kind == Reply::kDied) {
+      results[i].status = MeasureStatus::kBuildError;
+      results[i].error = r.why + " while building";
+      w.Restart();
+    } else if (r.message.value("status", "") != "ok") {
+      results[i].status = MeasureStatus::kBuildError;
+      results[i].error = r.message.value("error", std::string("unknown build error"));
+    } else {
+      results[i].compile_secs = r.message.value("compile_secs", 0.0);
+      built_in[i] = w.incarnation();
+    }
+  };
+
+  // Phase 1: builds, in parallel across workers.
+  std::size_t next = 0;
+  std::vector<Clock::time_point> deadlines(workers.size());
+  auto submit = [&](std::size_t k) {
+    if (next >= candidates.size()) return;
+    worker_of[next] = static_cast<int>(k);
+    workers[k]->pending_id = static_cast<int>(next);
+    workers[k]->Send(build_request(next));
+    deadlines[k] = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c.build_timeout_s));
+    ++next;
+  };
+  for (std::size_t k = 0; k < workers.size(); ++k) submit(k);
+  while (true) {
+    bool any = false;
+    for (std::size_t k = 0; k < workers.size(); ++k) {
+      WorkerProcess& w = *workers[k];
+      if (w.pending_id < 0) continue;
+      any = true;
+      // A short wait per worker keeps all of them moving.
+      Reply r = w.Receive(std::min(deadlines[k], Clock::now() + std::chrono::milliseconds(5)));
+      if (r.kind == Reply::kTimedOut && Clock::now() < deadlines[k]) continue;
+      std::size_t i = static_cast<std::size_t>(w.pending_id);
+      w.pending_id = -1;
+      record_build(i, w, r);
+      submit(k);
+    }
+    if (!any) break;
+  }
+
+  // Phase 2: runs, one at a time.
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    if (built_in[i] < 0) continue;
+    WorkerProcess& w = *workers[worker_of[i]];
+    if (built_in[i] != w.incarnation()) {
+      // The worker was replaced after building this kernel: build it again.
+      w.Send(build_request(i));
+      record_build(i, w, w.Receive(Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                      std::chrono::duration<double>(c.build_timeout_s))));
+      if (built_in[i] != w.incarnation()) continue;
+    }
+    w.Send({{"op", "run"},
+            {"id", i},
+            {"repeat", c.repeat},
+            {"number", c.number},
+            {"min_repeat_ms", c.min_repeat_ms},
+            {"flush_cache", c.flush_cache}});
+    Reply r = w.Receive(Clock::now() +
+                        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c.run_timeout_s)));
+    MeasureResult& res = results[i];
+    if (r.kind == Reply::kTimedOut) {
+      res.status = MeasureStatus::kTimeout;
+      res.error = "running took longer than " + std::to_string(c.run_timeout_s) + " s";
+      w.Restart();
+    } else if (r.kind == Reply::kDied) {
+      res.status = MeasureStatus::kRunError;
+      res.error = r.why + " while running";
+      w.Restart();
+    } else {
+      std::string status = r.message.value("status", "run_error");
+      res.status = status == "ok"             ? MeasureStatus::kOk
+                   : status == "wrong_result" ? MeasureStatus::kWrongResult
+                                              : MeasureStatus::kRunError;
+      res.error = r.message.value("error", std::string());
+      if (res.status == MeasureStatus::kOk) res.run_secs = r.message.at("run_secs").get<std::vector<double>>();
+    }
+    if (!w.init_error().empty()) throw std::runtime_error("a replaced worker failed to start: " + w.init_error());
+  }
+  return results;
+}
+
+}  // namespace tunedb::measure

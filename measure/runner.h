@@ -1,0 +1,97 @@
+// Measuring candidates: build, verify and time each one in worker
+// processes, so that a candidate that crashes or hangs costs one result,
+// never the caller.
+//
+// Protocol (per Measure call):
+//  1. every candidate is lowered and compiled, the builds spread over the
+//     worker processes (one per core by default), in parallel;
+//  2. the built candidates are then run one at a time (timing runs alone:
+//     nothing else of ours runs meanwhile). Each run: inputs are seeded
+//     random data (the same in every worker); outputs start as NaN; the
+//     candidate runs once and its outputs are compared with the reference
+//     (wrong_result on mismatch, no timing); then `repeat` timed repeats of
+//     `number` runs each, `number` grown until one repeat lasts at least
+//     min_repeat_ms; optionally the caches are flushed before each repeat.
+// The reference is the unscheduled program compiled by the same code
+// generator; when the workload is small enough (interpreter_check_max_flops)
+// it is itself checked against the reference interpreter first.
+//
+// A worker that crashes (any signal) or passes its deadline is killed and
+// replaced; the candidate gets run_error or timeout with the reason, and the
+// next candidate is measured normally.
+//
+// Tolerance: |actual - expected| <= atol + rtol * |expected| per element,
+// default 1e-3 both (float32 sums reassociated by tiling and contracted to
+// FMA differ from the reference by far less).
+//
+// Thread-safety: one Runner per thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/stmt.h"
+#include "measure/target.h"
+
+namespace tunedb::measure {
+
+enum class MeasureStatus { kOk, kBuildError, kRunError, kTimeout, kWrongResult };
+std::string_view StatusName(MeasureStatus status);  // "ok", "build_error", "run_error", "timeout", "wrong_result"
+
+struct MeasureResult {
+  MeasureStatus status = MeasureStatus::kOk;
+  std::vector<double> run_secs;  // one per repeat
+  std::string error;
+  double compile_secs = 0;
+  double MedianSecs() const;  // NaN when there is no timing
+};
+
+// Test-only: make one candidate's kernel crash or hang (a real fault in the
+// generated code, run in the worker), to check containment.
+struct FaultInjection {
+  enum Kind { kNone, kCrash, kHang } kind = kNone;
+  int candidate = -1;  // index within the Measure call
+};
+
+struct MeasureConfig {
+  Target target = Target::Host();
+  int repeat = 5;
+  int number = 0;  // runs per repeat; 0 grows it to reach min_repeat_ms
+  double min_repeat_ms = 50;
+  bool flush_cache = false;
+  double build_timeout_s = 60;
+  double run_timeout_s = 10;
+  int workers = 0;  // 0: one per target core
+  std::uint64_t input_seed = 0;
+  double rtol = 1e-3;
+  double atol = 1e-3;
+  std::int64_t interpreter_check_max_flops = 20'000'000;
+  std::string worker_path;  // default: tunedb-worker beside the running executable
+  FaultInjection fault;
+};
+
+class Runner {
+ public:
+  // Starts the workers and builds the reference; throws std::runtime_error
+  // when that fails (e.g. the reference disagrees with the interpreter).
+  Runner(const ir::PrimFunc& workload, MeasureConfig config);
+  ~Runner();
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  std::vector<MeasureResult> Measure(const std::vector<ir::PrimFunc>& candidates);
+
+  const MeasureConfig& config() const;
+  // "interpreter" when the reference was checked against the interpreter,
+  // otherwise why not ("skipped: 268435456 FLOPs > 20000000").
+  const std::string& reference_check() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tunedb::measure

@@ -1,0 +1,28 @@
+// The runtime that compiled kernels call: a process-wide thread pool for
+// parallel loops.
+//
+// One pool per process, created on first use with one thread per target
+// core (the calling thread included), static partition of the iterations,
+// no thread creation per call. Idle workers spin briefly, then sleep, so a
+// kernel that runs a parallel loop every few microseconds does not pay a
+// wake-up each time. Nested parallel loops never reach the pool: code
+// generation runs a parallel loop inside another one serially.
+#pragma once
+
+#include <cstdint>
+
+extern "C" {
+// Runs task(closure, begin, end) over [0, extent) split into one contiguous
+// chunk per thread, and returns when every chunk is done.
+void tunedb_parallel_for(void (*task)(void* closure, std::int64_t begin, std::int64_t end), void* closure,
+                         std::int64_t extent);
+}
+
+namespace tunedb::measure {
+
+// The number of threads parallel loops use (the pool is rebuilt if it
+// changes). Default: the number of cores the process may run on.
+void SetParallelThreads(int threads);
+int ParallelThreads();
+
+}  // namespace tunedb::measure

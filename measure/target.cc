@@ -1,0 +1,71 @@
+#include "measure/target.h"
+
+#include <sched.h>
+
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <llvm/ADT/StringMap.h>
+#include <llvm/TargetParser/Host.h>
+
+namespace tunedb::measure {
+
+std::string Target::ToString() const { return "llvm -mcpu=" + cpu + " -num-cores=" + std::to_string(num_cores); }
+
+int Target::VectorBits() const {
+  auto has = [&](const char* f) { return features.find(std::string("+") + f) != std::string::npos; };
+  if (has("avx512f")) return 512;
+  if (has("avx2") || has("avx")) return 256;
+  return 128;
+}
+
+Target Target::Host() {
+  Target t;
+  t.cpu = llvm::sys::getHostCPUName().str();
+  llvm::StringMap<bool> features;
+  if (llvm::sys::getHostCPUFeatures(features)) {
+    std::string list;
+    for (const auto& f : features) {
+      if (!f.second) continue;
+      list += (list.empty() ? "+" : ",+") + f.first().str();
+    }
+    t.features = list;
+  }
+  cpu_set_t set;
+  t.num_cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
+                                                           : static_cast<int>(std::thread::hardware_concurrency());
+  if (t.num_cores < 1) t.num_cores = 1;
+  return t;
+}
+
+Target Target::Parse(const std::string& text) {
+  Target host = Host();
+  Target t = host;
+  std::istringstream in(text);
+  std::string word;
+  if (!(in >> word) || word != "llvm") {
+    throw std::invalid_argument("target '" + text + "': must start with 'llvm' (e.g. llvm -mcpu=znver4 -num-cores=2)");
+  }
+  while (in >> word) {
+    if (word.rfind("-mcpu=", 0) == 0) {
+      t.cpu = word.substr(6);
+      if (t.cpu.empty()) throw std::invalid_argument("target '" + text + "': empty -mcpu");
+    } else if (word.rfind("-num-cores=", 0) == 0) {
+      try {
+        t.num_cores = std::stoi(word.substr(11));
+      } catch (const std::exception&) {
+        throw std::invalid_argument("target '" + text + "': -num-cores must be a number");
+      }
+      if (t.num_cores < 1) throw std::invalid_argument("target '" + text + "': -num-cores must be at least 1");
+    } else if (word.rfind("-mtriple=", 0) == 0 || word.rfind("-mattr=", 0) == 0) {
+      if (word.rfind("-mattr=", 0) == 0) t.features = word.substr(7);
+    } else {
+      throw std::invalid_argument("target '" + text + "': unknown option '" + word + "'");
+    }
+  }
+  if (t.cpu != host.cpu && text.find("-mattr=") == std::string::npos) t.features.clear();
+  return t;
+}
+
+}  // namespace tunedb::measure

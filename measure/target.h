@@ -1,0 +1,29 @@
+// The compilation target: the host CPU, or one named by a target string in
+// TVM's form, "llvm -mcpu=<cpu> -num-cores=<n>".
+#pragma once
+
+#include <string>
+
+namespace tunedb::measure {
+
+struct Target {
+  std::string cpu;       // LLVM's CPU name ("skylake-avx512", "znver4", "generic", ...)
+  std::string features;  // "+avx2,+avx512f,..." (empty: the CPU's defaults)
+  int num_cores = 1;     // threads for parallel loops
+
+  // "llvm -mcpu=<cpu> -num-cores=<n>"
+  std::string ToString() const;
+  // Widest vector register the features allow, in bits (512, 256 or 128).
+  int VectorBits() const;
+
+  // The machine we run on: LLVM's host CPU name and features, and the cores
+  // this process may use.
+  static Target Host();
+  // Parses a target string. -mcpu defaults to the host's; a CPU equal to
+  // the host's takes the host's features (LLVM 16 calls some new CPUs
+  // "generic" but still detects their features). Throws
+  // std::invalid_argument naming the bad part.
+  static Target Parse(const std::string& text);
+};
+
+}  // namespace tunedb::measure

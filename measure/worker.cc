@@ -1,0 +1,225 @@
+#include "measure/worker.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ir/flops.h"
+#include "ir/interpreter.h"
+#include "ir/json.h"
+#include "measure/jit.h"
+#include "measure/lower.h"
+
+namespace tunedb::measure {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+class Worker {
+ public:
+  json Handle(const json& request) {
+    std::string op = request.value("op", "");
+    if (op == "init") return Init(request);
+    if (op == "build") return Build(request);
+    if (op == "run") return Run(request);
+    if (op == "release") {
+      Release(request.at("id").get<std::int64_t>());
+      return {{"ok", true}};
+    }
+    return {{"ok", false}, {"error", "unknown request '" + op + "'"}};
+  }
+
+ private:
+  json Init(const json& r) {
+    workload_ = ir::ProgramFromJson(r.at("workload").dump());
+    Target target;
+    target.cpu = r.at("cpu").get<std::string>();
+    target.features = r.at("features").get<std::string>();
+    target.num_cores = r.at("num_cores").get<int>();
+    rtol_ = r.at("rtol").get<double>();
+    atol_ = r.at("atol").get<double>();
+    jit_ = std::make_unique<Jit>(target);
+    args_ = ir::MakeArguments(workload_, r.at("seed").get<std::uint64_t>());
+    outputs_ = ir::OutputParams(workload_);
+    // The reference: the unscheduled program through the same code generator.
+    Kernel reference = jit_->Compile(Lower(workload_));
+    Execute(reference.fn);
+    jit_->Release(reference);
+    for (int i : outputs_) reference_.push_back(args_[i]);
+    std::string check = "skipped";
+    if (r.value("check_reference", false)) {
+      std::int64_t flops = ir::CountFlops(workload_);
+      std::int64_t max_flops = r.at("max_check_flops").get<std::int64_t>();
+      if (flops <= max_flops) {
+        std::vector<ir::NDArray> expected = ir::MakeArguments(workload_, r.at("seed").get<std::uint64_t>());
+        ir::Interpret(workload_, expected);
+        for (std::size_t k = 0; k < outputs_.size(); ++k) {
+          std::string why;
+          if (!ir::AllClose(reference_[k], expected[outputs_[k]], rtol_, atol_, &why)) {
+            return {{"ok", false},
+                    {"error", "the compiled reference disagrees with the interpreter on output " +
+                                  workload_.params[outputs_[k]]->name + ": " + why}};
+          }
+        }
+        check = "interpreter";
+      } else {
+        check = "skipped: " + std::to_string(flops) + " FLOPs > " + std::to_string(max_flops);
+      }
+    }
+    return {{"ok", true}, {"reference_check", check}};
+  }
+
+  json Build(const json& r) {
+    std::int64_t id = r.at("id").get<std::int64_t>();
+    json reply = {{"id", id}};
+    try {
+      ir::PrimFunc candidate = ir::ProgramFromJson(r.at("program").dump());
+      if (candidate.params.size() != workload_.params.size()) {
+        throw BuildError("the candidate has " + std::to_string(candidate.params.size()) +
+                         " parameters, the workload " + std::to_string(workload_.params.size()));
+      }
+      for (std::size_t i = 0; i < candidate.params.size(); ++i) {
+        if (candidate.params[i]->shape != workload_.params[i]->shape ||
+            candidate.params[i]->dtype != workload_.params[i]->dtype) {
+          throw BuildError("parameter " + std::to_string(i) + " of the candidate differs from the workload's");
+        }
+      }
+      CompileOptions options;
+      std::string fault = r.value("fault", "");
+      options.fault_crash = fault == "crash";
+      options.fault_hang = fault == "hang";
+      Kernel k = jit_->Compile(Lower(candidate), options);
+      kernels_[id] = k;
+      reply["status"] = "ok";
+      reply["compile_secs"] = k.compile_secs;
+    } catch (const std::exception& e) {
+      reply["status"] = "build_error";
+      reply["error"] = e.what();
+    }
+    return reply;
+  }
+
+  json Run(const json& r) {
+    std::int64_t id = r.at("id").get<std::int64_t>();
+    json reply = {{"id", id}};
+    auto it = kernels_.find(id);
+    if (it == kernels_.end()) {
+      reply["status"] = "run_error";
+      reply["error"] = "no kernel " + std::to_string(id) + " was built in this worker";
+      return reply;
+    }
+    KernelFn fn = it->second.fn;
+    // Correctness first: outputs start as NaN so an element never written
+    // shows up as a mismatch.
+    for (int i : outputs_) args_[i].Fill(std::numeric_limits<double>::quiet_NaN());
+    Execute(fn);
+    for (std::size_t k = 0; k < outputs_.size(); ++k) {
+      std::string why;
+      if (!ir::AllClose(args_[outputs_[k]], reference_[k], rtol_, atol_, &why)) {
+        reply["status"] = "wrong_result";
+        reply["error"] = "output " + workload_.params[outputs_[k]]->name + ": " + why;
+        Release(id);
+        return reply;
+      }
+    }
+    int repeat = r.at("repeat").get<int>();
+    int number = r.at("number").get<int>();
+    double min_repeat_ms = r.at("min_repeat_ms").get<double>();
+    bool flush = r.at("flush_cache").get<bool>();
+    if (number <= 0) {
+      // Grow the number of runs per repeat until a repeat is long enough.
+      number = 1;
+      while (true) {
+        double secs = TimeRuns(fn, number);
+        if (secs * 1000 >= min_repeat_ms || number >= (1 << 24)) break;
+        double scale = secs > 0 ? std::min(10.0, std::max(2.0, 1.2 * min_repeat_ms / (secs * 1000))) : 10.0;
+        number = static_cast<int>(std::ceil(number * scale));
+      }
+    }
+    json run_secs = json::array();
+    for (int rep = 0; rep < repeat; ++rep) {
+      if (flush) FlushCaches();
+      run_secs.push_back(TimeRuns(fn, number) / number);
+    }
+    Release(id);
+    reply["status"] = "ok";
+    reply["run_secs"] = run_secs;
+    reply["number"] = number;
+    return reply;
+  }
+
+  void Execute(KernelFn fn) {
+    std::vector<void*> pointers;
+    for (ir::NDArray& a : args_) pointers.push_back(a.data());
+    fn(pointers.data());
+  }
+
+  double TimeRuns(KernelFn fn, int number) {
+    std::vector<void*> pointers;
+    for (ir::NDArray& a : args_) pointers.push_back(a.data());
+    auto start = Clock::now();
+    for (int i = 0; i < number; ++i) fn(pointers.data());
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  }
+
+  void FlushCaches() {
+    // Touch more memory than any last-level cache holds.
+    if (flush_buffer_.empty()) flush_buffer_.assign(std::size_t{64} << 20, 1);
+    volatile char sink = 0;
+    for (std::size_t i = 0; i < flush_buffer_.size(); i += 64) {
+      flush_buffer_[i] += 1;
+      sink = sink + flush_buffer_[i];
+    }
+  }
+
+  void Release(std::int64_t id) {
+    auto it = kernels_.find(id);
+    if (it == kernels_.end()) return;
+    jit_->Release(it->second);
+    kernels_.erase(it);
+  }
+
+  ir::PrimFunc workload_;
+  std::unique_ptr<Jit> jit_;
+  std::vector<ir::NDArray> args_;
+  std::vector<int> outputs_;
+  std::vector<ir::NDArray> reference_;
+  std::map<std::int64_t, Kernel> kernels_;
+  std::vector<char> flush_buffer_;
+  double rtol_ = 1e-3, atol_ = 1e-3;
+};
+
+}  // namespace
+
+int RunWorker(std::FILE* in, std::FILE* out) {
+  Worker worker;
+  std::string line;
+  int c;
+  while (true) {
+    line.clear();
+    while ((c = std::fgetc(in)) != EOF && c != '\n') line.push_back(static_cast<char>(c));
+    if (line.empty() && c == EOF) return 0;
+    if (line.empty()) continue;
+    json reply;
+    try {
+      json request = json::parse(line);
+      if (request.value("op", "") == "quit") return 0;
+      reply = worker.Handle(request);
+    } catch (const std::exception& e) {
+      reply = {{"ok", false}, {"status", "run_error"}, {"error", std::string("worker: ") + e.what()}};
+    }
+    std::string text = reply.dump() + "\n";
+    std::fwrite(text.data(), 1, text.size(), out);
+    std::fflush(out);
+  }
+}
+
+}  // namespace tunedb::measure

@@ -1,0 +1,143 @@
+// Code generation through the JIT, against the interpreter.
+#include "measure/jit.h"
+
+#include <gtest/gtest.h>
+
+#include "ir/interpreter.h"
+#include "ir/printer.h"
+#include "ir/schedule/schedule.h"
+#include "ir/schedule/script.h"
+#include "ir/workloads.h"
+#include "measure/lower.h"
+#include "tests/ir/schedule/random_scheduler.h"
+#include "tests/measure/test_util.h"
+
+namespace tunedb::measure {
+namespace {
+
+using namespace tunedb::ir;
+
+Jit& SharedJit() {
+  static Jit jit(Target::Host());
+  return jit;
+}
+
+std::string CompiledKeepsTheResult(const PrimFunc& workload, const PrimFunc& scheduled, std::uint64_t seed) {
+  std::vector<NDArray> expected = MakeArguments(workload, seed);
+  Interpret(workload, expected);
+  std::vector<NDArray> args = MakeArguments(workload, seed);
+  for (int i : OutputParams(workload)) args[i].Fill(std::numeric_limits<double>::quiet_NaN());
+  Kernel k;
+  try {
+    k = SharedJit().Compile(Lower(scheduled));
+  } catch (const BuildError& e) {
+    return std::string("build: ") + e.what();
+  }
+  std::vector<void*> pointers;
+  for (NDArray& a : args) pointers.push_back(a.data());
+  k.fn(pointers.data());
+  SharedJit().Release(k);
+  return testing::CompareOutputs(workload, expected, args, 1e-4);
+}
+
+TEST(CodegenTest, EveryWorkloadUnscheduled) {
+  for (const WorkloadDef& def : BuiltinWorkloads()) {
+    std::string spec = def.name + ":";
+    // Small shapes of every workload.
+    if (def.name == "matmul") spec = "matmul:M=17,N=9,K=5";
+    if (def.name == "batch_matmul") spec = "batch_matmul:B=2,M=3,N=4,K=5";
+    if (def.name == "dense_bias_relu") spec = "dense_bias_relu:B=5,IN=7,OUT=6";
+    if (def.name == "conv2d_nhwc") spec = "conv2d_nhwc:N=1,H=7,W=6,CI=3,CO=4,KH=3,KW=3,stride=2,pad=1";
+    if (def.name == "depthwise_conv2d_nhwc") spec = "depthwise_conv2d_nhwc:N=1,H=6,W=6,C=3,KH=3,KW=3,stride=1,pad=1";
+    if (def.name == "softmax") spec = "softmax:M=3,N=10";
+    if (def.name == "reduce_sum") spec = "reduce_sum:M=5,N=9";
+    PrimFunc f = BuildWorkload(spec).func;
+    EXPECT_EQ(CompiledKeepsTheResult(f, f, 2), "") << spec;
+  }
+}
+
+TEST(CodegenTest, VectorParallelUnrolledAndImperfectPaths) {
+  PrimFunc f = BuildWorkload("matmul:M=30,N=48,K=20").func;
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+b0 = sch.get_block("C")
+i, j, k = sch.get_loops(b0)
+i0, i1 = sch.split(i, factors=[None, 4])
+j0, j1 = sch.split(j, factors=[None, 16])
+k0, k1 = sch.split(k, factors=[None, 3])
+sch.reorder(i0, j0, k0, k1, i1, j1)
+b1 = sch.cache_write(b0, 0, "local")
+sch.reverse_compute_at(b1, j0, preserve_unit_loops=True)
+ij = sch.fuse(i0, j0)
+sch.parallel(ij)
+sch.vectorize(j1)
+sch.unroll(i1)
+sch.decompose_reduction(b0, k0)
+*_, c0, c1 = sch.get_loops(b1)
+sch.vectorize(c1)
+)");
+  EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), 4), "");
+  std::string ir = SharedJit().OptimizedIR(Lower(sch.func()));
+  EXPECT_NE(ir.find("tunedb_parallel_for"), std::string::npos);
+  EXPECT_NE(ir.find("<16 x float>"), std::string::npos);
+}
+
+TEST(CodegenTest, PaddingSelectNeverReadsOutOfBounds) {
+  // A guarded load with a vectorized channel loop and inlined padding.
+  PrimFunc f = BuildWorkload("conv2d_nhwc:N=1,H=6,W=6,CI=4,CO=8,KH=3,KW=3,stride=1,pad=1").func;
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+sch.compute_inline(sch.get_block("PaddedInput"))
+b = sch.get_block("Conv2dOutput")
+nn, yy, xx, ff, ry, rx, rc = sch.get_loops(b)
+sch.reorder(nn, yy, ry, rx, rc, xx, ff)
+sch.vectorize(ff)
+sch.parallel(yy)
+)");
+  EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), 5), "");
+}
+
+TEST(CodegenTest, RandomSchedulesOfEveryWorkloadCompile) {
+  const char* specs[] = {"matmul:M=12,N=10,K=8", "dense_bias_relu:B=6,IN=10,OUT=4",
+                         "conv2d_nhwc:N=1,H=6,W=5,CI=3,CO=4,KH=3,KW=3,stride=1,pad=1",
+                         "depthwise_conv2d_nhwc:N=1,H=6,W=6,C=3,KH=3,KW=3,stride=2,pad=1", "softmax:M=4,N=12",
+                         "reduce_sum:M=6,N=16", "batch_matmul:B=2,M=6,N=4,K=5"};
+  for (const char* spec : specs) {
+    PrimFunc f = BuildWorkload(spec).func;
+    for (std::uint64_t seed = 0; seed < 12; ++seed) {
+      Schedule sch(f, seed);
+      ir::testing::RandomScheduler random(sch, seed);
+      for (int step = 0; step < 10; ++step) {
+        try {
+          random.Step();
+        } catch (const ScheduleError&) {
+        }
+      }
+      ASSERT_EQ(CompiledKeepsTheResult(f, sch.func(), seed), "") << spec << " seed " << seed << "\n"
+                                                                << sch.trace().AsScript() << PrintProgram(Lower(sch.func()));
+    }
+  }
+}
+
+TEST(CodegenTest, CompileTimeIsReported) {
+  PrimFunc f = BuildWorkload("matmul:M=64,N=64,K=64").func;
+  Kernel k = SharedJit().Compile(Lower(f));
+  EXPECT_GT(k.compile_secs, 0);
+  EXPECT_LT(k.compile_secs, 30);
+  SharedJit().Release(k);
+}
+
+TEST(TargetTest, ParseAndPrint) {
+  Target host = Target::Host();
+  EXPECT_EQ(Target::Parse(host.ToString()).features, host.features);
+  Target t = Target::Parse("llvm -mcpu=znver4 -num-cores=2");
+  EXPECT_EQ(t.cpu, "znver4");
+  EXPECT_EQ(t.num_cores, 2);
+  EXPECT_EQ(t.ToString(), "llvm -mcpu=znver4 -num-cores=2");
+  EXPECT_THROW(Target::Parse("cuda"), std::invalid_argument);
+  EXPECT_THROW(Target::Parse("llvm -num-cores=zero"), std::invalid_argument);
+  EXPECT_THROW(Target::Parse("llvm -frobnicate"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tunedb::measure

@@ -1,0 +1,111 @@
+#include "measure/lower.h"
+
+#include <gtest/gtest.h>
+
+#include "ir/interpreter.h"
+#include "ir/printer.h"
+#include "ir/schedule/schedule.h"
+#include "ir/schedule/script.h"
+#include "ir/workloads.h"
+#include "tests/ir/schedule/random_scheduler.h"
+#include "tests/measure/test_util.h"
+
+namespace tunedb::measure {
+namespace {
+
+using namespace tunedb::ir;
+
+// Lowered programs still run in the interpreter, on flat arrays: the oracle
+// for lowering on its own.
+std::string LoweringKeepsTheResult(const PrimFunc& workload, const PrimFunc& scheduled, std::uint64_t seed) {
+  std::vector<NDArray> expected = MakeArguments(workload, seed);
+  Interpret(workload, expected);
+  PrimFunc lowered = Lower(scheduled);
+  std::vector<NDArray> args;
+  for (const NDArray& a : MakeArguments(workload, seed)) args.push_back(testing::Flat(a));
+  try {
+    Interpret(lowered, args);
+  } catch (const IrError& e) {
+    return std::string("interpreter: ") + e.what() + "\n" + PrintProgram(lowered);
+  }
+  std::string why = testing::CompareOutputs(workload, expected, args);
+  return why.empty() ? "" : why + "\n" + PrintProgram(lowered);
+}
+
+TEST(LowerTest, UnscheduledWorkloads) {
+  for (const char* spec : {"matmul:M=6,N=5,K=4", "dense_bias_relu:B=3,IN=4,OUT=5", "softmax:M=3,N=7",
+                           "conv2d_nhwc:N=1,H=5,W=5,CI=2,CO=3,KH=3,KW=3,stride=1,pad=1", "reduce_sum:M=4,N=6"}) {
+    PrimFunc f = BuildWorkload(spec).func;
+    EXPECT_EQ(LoweringKeepsTheResult(f, f, 1), "") << spec;
+  }
+}
+
+TEST(LowerTest, ProgramsAreFlatAndBlockFree) {
+  PrimFunc f = BuildWorkload("matmul:M=8,N=8,K=8").func;
+  PrimFunc lowered = Lower(f);
+  for (const Buffer& p : lowered.params) EXPECT_EQ(p->shape.size(), 1u);
+  EXPECT_EQ(CollectBlocks(lowered).size(), 1u);  // the root scope only
+  std::string text = PrintProgram(lowered);
+  EXPECT_NE(text.find("C[i * 8 + j] = C[i * 8 + j] + A[i * 8 + k] * B[k * 8 + j]"), std::string::npos) << text;
+  EXPECT_NE(text.find("if k == 0:"), std::string::npos) << text;
+}
+
+TEST(LowerTest, LocalAccumulatorIsCompacted) {
+  PrimFunc f = BuildWorkload("matmul:M=64,N=64,K=16").func;
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+b0 = sch.get_block("C")
+i, j, k = sch.get_loops(b0)
+i0, i1 = sch.split(i, factors=[None, 4])
+j0, j1 = sch.split(j, factors=[None, 16])
+sch.reorder(i0, j0, k, i1, j1)
+b1 = sch.cache_write(b0, 0, "local")
+sch.reverse_compute_at(b1, j0, preserve_unit_loops=True)
+sch.decompose_reduction(b0, k)
+)");
+  PrimFunc lowered = Lower(sch.func());
+  std::string text = PrintProgram(lowered);
+  // C_local shrank from 64 x 64 to the 4 x 16 tile of one (i0, j0) iteration.
+  EXPECT_NE(text.find("C_local = T.alloc_buffer((64,), scope=\"local\")"), std::string::npos) << text;
+  EXPECT_EQ(LoweringKeepsTheResult(f, sch.func(), 3), "");
+}
+
+TEST(LowerTest, UnrollPragma) {
+  PrimFunc f = BuildWorkload("matmul:M=16,N=16,K=4").func;
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+b0 = sch.get_block("C")
+i, j, k = sch.get_loops(b0)
+j0, j1 = sch.split(j, factors=[None, 4])
+sch.annotate(i, "pragma_auto_unroll_max_step", 32)
+)");
+  std::string text = PrintProgram(Lower(sch.func()));
+  EXPECT_NE(text.find("for j_1 in T.unroll(4):"), std::string::npos) << text;
+  EXPECT_NE(text.find("for k in T.unroll(4):"), std::string::npos) << text;
+  EXPECT_NE(text.find("for j_0 in range(4):"), std::string::npos) << text;  // 4 x 4 x 4 x 2 = 128 steps > 32
+}
+
+TEST(LowerTest, RandomSchedulesOfEveryWorkload) {
+  const char* specs[] = {"matmul:M=12,N=10,K=8", "dense_bias_relu:B=6,IN=10,OUT=4",
+                         "conv2d_nhwc:N=1,H=6,W=5,CI=3,CO=4,KH=3,KW=3,stride=1,pad=1",
+                         "depthwise_conv2d_nhwc:N=1,H=6,W=6,C=3,KH=3,KW=3,stride=2,pad=1", "softmax:M=4,N=12",
+                         "reduce_sum:M=6,N=16", "batch_matmul:B=2,M=6,N=4,K=5"};
+  for (const char* spec : specs) {
+    PrimFunc f = BuildWorkload(spec).func;
+    for (std::uint64_t seed = 0; seed < 30; ++seed) {
+      Schedule sch(f, seed);
+      ir::testing::RandomScheduler random(sch, seed);
+      for (int step = 0; step < 10; ++step) {
+        try {
+          random.Step();
+        } catch (const ScheduleError&) {
+        }
+      }
+      ASSERT_EQ(LoweringKeepsTheResult(f, sch.func(), seed), "") << spec << " seed " << seed << "\n"
+                                                                 << sch.trace().AsScript();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tunedb::measure

@@ -1,0 +1,129 @@
+// The measuring runner with real worker processes.
+#include "measure/runner.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "ir/schedule/schedule.h"
+#include "ir/schedule/script.h"
+#include "ir/workloads.h"
+
+namespace tunedb::measure {
+namespace {
+
+using namespace tunedb::ir;
+
+MeasureConfig QuickConfig() {
+  MeasureConfig c;
+  c.worker_path = TUNEDB_WORKER;
+  c.repeat = 3;
+  c.min_repeat_ms = 1;
+  c.workers = 2;
+  return c;
+}
+
+PrimFunc Tiled(const PrimFunc& f) {
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+b0 = sch.get_block("C")
+i, j, k = sch.get_loops(b0)
+j0, j1 = sch.split(j, factors=[None, 16])
+sch.reorder(i, j0, k, j1)
+sch.vectorize(j1)
+sch.decompose_reduction(b0, j0)
+)");
+  return sch.func();
+}
+
+TEST(RunnerTest, MeasuresAndVerifies) {
+  PrimFunc f = BuildWorkload("matmul:M=32,N=32,K=32").func;
+  Runner runner(f, QuickConfig());
+  EXPECT_EQ(runner.reference_check(), "interpreter");
+  std::vector<MeasureResult> results = runner.Measure({f, Tiled(f)});
+  ASSERT_EQ(results.size(), 2u);
+  for (const MeasureResult& r : results) {
+    EXPECT_EQ(r.status, MeasureStatus::kOk) << r.error;
+    EXPECT_EQ(r.run_secs.size(), 3u);
+    EXPECT_GT(r.MedianSecs(), 0);
+    EXPECT_GT(r.compile_secs, 0);
+  }
+}
+
+TEST(RunnerTest, WrongResultsAreCaught) {
+  PrimFunc f = BuildWorkload("matmul:M=16,N=16,K=16").func;
+  // Same parameters, different computation: A * B^T instead of A * B.
+  PrimFunc wrong = BuildWorkload("matmul:M=16,N=16,K=16").func;
+  auto* c = static_cast<StoreNode*>(CollectBlocks(wrong)[1]->body.get());
+  const Expr& product = c->value->operands[1];
+  Expr a = product->operands[0], b = product->operands[1];
+  c->value = c->value->operands[0] + a * Load(b->buffer, {b->operands[1], b->operands[0]});
+  Runner runner(f, QuickConfig());
+  std::vector<MeasureResult> results = runner.Measure({wrong});
+  EXPECT_EQ(results[0].status, MeasureStatus::kWrongResult);
+  EXPECT_NE(results[0].error.find("output C: element"), std::string::npos) << results[0].error;
+  EXPECT_TRUE(results[0].run_secs.empty());
+}
+
+TEST(RunnerTest, CrashesAndHangsAreContained) {
+  PrimFunc f = BuildWorkload("matmul:M=16,N=16,K=16").func;
+  MeasureConfig crash = QuickConfig();
+  crash.fault = {FaultInjection::kCrash, 1};
+  {
+    Runner runner(f, crash);
+    std::vector<MeasureResult> r = runner.Measure({f, f, f});
+    EXPECT_EQ(r[0].status, MeasureStatus::kOk) << r[0].error;
+    EXPECT_EQ(r[1].status, MeasureStatus::kRunError);
+    EXPECT_NE(r[1].error.find("signal 11"), std::string::npos) << r[1].error;
+    EXPECT_EQ(r[2].status, MeasureStatus::kOk) << r[2].error;  // the next candidate is measured normally
+  }
+  MeasureConfig hang = QuickConfig();
+  hang.fault = {FaultInjection::kHang, 0};
+  hang.run_timeout_s = 1;
+  {
+    Runner runner(f, hang);
+    std::vector<MeasureResult> r = runner.Measure({f, f});
+    EXPECT_EQ(r[0].status, MeasureStatus::kTimeout);
+    EXPECT_NE(r[0].error.find("running took longer than"), std::string::npos) << r[0].error;
+    EXPECT_EQ(r[1].status, MeasureStatus::kOk) << StatusName(r[1].status) << ": " << r[1].error;
+    // The runner keeps working afterwards (the fault applies to candidate 0
+    // of every call).
+    std::vector<MeasureResult> again = runner.Measure({f, f});
+    EXPECT_EQ(again[0].status, MeasureStatus::kTimeout);
+    EXPECT_EQ(again[1].status, MeasureStatus::kOk) << again[1].error;
+  }
+}
+
+TEST(RunnerTest, BuildErrors) {
+  PrimFunc f = BuildWorkload("matmul:M=16,N=16,K=16").func;
+  PrimFunc other = BuildWorkload("matmul:M=8,N=16,K=16").func;
+  Runner runner(f, QuickConfig());
+  std::vector<MeasureResult> r = runner.Measure({other, f});
+  EXPECT_EQ(r[0].status, MeasureStatus::kBuildError);
+  EXPECT_EQ(r[0].error, "parameter 0 of the candidate differs from the workload's");
+  EXPECT_EQ(r[1].status, MeasureStatus::kOk);
+}
+
+TEST(RunnerTest, MissingWorkerIsAClearError) {
+  MeasureConfig c = QuickConfig();
+  c.worker_path = "/nonexistent/tunedb-worker";
+  try {
+    Runner runner(BuildWorkload("matmul:M=4,N=4,K=4").func, c);
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "the measuring worker /nonexistent/tunedb-worker is missing or not executable");
+  }
+}
+
+TEST(RunnerTest, MedianOfRepeats) {
+  MeasureResult r;
+  r.run_secs = {3, 1, 2};
+  EXPECT_EQ(r.MedianSecs(), 2);
+  r.run_secs = {4, 1, 2, 3};
+  EXPECT_EQ(r.MedianSecs(), 2.5);
+  r.run_secs.clear();
+  EXPECT_TRUE(std::isnan(r.MedianSecs()));
+}
+
+}  // namespace
+}  // namespace tunedb::measure

@@ -1,0 +1,34 @@
+// Helpers for measure tests: run a program through lowering and the JIT and
+// compare with the interpreter.
+#pragma once
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ir/interpreter.h"
+#include "ir/ndarray.h"
+#include "ir/stmt.h"
+
+namespace tunedb::measure::testing {
+
+// The same data as a one-dimensional array (lowered programs take flat buffers).
+inline ir::NDArray Flat(const ir::NDArray& a) {
+  ir::NDArray f(a.dtype(), {a.size()});
+  std::memcpy(f.data(), a.data(), a.bytes());
+  return f;
+}
+
+// Outputs of `reference` (interpreted) compared with `outputs` (flat or not).
+inline std::string CompareOutputs(const ir::PrimFunc& reference, const std::vector<ir::NDArray>& expected,
+                                  const std::vector<ir::NDArray>& actual, double tol = 1e-4) {
+  for (int i : ir::OutputParams(reference)) {
+    std::string why;
+    if (!ir::AllClose(Flat(actual[i]), Flat(expected[i]), tol, tol, &why)) {
+      return "output " + reference.params[i]->name + ": " + why;
+    }
+  }
+  return "";
+}
+
+}  // namespace tunedb::measure::testing
