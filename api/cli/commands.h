@@ -4,6 +4,9 @@
 // codes (2 for bad input, 1 for other failures).
 #pragma once
 
+#include <stdexcept>
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 namespace tunedb::cli {
@@ -14,7 +17,15 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A measured candidate that did not come out ok: the result was printed,
+// the exit code is 1.
+class CandidateFailed : public std::exception {};
+
 void AddWorkloadsCommand(CLI::App& app);
 void AddShowCommand(CLI::App& app);
+void AddRunCommand(CLI::App& app);
+
+// Reads a whole text file; UsageError when it cannot.
+std::string ReadTextFile(const std::string& path);
 
 }  // namespace tunedb::cli

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "tunedb 0.1.0");
   tunedb::cli::AddWorkloadsCommand(app);
   tunedb::cli::AddShowCommand(app);
+  tunedb::cli::AddRunCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -24,6 +25,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return 2;
+  } catch (const tunedb::cli::CandidateFailed&) {
+    return 1;
   } catch (const tunedb::cli::UsageError& e) {
     fmt::print(stderr, "tunedb: error: {}\n", e.what());
     return 2;

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <iterator>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -133,6 +134,32 @@ TEST(CliTest, ScheduleErrorsAreOneLineWithTheLine) {
   EXPECT_EQ(r.out, "tunedb: error: trace JSON: instruction 0: unknown instruction kind 'Frobnicate'\n");
   r = RunTunedb("show --workload matmul --schedule /nonexistent.py");
   EXPECT_EQ(r.exit_code, 2);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(CliTest, RunMeasuresAndVerifies) {
+  std::string ll = ::testing::TempDir() + "/cli_test_kernel.ll";
+  Result r = RunTunedb("run --workload matmul:M=32,N=32,K=32 --repeat 3 --min-repeat-ms 1 --emit-llvm " + ll);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("status:    ok\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reference: checked against the interpreter\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GFLOPS:"), std::string::npos) << r.out;
+  std::ifstream in(ll);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("define void @tunedb_kernel("), std::string::npos);
+}
+
+TEST(CliTest, RunWithAScheduleAndBadTargets) {
+  std::string script = ::testing::TempDir() + "/cli_test_run_schedule.py";
+  std::ofstream(script) << "b0 = sch.get_block(\"C\")\ni, j, k = sch.get_loops(b0)\nsch.parallel(i)\nsch.vectorize(j)\n";
+  Result r = RunTunedb("run --workload matmul:M=16,N=16,K=16 --repeat 2 --min-repeat-ms 1 --schedule " + script);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  r = RunTunedb("run --workload matmul:M=16,N=16,K=16 --target \"cuda -arch=sm_80\"");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: target 'cuda -arch=sm_80': must start with 'llvm' (e.g. llvm -mcpu=znver4 -num-cores=2)\n");
 }
 
 }  // namespace

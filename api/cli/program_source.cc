@@ -1,0 +1,51 @@
+#include "api/cli/program_source.h"
+
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "api/cli/commands.h"
+#include "ir/schedule/schedule.h"
+#include "ir/schedule/script.h"
+
+namespace tunedb::cli {
+
+std::string ReadTextFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("cannot read " + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void AddProgramSourceOptions(CLI::App* cmd, ProgramSource* source) {
+  cmd->add_option("-w,--workload", source->workload,
+                  "Built-in spec (matmul:M=512,N=512,K=512) or a workload-language file")
+      ->capture_default_str();
+  auto* schedule = cmd->add_option("--schedule", source->schedule_file,
+                                   "A schedule script (Python-like, TVM's method names) to apply");
+  auto* trace = cmd->add_option("--trace", source->trace_file, "A trace in TVM's JSON layout to replay");
+  schedule->excludes(trace);
+  cmd->add_option("--seed", source->seed, "Seed of the schedule's random sampling")->capture_default_str();
+}
+
+ScheduledProgram LoadScheduledProgram(const ProgramSource& source) {
+  ScheduledProgram p{ir::LoadWorkload(source.workload), {}, {}, {}};
+  std::optional<ir::Schedule> sch;
+  if (!source.schedule_file.empty()) {
+    sch.emplace(p.workload.func, source.seed);
+    ir::RunScheduleScript(*sch, ReadTextFile(source.schedule_file), source.schedule_file);
+  } else if (!source.trace_file.empty()) {
+    sch.emplace(ir::ReplayTrace(p.workload.func, ir::Trace::FromJsonText(ReadTextFile(source.trace_file)), source.seed));
+  }
+  if (sch) {
+    p.program = sch->func();
+    p.trace_json = sch->trace().ToJson().dump();
+    p.trace_script = sch->trace().AsScript();
+  } else {
+    p.program = p.workload.func;
+  }
+  return p;
+}
+
+}  // namespace tunedb::cli

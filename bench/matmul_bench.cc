@@ -1,0 +1,184 @@
+// Matmul code-generation benchmark: for square matmuls, in one run, the
+// unscheduled program, the MLC lecture's schedule, our best hand-written
+// schedule and OpenBLAS cblas_sgemm, as GFLOP/s and as ratios to OpenBLAS;
+// plus compile time per candidate.
+//
+// tunedb's candidates are measured by the real Runner (worker processes,
+// verified against the reference). OpenBLAS runs in a child process of this
+// benchmark once per kernel choice (its default, and
+// OPENBLAS_CORETYPE=SkylakeX), with OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE
+// removed from that child's environment only; the faster is reported, with
+// the kernel that ran.
+//
+// Usage: matmul_bench [--sizes 128,512,1024] [--repeat 5] [--rounds 3] [--schedules DIR]
+//        matmul_bench --blas-only N   (child mode: prints "GFLOPS <x> CORETYPE <name>")
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ir/flops.h"
+#include "ir/schedule/schedule.h"
+#include "ir/schedule/script.h"
+#include "ir/workloads.h"
+#include "measure/runner.h"
+
+extern "C" char* openblas_get_corename(void);
+extern "C" void openblas_set_num_threads(int);
+
+namespace {
+
+double BlasGflops(int n, int repeat) {
+  std::vector<float> a(static_cast<std::size_t>(n) * n), b(a.size()), c(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = static_cast<float>((i * 7919) % 1000) / 1000.0f - 0.5f;
+    b[i] = static_cast<float>((i * 104729) % 1000) / 1000.0f - 0.5f;
+  }
+  auto run = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  };
+  run();  // warm-up
+  // Runs per repeat: at least 50 ms.
+  auto t0 = std::chrono::steady_clock::now();
+  run();
+  double once = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int number = std::max(1, static_cast<int>(0.05 / std::max(once, 1e-9)));
+  std::vector<double> secs;
+  for (int r = 0; r < repeat; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < number; ++i) run();
+    secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / number);
+  }
+  std::sort(secs.begin(), secs.end());
+  return 2.0 * n * n * n / secs[secs.size() / 2] / 1e9;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    std::fprintf(stderr, "cannot read %s\n", path.c_str());
+    std::exit(2);
+  }
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// OpenBLAS in a child process with a chosen kernel; returns GFLOP/s and the kernel's name.
+std::pair<double, std::string> ChildBlas(const std::string& self, int n, int repeat, const char* coretype) {
+  std::string cmd = "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ";
+  if (coretype) cmd += std::string("OPENBLAS_CORETYPE=") + coretype + " ";
+  cmd += self + " --blas-only " + std::to_string(n) + " --repeat " + std::to_string(repeat);
+  FILE* p = popen(cmd.c_str(), "r");
+  char line[256] = {0};
+  double gflops = 0;
+  char core[64] = "?";
+  if (p && std::fgets(line, sizeof line, p)) std::sscanf(line, "GFLOPS %lf CORETYPE %63s", &gflops, core);
+  if (p) pclose(p);
+  return {gflops, core};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> sizes = {128, 512, 1024};
+  int repeat = 5;
+  int rounds = 3;
+  std::string schedules = TUNEDB_BENCH_DIR "/schedules";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--blas-only" && i + 1 < argc) {
+      int n = std::atoi(argv[++i]);
+      for (int j = i + 1; j + 1 < argc; ++j) {
+        if (std::string(argv[j]) == "--repeat") repeat = std::atoi(argv[j + 1]);
+      }
+      double g = BlasGflops(n, repeat);
+      std::printf("GFLOPS %.3f CORETYPE %s\n", g, openblas_get_corename());
+      return 0;
+    } else if (a == "--sizes" && i + 1 < argc) {
+      sizes.clear();
+      std::stringstream s(argv[++i]);
+      std::string item;
+      while (std::getline(s, item, ',')) sizes.push_back(std::stoi(item));
+    } else if (a == "--repeat" && i + 1 < argc) {
+      repeat = std::atoi(argv[++i]);
+    } else if (a == "--rounds" && i + 1 < argc) {
+      rounds = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--schedules" && i + 1 < argc) {
+      schedules = argv[++i];
+    }
+  }
+  std::string self = argv[0];
+  std::string lecture = ReadFile(schedules + "/matmul_lecture.py");
+  std::string tuned = ReadFile(schedules + "/matmul_tuned.py");
+
+  tunedb::measure::MeasureConfig config;
+  config.worker_path = TUNEDB_WORKER;
+  config.repeat = repeat;
+  config.min_repeat_ms = 50;
+  config.workers = 1;
+  config.run_timeout_s = 120;
+  // The unscheduled loop is slow and only there for scale: fewer repeats.
+  tunedb::measure::MeasureConfig slow = config;
+  slow.repeat = 3;
+  slow.min_repeat_ms = 0;
+  std::printf("target: %s; %d rounds, medians over rounds\n\n", config.target.ToString().c_str(), rounds);
+  std::printf("| matmul | unscheduled | lecture schedule | best hand-written | OpenBLAS (kernel) | hand-written / OpenBLAS (median of rounds) | compile ms (unsched / lecture / hand) |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- |\n");
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  for (int n : sizes) {
+    std::string spec = "matmul:M=" + std::to_string(n) + ",N=" + std::to_string(n) + ",K=" + std::to_string(n);
+    tunedb::ir::Workload w = tunedb::ir::BuildWorkload(spec);
+    double flops = static_cast<double>(tunedb::ir::CountFlops(w.func));
+    std::vector<tunedb::ir::PrimFunc> candidates;
+    for (const std::string* script : {&lecture, &tuned}) {
+      tunedb::ir::Schedule sch(w.func, 0);
+      tunedb::ir::RunScheduleScript(sch, *script);
+      candidates.push_back(sch.func());
+    }
+    auto gflops_of = [&](const tunedb::measure::MeasureResult& r) {
+      if (r.status == tunedb::measure::MeasureStatus::kOk) return flops / r.MedianSecs() / 1e9;
+      std::fprintf(stderr, "%s: %s: %s\n", spec.c_str(), std::string(tunedb::measure::StatusName(r.status)).c_str(),
+                   r.error.c_str());
+      return 0.0;
+    };
+    tunedb::measure::MeasureResult unscheduled = tunedb::measure::Runner(w.func, slow).Measure({w.func})[0];
+    tunedb::measure::Runner runner(w.func, config);
+    // Rounds alternate tunedb and OpenBLAS, so that both see the same
+    // machine (this one shares its host) and the ratio is taken per round.
+    std::vector<double> lecture_g, tuned_g, blas_g, other_g, ratio;
+    std::string blas_kernel, other_kernel;
+    std::vector<tunedb::measure::MeasureResult> results;
+    for (int round = 0; round < rounds; ++round) {
+      results = runner.Measure(candidates);
+      lecture_g.push_back(gflops_of(results[0]));
+      tuned_g.push_back(gflops_of(results[1]));
+      auto a = ChildBlas(self, n, repeat, nullptr);
+      auto b = ChildBlas(self, n, repeat, "SkylakeX");
+      auto best = a.first >= b.first ? a : b;
+      auto other = a.first >= b.first ? b : a;
+      blas_g.push_back(best.first);
+      other_g.push_back(other.first);
+      blas_kernel = best.second;
+      other_kernel = other.second;
+      ratio.push_back(tuned_g.back() / best.first);
+    }
+    std::printf("| %d | %.2f | %.1f | %.1f | %.1f (%s; %s: %.1f) | %.2f (rounds: ", n, gflops_of(unscheduled),
+                median(lecture_g), median(tuned_g), median(blas_g), blas_kernel.c_str(), other_kernel.c_str(),
+                median(other_g), median(ratio));
+    for (std::size_t i = 0; i < ratio.size(); ++i) std::printf("%s%.2f", i ? ", " : "", ratio[i]);
+    std::printf(") | %.0f / %.0f / %.0f |\n", unscheduled.compile_secs * 1e3, results[0].compile_secs * 1e3,
+                results[1].compile_secs * 1e3);
+    std::fflush(stdout);
+  }
+  return 0;
+}
