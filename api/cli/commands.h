@@ -24,6 +24,7 @@ class CandidateFailed : public std::exception {};
 void AddWorkloadsCommand(CLI::App& app);
 void AddShowCommand(CLI::App& app);
 void AddRunCommand(CLI::App& app);
+void AddDbCommands(CLI::App& app);  // `db ...` and `best`
 
 // Reads a whole text file; UsageError when it cannot.
 std::string ReadTextFile(const std::string& path);

@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 
 #include "api/cli/commands.h"
+#include "db/database.h"
 #include "ir/error.h"
 
 int main(int argc, char** argv) {
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
   tunedb::cli::AddWorkloadsCommand(app);
   tunedb::cli::AddShowCommand(app);
   tunedb::cli::AddRunCommand(app);
+  tunedb::cli::AddDbCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -28,6 +30,9 @@ int main(int argc, char** argv) {
   } catch (const tunedb::cli::CandidateFailed&) {
     return 1;
   } catch (const tunedb::cli::UsageError& e) {
+    fmt::print(stderr, "tunedb: error: {}\n", e.what());
+    return 2;
+  } catch (const tunedb::db::DatabaseError& e) {
     fmt::print(stderr, "tunedb: error: {}\n", e.what());
     return 2;
   } catch (const tunedb::ir::IrError& e) {  // bad workload, schedule or trace

@@ -1,0 +1,76 @@
+#include "db/database.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <limits>
+#include <thread>
+
+namespace tunedb::db {
+
+std::string_view StatusName(RecordStatus s) {
+  switch (s) {
+    case RecordStatus::kOk: return "ok";
+    case RecordStatus::kBuildError: return "build_error";
+    case RecordStatus::kRunError: return "run_error";
+    case RecordStatus::kTimeout: return "timeout";
+    case RecordStatus::kWrongResult: return "wrong_result";
+  }
+  return "?";
+}
+
+RecordStatus ParseStatus(std::string_view name) {
+  for (RecordStatus s : {RecordStatus::kOk, RecordStatus::kBuildError, RecordStatus::kRunError, RecordStatus::kTimeout,
+                         RecordStatus::kWrongResult}) {
+    if (StatusName(s) == name) return s;
+  }
+  throw DatabaseError("unknown record status '" + std::string(name) +
+                      "' (expected ok, build_error, run_error, timeout or wrong_result)");
+}
+
+double TuningRecord::Median() const {
+  if (status != RecordStatus::kOk || run_secs.empty()) return std::numeric_limits<double>::infinity();
+  std::vector<double> s = run_secs;
+  std::sort(s.begin(), s.end());
+  std::size_t n = s.size();
+  return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+std::int64_t Merge(Database& into, Database& from) {
+  std::int64_t added = 0;
+  for (const WorkloadStats& w : from.Workloads()) {
+    into.CommitWorkload(w.workload.input);
+    RecordQuery q;
+    q.workload_hash = w.workload.input.hash;
+    q.limit = 5000;
+    while (true) {
+      std::vector<TuningRecord> page = from.Records(q);
+      if (page.empty()) break;
+      q.after_id = page.back().id;
+      for (TuningRecord& r : page) r.session_id = 0;  // sessions are per database
+      added += into.CommitRecords(page);
+    }
+  }
+  return added;
+}
+
+std::string HardwareFingerprint() {
+  std::string model = "unknown CPU";
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  return model + "; " + std::to_string(std::thread::hardware_concurrency()) + " cores";
+}
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace tunedb::db

@@ -1,0 +1,143 @@
+// The tuning database: workloads, measured tuning records, tuning sessions
+// and stored cost models.
+//
+// The database stores what it is given: the workload hash, a structure key
+// (the exact canonical encoding, so that a hash collision between different
+// workloads is detected instead of merging them), the program as JSON text,
+// and traces as JSON text. It depends on nothing else of ours.
+//
+// Two implementations share the contract (and one test suite):
+// SqliteDatabase (sqlite_database.h), the real one, and MemoryDatabase
+// (memory_database.h), a plain in-memory oracle.
+//
+// Failures throw DatabaseError with a message naming the file and what went
+// wrong. Thread-safety: one Database object per thread; several processes
+// may share one SQLite file.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tunedb::db {
+
+class DatabaseError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The statuses of measure/runner.h, as stored.
+enum class RecordStatus { kOk, kBuildError, kRunError, kTimeout, kWrongResult };
+std::string_view StatusName(RecordStatus s);
+// Throws DatabaseError for an unknown name.
+RecordStatus ParseStatus(std::string_view name);
+
+struct WorkloadInput {
+  std::string hash;       // decimal workload hash (or TVM's shash for kind "tvm")
+  std::string name;       // e.g. "matmul:M=512,N=512,K=512"
+  std::string kind = "tunedb";  // "tunedb", or "tvm" for imported TVM workloads (opaque)
+  std::string structure;  // exact structural key; equal hashes with different keys are a collision
+  std::string program;    // program JSON (tunedb) or TVM's workload blob, verbatim
+};
+
+struct Workload {
+  std::int64_t id = 0;
+  WorkloadInput input;
+};
+
+struct TuningRecord {
+  std::int64_t id = 0;           // set by the database
+  std::string workload_hash;
+  std::string target;            // "llvm -mcpu=znver4 -num-cores=2"
+  std::string trace;             // trace JSON, TVM's layout
+  std::vector<double> run_secs;  // one per repeat; empty for failures
+  RecordStatus status = RecordStatus::kOk;
+  std::string error;
+  std::int64_t session_id = 0;   // 0: none
+  double created = 0;            // unix seconds; 0: now
+  std::string hardware;          // "CPU model; N cores"
+  std::string target_json;       // TVM's target JSON for imported records, verbatim
+  std::string args_info;         // TVM's args_info JSON, verbatim
+
+  // Median of run_secs; +infinity for a failure or no timing.
+  double Median() const;
+};
+
+struct RecordQuery {
+  std::optional<std::string> workload_hash;
+  std::optional<std::string> target;
+  std::optional<RecordStatus> status;
+  std::int64_t after_id = 0;  // paging: records with id > after_id
+  std::int64_t limit = 100;
+};
+
+struct WorkloadStats {
+  Workload workload;
+  std::int64_t records = 0;
+  std::int64_t ok_records = 0;
+  // Best median per target, ascending by target name.
+  std::vector<std::pair<std::string, double>> best;
+};
+
+struct Session {
+  std::int64_t id = 0;
+  std::string command, host, target, strategy;
+  std::uint64_t seed = 0;
+  std::int64_t trials = 0;
+  double started = 0, ended = 0;  // 0: not ended
+};
+
+struct StoredModel {
+  std::int64_t id = 0;
+  int feature_version = 0;
+  std::string objective;
+  std::string blob;     // the model's own serialization
+  std::int64_t training_rows = 0;
+  std::string metrics;  // JSON text
+  double created = 0;
+};
+
+class Database {
+ public:
+  virtual ~Database() = default;
+
+  // Idempotent: returns the id of the workload with this hash, adding it if
+  // new. Throws DatabaseError on a hash collision (same hash, different
+  // structure).
+  virtual std::int64_t CommitWorkload(const WorkloadInput& workload) = 0;
+  // All in one transaction; every record's workload must be committed.
+  // Exact duplicates (same workload, target, trace, run_secs, status) are
+  // skipped. Returns how many were added.
+  virtual std::int64_t CommitRecords(const std::vector<TuningRecord>& records) = 0;
+  // The k best valid (ok) records of a workload on a target, fastest first.
+  virtual std::vector<TuningRecord> TopK(const std::string& workload_hash, const std::string& target, int k) = 0;
+  virtual std::vector<TuningRecord> Records(const RecordQuery& query) = 0;
+  virtual std::optional<Workload> FindWorkload(const std::string& hash) = 0;
+  virtual std::vector<WorkloadStats> Workloads() = 0;
+  // Number of tuning records.
+  virtual std::int64_t Size() = 0;
+  // Distinct targets that have records for a workload.
+  virtual std::vector<std::string> Targets(const std::string& workload_hash) = 0;
+
+  virtual std::int64_t StartSession(const Session& session) = 0;
+  virtual void EndSession(std::int64_t id, double ended) = 0;
+  virtual std::vector<Session> Sessions() = 0;
+
+  virtual std::int64_t SaveModel(const StoredModel& model) = 0;
+  virtual std::vector<StoredModel> Models() = 0;  // newest first, blobs left empty
+  virtual std::optional<StoredModel> LoadModel(std::int64_t id) = 0;  // 0: the newest
+};
+
+// Copies every workload and record of `from` into `into` (duplicates
+// skipped). Returns the number of records added.
+std::int64_t Merge(Database& into, Database& from);
+
+// The hardware fingerprint of this machine: "CPU model; N cores".
+std::string HardwareFingerprint();
+
+double NowSeconds();
+
+}  // namespace tunedb::db

@@ -1,0 +1,558 @@
+#include "db/sqlite_database.h"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+namespace tunedb::db {
+namespace {
+
+// ---- RAII over SQLite handles ---------------------------------------------------
+
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql, const std::string& path) : db_(db), path_(path) {
+    if (sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt_, nullptr) != SQLITE_OK) {
+      throw DatabaseError(path + ": cannot prepare statement: " + sqlite3_errmsg(db));
+    }
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& Reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    return *this;
+  }
+  Statement& Bind(int i, std::int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  Statement& Bind(int i, double v) {
+    if (std::isfinite(v)) sqlite3_bind_double(stmt_, i, v); else sqlite3_bind_null(stmt_, i);
+    return *this;
+  }
+  Statement& Bind(int i, const std::string& v) {
+    sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Statement& BindBlob(int i, const std::string& v) {
+    sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  // True while there is a row.
+  bool Step() {
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    std::string msg = sqlite3_errmsg(db_);
+    sqlite3_reset(stmt_);
+    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) throw BusyError(msg);
+    throw DatabaseError(path_ + ": " + msg);
+  }
+  void Run() {
+    while (Step()) {
+    }
+  }
+  std::int64_t Int(int col) const { return sqlite3_column_int64(stmt_, col); }
+  double Double(int col) const {
+    return sqlite3_column_type(stmt_, col) == SQLITE_NULL ? std::numeric_limits<double>::infinity()
+                                                          : sqlite3_column_double(stmt_, col);
+  }
+  std::string Text(int col) const {
+    const void* p = sqlite3_column_blob(stmt_, col);
+    int n = sqlite3_column_bytes(stmt_, col);
+    return p ? std::string(static_cast<const char*>(p), static_cast<std::size_t>(n)) : std::string();
+  }
+
+  struct BusyError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+  };
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  std::string path_;
+};
+
+struct Connection {
+  sqlite3* db = nullptr;
+  ~Connection() { sqlite3_close_v2(db); }
+};
+
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE IF NOT EXISTS workloads(
+  id INTEGER PRIMARY KEY,
+  hash TEXT NOT NULL UNIQUE,
+  name TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  structure BLOB NOT NULL,
+  program TEXT NOT NULL,
+  created REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions(
+  id INTEGER PRIMARY KEY,
+  command TEXT, host TEXT, target TEXT, strategy TEXT,
+  seed INTEGER, trials INTEGER,
+  started REAL NOT NULL, ended REAL);
+CREATE TABLE IF NOT EXISTS records(
+  id INTEGER PRIMARY KEY,
+  workload_id INTEGER NOT NULL REFERENCES workloads(id),
+  target TEXT NOT NULL,
+  trace TEXT NOT NULL,
+  run_secs TEXT NOT NULL,
+  median REAL,
+  status TEXT NOT NULL,
+  error TEXT NOT NULL,
+  session_id INTEGER,
+  created REAL NOT NULL,
+  hardware TEXT NOT NULL,
+  target_json TEXT NOT NULL,
+  args_info TEXT NOT NULL,
+  dedupe TEXT NOT NULL UNIQUE);
+CREATE INDEX IF NOT EXISTS records_best ON records(workload_id, target, median) WHERE status = 'ok';
+CREATE INDEX IF NOT EXISTS records_by_workload ON records(workload_id, id);
+CREATE TABLE IF NOT EXISTS models(
+  id INTEGER PRIMARY KEY,
+  feature_version INTEGER NOT NULL,
+  objective TEXT NOT NULL,
+  blob BLOB NOT NULL,
+  training_rows INTEGER NOT NULL,
+  metrics TEXT NOT NULL,
+  created REAL NOT NULL);
+)sql";
+
+std::string RunSecsJson(const std::vector<double>& secs) { return nlohmann::json(secs).dump(); }
+
+std::vector<double> ParseRunSecs(const std::string& text) {
+  std::vector<double> out;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_array()) {
+    for (const auto& x : j) out.push_back(x.is_number() ? x.get<double>() : std::numeric_limits<double>::infinity());
+  }
+  return out;
+}
+
+// What makes two records the same measurement.
+std::string DedupeKey(const TuningRecord& r) {
+  std::string key = r.workload_hash + "\x1f" + r.target + "\x1f" + r.trace + "\x1f" + RunSecsJson(r.run_secs) + "\x1f" +
+                    std::string(StatusName(r.status));
+  // FNV-1a 64, twice with different seeds: a 128-bit key in hex.
+  auto fnv = [&](std::uint64_t h) {
+    for (unsigned char c : key) {
+      h ^= c;
+      h *= 0x100000001b3ULL;
+    }
+    return h;
+  };
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(fnv(0xcbf29ce484222325ULL)),
+                static_cast<unsigned long long>(fnv(0x84222325cbf29ce4ULL)));
+  return buf;
+}
+
+}  // namespace
+
+struct SqliteDatabase::Impl {
+  std::string path;
+  Connection conn;
+  int transaction_depth = 0;
+  std::unique_ptr<Statement> find_workload, insert_workload, insert_record, top_k, begin, commit, rollback, count,
+      insert_session, end_session, insert_model;
+
+  void Exec(const char* sql) {
+    char* err = nullptr;
+    if (sqlite3_exec(conn.db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : "unknown error";
+      sqlite3_free(err);
+      throw DatabaseError(path + ": " + msg);
+    }
+  }
+
+  int UserVersion() {
+    Statement s(conn.db, "PRAGMA user_version", path);
+    s.Step();
+    return static_cast<int>(s.Int(0));
+  }
+
+  // A write transaction, retried while another process holds the write lock.
+  void Write(const std::function<void()>& fn) {
+    if (transaction_depth > 0) {
+      fn();
+      return;
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+    std::chrono::milliseconds backoff(1);
+    while (true) {
+      try {
+        begin->Reset().Run();
+      } catch (const Statement::BusyError&) {
+        if (std::chrono::steady_clock::now() > deadline) throw DatabaseError(path + ": database is busy for 5 minutes");
+        std::this_thread::sleep_for(backoff);
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
+        continue;
+      }
+      ++transaction_depth;
+      try {
+        fn();
+        commit->Reset().Run();
+        --transaction_depth;
+        return;
+      } catch (...) {
+        --transaction_depth;
+        try {
+          rollback->Reset().Run();
+        } catch (...) {
+        }
+        throw;
+      }
+    }
+  }
+
+  TuningRecord RecordFrom(const Statement& s) {
+    // Column order of kRecordColumns.
+    TuningRecord r;
+    r.id = s.Int(0);
+    r.workload_hash = s.Text(1);
+    r.target = s.Text(2);
+    r.trace = s.Text(3);
+    r.run_secs = ParseRunSecs(s.Text(4));
+    r.status = ParseStatus(s.Text(5));
+    r.error = s.Text(6);
+    r.session_id = s.Int(7);
+    r.created = s.Double(8);
+    r.hardware = s.Text(9);
+    r.target_json = s.Text(10);
+    r.args_info = s.Text(11);
+    return r;
+  }
+};
+
+#define TUNEDB_RECORD_COLUMNS                                                                              \
+  "r.id, w.hash, r.target, r.trace, r.run_secs, r.status, r.error, COALESCE(r.session_id, 0), r.created, " \
+  "r.hardware, r.target_json, r.args_info"
+
+SqliteDatabase::SqliteDatabase(const std::string& path) : impl_(std::make_unique<Impl>()) {
+  impl_->path = path;
+  if (sqlite3_open_v2(path.c_str(), &impl_->conn.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK) {
+    std::string msg = impl_->conn.db ? sqlite3_errmsg(impl_->conn.db) : "out of memory";
+    throw DatabaseError("cannot open database " + path + ": " + msg);
+  }
+  sqlite3_busy_timeout(impl_->conn.db, 10000);
+  sqlite3_extended_result_codes(impl_->conn.db, 1);
+  try {
+    impl_->Exec("PRAGMA journal_mode=WAL");
+    impl_->Exec("PRAGMA synchronous=NORMAL");
+    impl_->Exec("PRAGMA foreign_keys=ON");
+  } catch (const DatabaseError& e) {
+    throw DatabaseError(std::string(e.what()) + " (is it an SQLite database?)");
+  }
+  int version = impl_->UserVersion();
+  if (version > kSchemaVersion) {
+    throw DatabaseError("database " + path + " was written by a newer tunedb (schema version " +
+                        std::to_string(version) + "; this build understands up to " + std::to_string(kSchemaVersion) +
+                        ")");
+  }
+  impl_->begin = std::make_unique<Statement>(impl_->conn.db, "BEGIN IMMEDIATE", path);
+  impl_->commit = std::make_unique<Statement>(impl_->conn.db, "COMMIT", path);
+  impl_->rollback = std::make_unique<Statement>(impl_->conn.db, "ROLLBACK", path);
+  if (version < 1) {
+    // Migration 0 -> 1: the first schema.
+    impl_->Write([&] {
+      impl_->Exec(kSchemaV1);
+      impl_->Exec("PRAGMA user_version = 1");
+    });
+  }
+  sqlite3* db = impl_->conn.db;
+  impl_->find_workload = std::make_unique<Statement>(
+      db, "SELECT id, hash, name, kind, structure, program FROM workloads WHERE hash = ?1", path);
+  impl_->insert_workload = std::make_unique<Statement>(
+      db, "INSERT INTO workloads(hash, name, kind, structure, program, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", path);
+  impl_->insert_record = std::make_unique<Statement>(
+      db,
+      "INSERT OR IGNORE INTO records(workload_id, target, trace, run_secs, median, status, error, session_id, created, "
+      "hardware, target_json, args_info, dedupe) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+      path);
+  impl_->top_k = std::make_unique<Statement>(
+      db,
+      "SELECT " TUNEDB_RECORD_COLUMNS
+      " FROM records r JOIN workloads w ON w.id = r.workload_id WHERE w.hash = ?1 AND r.target = ?2 "
+      "AND r.status = 'ok' ORDER BY r.median LIMIT ?3",
+      path);
+  impl_->count = std::make_unique<Statement>(db, "SELECT COUNT(*) FROM records", path);
+  impl_->insert_session = std::make_unique<Statement>(
+      db,
+      "INSERT INTO sessions(command, host, target, strategy, seed, trials, started) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+      path);
+  impl_->end_session = std::make_unique<Statement>(db, "UPDATE sessions SET ended = ?2 WHERE id = ?1", path);
+  impl_->insert_model = std::make_unique<Statement>(
+      db,
+      "INSERT INTO models(feature_version, objective, blob, training_rows, metrics, created) VALUES (?1, ?2, ?3, ?4, "
+      "?5, ?6)",
+      path);
+}
+
+SqliteDatabase::~SqliteDatabase() = default;
+
+const std::string& SqliteDatabase::path() const { return impl_->path; }
+
+void SqliteDatabase::Transaction(const std::function<void()>& fn) { impl_->Write(fn); }
+
+std::int64_t SqliteDatabase::CommitWorkload(const WorkloadInput& w) {
+  std::int64_t id = 0;
+  impl_->Write([&] {
+    Statement& find = impl_->find_workload->Reset().Bind(1, w.hash);
+    if (find.Step()) {
+      id = find.Int(0);
+      std::string structure = find.Text(4);
+      find.Reset();
+      if (structure != w.structure) {
+        throw DatabaseError("workload hash collision: " + w.hash + " is already stored for a structurally different " +
+                            "workload (" + impl_->path + ")");
+      }
+      return;
+    }
+    find.Reset();
+    impl_->insert_workload->Reset()
+        .Bind(1, w.hash)
+        .Bind(2, w.name)
+        .Bind(3, w.kind)
+        .BindBlob(4, w.structure)
+        .Bind(5, w.program)
+        .Bind(6, NowSeconds())
+        .Run();
+    id = sqlite3_last_insert_rowid(impl_->conn.db);
+  });
+  return id;
+}
+
+std::int64_t SqliteDatabase::CommitRecords(const std::vector<TuningRecord>& records) {
+  std::int64_t added = 0;
+  impl_->Write([&] {
+    std::map<std::string, std::int64_t> ids;
+    for (const TuningRecord& r : records) {
+      auto it = ids.find(r.workload_hash);
+      if (it == ids.end()) {
+        Statement& find = impl_->find_workload->Reset().Bind(1, r.workload_hash);
+        if (!find.Step()) {
+          find.Reset();
+          throw DatabaseError("record for unknown workload " + r.workload_hash + " (commit the workload first)");
+        }
+        it = ids.emplace(r.workload_hash, find.Int(0)).first;
+        find.Reset();
+      }
+      TuningRecord copy = r;
+      if (copy.created == 0) copy.created = NowSeconds();
+      impl_->insert_record->Reset()
+          .Bind(1, it->second)
+          .Bind(2, copy.target)
+          .Bind(3, copy.trace)
+          .Bind(4, RunSecsJson(copy.run_secs))
+          .Bind(5, copy.Median())
+          .Bind(6, std::string(StatusName(copy.status)))
+          .Bind(7, copy.error)
+          .Bind(9, copy.created)
+          .Bind(10, copy.hardware)
+          .Bind(11, copy.target_json)
+          .Bind(12, copy.args_info)
+          .Bind(13, DedupeKey(copy));
+      if (copy.session_id != 0) impl_->insert_record->Bind(8, copy.session_id);
+      impl_->insert_record->Run();
+      added += sqlite3_changes(impl_->conn.db);
+    }
+  });
+  return added;
+}
+
+std::vector<TuningRecord> SqliteDatabase::TopK(const std::string& workload_hash, const std::string& target, int k) {
+  std::vector<TuningRecord> out;
+  Statement& s = impl_->top_k->Reset().Bind(1, workload_hash).Bind(2, target).Bind(3, static_cast<std::int64_t>(k));
+  while (s.Step()) out.push_back(impl_->RecordFrom(s));
+  return out;
+}
+
+std::vector<TuningRecord> SqliteDatabase::Records(const RecordQuery& q) {
+  std::string sql = "SELECT " TUNEDB_RECORD_COLUMNS
+                    " FROM records r JOIN workloads w ON w.id = r.workload_id WHERE r.id > ?1";
+  if (q.workload_hash) sql += " AND w.hash = ?2";
+  if (q.target) sql += " AND r.target = ?3";
+  if (q.status) sql += " AND r.status = ?4";
+  sql += " ORDER BY r.id LIMIT ?5";
+  Statement s(impl_->conn.db, sql.c_str(), impl_->path);
+  s.Bind(1, q.after_id);
+  if (q.workload_hash) s.Bind(2, *q.workload_hash);
+  if (q.target) s.Bind(3, *q.target);
+  if (q.status) s.Bind(4, std::string(StatusName(*q.status)));
+  s.Bind(5, q.limit);
+  std::vector<TuningRecord> out;
+  while (s.Step()) out.push_back(impl_->RecordFrom(s));
+  return out;
+}
+
+std::optional<Workload> SqliteDatabase::FindWorkload(const std::string& hash) {
+  Statement& s = impl_->find_workload->Reset().Bind(1, hash);
+  if (!s.Step()) return std::nullopt;
+  Workload w;
+  w.id = s.Int(0);
+  w.input = {s.Text(1), s.Text(2), s.Text(3), s.Text(4), s.Text(5)};
+  s.Reset();
+  return w;
+}
+
+std::vector<WorkloadStats> SqliteDatabase::Workloads() {
+  std::vector<WorkloadStats> out;
+  Statement s(impl_->conn.db,
+              "SELECT w.id, w.hash, w.name, w.kind, w.structure, w.program, "
+              "(SELECT COUNT(*) FROM records r WHERE r.workload_id = w.id), "
+              "(SELECT COUNT(*) FROM records r WHERE r.workload_id = w.id AND r.status = 'ok') "
+              "FROM workloads w ORDER BY w.id",
+              impl_->path);
+  while (s.Step()) {
+    WorkloadStats st;
+    st.workload.id = s.Int(0);
+    st.workload.input = {s.Text(1), s.Text(2), s.Text(3), s.Text(4), s.Text(5)};
+    st.records = s.Int(6);
+    st.ok_records = s.Int(7);
+    out.push_back(std::move(st));
+  }
+  Statement best(impl_->conn.db,
+                 "SELECT target, MIN(median) FROM records WHERE workload_id = ?1 AND status = 'ok' GROUP BY target "
+                 "ORDER BY target",
+                 impl_->path);
+  for (WorkloadStats& st : out) {
+    best.Reset().Bind(1, st.workload.id);
+    while (best.Step()) st.best.emplace_back(best.Text(0), best.Double(1));
+  }
+  return out;
+}
+
+std::int64_t SqliteDatabase::Size() {
+  Statement& s = impl_->count->Reset();
+  s.Step();
+  std::int64_t n = s.Int(0);
+  s.Reset();
+  return n;
+}
+
+std::vector<std::string> SqliteDatabase::Targets(const std::string& workload_hash) {
+  Statement s(impl_->conn.db,
+              "SELECT DISTINCT r.target FROM records r JOIN workloads w ON w.id = r.workload_id WHERE w.hash = ?1 "
+              "ORDER BY r.target",
+              impl_->path);
+  s.Bind(1, workload_hash);
+  std::vector<std::string> out;
+  while (s.Step()) out.push_back(s.Text(0));
+  return out;
+}
+
+std::int64_t SqliteDatabase::StartSession(const Session& session) {
+  std::int64_t id = 0;
+  impl_->Write([&] {
+    impl_->insert_session->Reset()
+        .Bind(1, session.command)
+        .Bind(2, session.host)
+        .Bind(3, session.target)
+        .Bind(4, session.strategy)
+        .Bind(5, static_cast<std::int64_t>(session.seed))
+        .Bind(6, session.trials)
+        .Bind(7, session.started != 0 ? session.started : NowSeconds())
+        .Run();
+    id = sqlite3_last_insert_rowid(impl_->conn.db);
+  });
+  return id;
+}
+
+void SqliteDatabase::EndSession(std::int64_t id, double ended) {
+  impl_->Write([&] { impl_->end_session->Reset().Bind(1, id).Bind(2, ended).Run(); });
+}
+
+std::vector<Session> SqliteDatabase::Sessions() {
+  Statement s(impl_->conn.db,
+              "SELECT id, command, host, target, strategy, seed, trials, started, COALESCE(ended, 0) FROM sessions "
+              "ORDER BY id",
+              impl_->path);
+  std::vector<Session> out;
+  while (s.Step()) {
+    Session x;
+    x.id = s.Int(0);
+    x.command = s.Text(1);
+    x.host = s.Text(2);
+    x.target = s.Text(3);
+    x.strategy = s.Text(4);
+    x.seed = static_cast<std::uint64_t>(s.Int(5));
+    x.trials = s.Int(6);
+    x.started = s.Double(7);
+    x.ended = s.Double(8);
+    out.push_back(x);
+  }
+  return out;
+}
+
+std::int64_t SqliteDatabase::SaveModel(const StoredModel& m) {
+  std::int64_t id = 0;
+  impl_->Write([&] {
+    impl_->insert_model->Reset()
+        .Bind(1, static_cast<std::int64_t>(m.feature_version))
+        .Bind(2, m.objective)
+        .BindBlob(3, m.blob)
+        .Bind(4, m.training_rows)
+        .Bind(5, m.metrics)
+        .Bind(6, m.created != 0 ? m.created : NowSeconds())
+        .Run();
+    id = sqlite3_last_insert_rowid(impl_->conn.db);
+  });
+  return id;
+}
+
+std::vector<StoredModel> SqliteDatabase::Models() {
+  Statement s(impl_->conn.db,
+              "SELECT id, feature_version, objective, training_rows, metrics, created FROM models ORDER BY id DESC",
+              impl_->path);
+  std::vector<StoredModel> out;
+  while (s.Step()) {
+    StoredModel m;
+    m.id = s.Int(0);
+    m.feature_version = static_cast<int>(s.Int(1));
+    m.objective = s.Text(2);
+    m.training_rows = s.Int(3);
+    m.metrics = s.Text(4);
+    m.created = s.Double(5);
+    out.push_back(m);
+  }
+  return out;
+}
+
+std::optional<StoredModel> SqliteDatabase::LoadModel(std::int64_t id) {
+  std::string sql =
+      "SELECT id, feature_version, objective, training_rows, metrics, created, blob FROM models " +
+      std::string(id == 0 ? "ORDER BY id DESC LIMIT 1" : "WHERE id = ?1");
+  Statement s(impl_->conn.db, sql.c_str(), impl_->path);
+  if (id != 0) s.Bind(1, id);
+  if (!s.Step()) return std::nullopt;
+  StoredModel m;
+  m.id = s.Int(0);
+  m.feature_version = static_cast<int>(s.Int(1));
+  m.objective = s.Text(2);
+  m.training_rows = s.Int(3);
+  m.metrics = s.Text(4);
+  m.created = s.Double(5);
+  m.blob = s.Text(6);
+  return m;
+}
+
+std::string SqliteDatabase::IntegrityCheck() {
+  Statement s(impl_->conn.db, "PRAGMA integrity_check", impl_->path);
+  std::string out;
+  while (s.Step()) out += (out.empty() ? "" : "\n") + s.Text(0);
+  return out;
+}
+
+}  // namespace tunedb::db

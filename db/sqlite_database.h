@@ -1,0 +1,59 @@
+// The tuning database in one SQLite file.
+//
+// - Schema versions through PRAGMA user_version; opening a file written by a
+//   newer tunedb is refused with a clear error, an older one is migrated.
+// - WAL journal, a busy timeout, and every write in a BEGIN IMMEDIATE
+//   transaction retried while another process holds the lock, so several
+//   tuners and a server share one file and no "database is locked" reaches
+//   a user.
+// - top_k reads a partial index on (workload, target, median) over ok
+//   records: logarithmic in the number of records.
+// - Statements are prepared once and owned by RAII wrappers; sqlite3.h stays
+//   inside the .cc.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "db/database.h"
+
+namespace tunedb::db {
+
+class SqliteDatabase : public Database {
+ public:
+  static constexpr int kSchemaVersion = 1;
+
+  // Opens (creating if needed) the file. Throws DatabaseError naming the file.
+  explicit SqliteDatabase(const std::string& path);
+  ~SqliteDatabase() override;
+
+  std::int64_t CommitWorkload(const WorkloadInput& workload) override;
+  std::int64_t CommitRecords(const std::vector<TuningRecord>& records) override;
+  std::vector<TuningRecord> TopK(const std::string& workload_hash, const std::string& target, int k) override;
+  std::vector<TuningRecord> Records(const RecordQuery& query) override;
+  std::optional<Workload> FindWorkload(const std::string& hash) override;
+  std::vector<WorkloadStats> Workloads() override;
+  std::int64_t Size() override;
+  std::vector<std::string> Targets(const std::string& workload_hash) override;
+  std::int64_t StartSession(const Session& session) override;
+  void EndSession(std::int64_t id, double ended) override;
+  std::vector<Session> Sessions() override;
+  std::int64_t SaveModel(const StoredModel& model) override;
+  std::vector<StoredModel> Models() override;
+  std::optional<StoredModel> LoadModel(std::int64_t id) override;
+
+  // Runs fn inside one BEGIN IMMEDIATE transaction (used by imports, which
+  // must commit all or nothing). Nested calls join the outer transaction.
+  void Transaction(const std::function<void()>& fn);
+
+  // "ok" or SQLite's integrity_check report.
+  std::string IntegrityCheck();
+  const std::string& path() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tunedb::db

@@ -1,0 +1,149 @@
+#include "db/tvm_interop.h"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+namespace tunedb::db {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kWorkloadFile = "database_workload.json";
+constexpr const char* kRecordFile = "database_tuning_record.json";
+
+[[noreturn]] void Fail(const std::string& file, int line, const std::string& what) {
+  throw DatabaseError(file + ":" + std::to_string(line) + ": " + what);
+}
+
+}  // namespace
+
+std::string TargetStringFromTvm(const std::string& target_json) {
+  json t = json::parse(target_json, nullptr, false);
+  if (t.is_string()) return t.get<std::string>();
+  if (!t.is_object()) return target_json;
+  std::string s = t.value("kind", std::string("llvm"));
+  if (t.contains("mcpu") && t["mcpu"].is_string()) s += " -mcpu=" + t["mcpu"].get<std::string>();
+  if (t.contains("num-cores") && t["num-cores"].is_number_integer()) {
+    s += " -num-cores=" + std::to_string(t["num-cores"].get<std::int64_t>());
+  }
+  return s;
+}
+
+TvmImportStats ImportTvm(SqliteDatabase& db, const std::string& dir) {
+  namespace fs = std::filesystem;
+  fs::path wpath = fs::path(dir) / kWorkloadFile, rpath = fs::path(dir) / kRecordFile;
+  std::ifstream wf(wpath), rf(rpath);
+  if (!wf) throw DatabaseError("cannot read " + wpath.string());
+  if (!rf) throw DatabaseError("cannot read " + rpath.string());
+  TvmImportStats stats;
+  db.Transaction([&] {
+    // Workloads, by line index.
+    std::vector<std::string> hashes;
+    std::string line;
+    int n = 0;
+    while (std::getline(wf, line)) {
+      ++n;
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      json j = json::parse(line, nullptr, false);
+      if (j.is_discarded()) Fail(wpath.string(), n, "not valid JSON");
+      if (!j.is_array() || j.size() != 2 || !(j[0].is_string() || j[0].is_number_integer())) {
+        Fail(wpath.string(), n, "expected [shash, module]");
+      }
+      std::string hash = j[0].is_string() ? j[0].get<std::string>() : std::to_string(j[0].get<std::int64_t>());
+      std::string module = j[1].dump();
+      WorkloadInput w{hash, "tvm:" + hash, "tvm", "tvm:" + module, module};
+      try {
+        db.CommitWorkload(w);
+      } catch (const DatabaseError& e) {
+        Fail(wpath.string(), n, e.what());
+      }
+      hashes.push_back(hash);
+      ++stats.workloads;
+    }
+    n = 0;
+    std::vector<TuningRecord> records;
+    while (std::getline(rf, line)) {
+      ++n;
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      json j = json::parse(line, nullptr, false);
+      if (j.is_discarded()) Fail(rpath.string(), n, "not valid JSON");
+      if (!j.is_array() || j.size() != 2 || !j[0].is_number_integer() || !j[1].is_array() || j[1].size() != 4) {
+        Fail(rpath.string(), n, "expected [workload_index, [trace, run_secs, target, args_info]]");
+      }
+      std::int64_t index = j[0].get<std::int64_t>();
+      if (index < 0 || index >= static_cast<std::int64_t>(hashes.size())) {
+        Fail(rpath.string(), n, "workload index " + std::to_string(index) + " is not a line of " + kWorkloadFile);
+      }
+      const json& rec = j[1];
+      if (!rec[0].is_array() || rec[0].empty() || !rec[0][0].is_array()) {
+        Fail(rpath.string(), n, "the trace must be [[instructions...], [decisions...]]");
+      }
+      TuningRecord r;
+      r.workload_hash = hashes[static_cast<std::size_t>(index)];
+      r.trace = rec[0].dump();
+      bool failed = rec[1].is_null();
+      if (!rec[1].is_null()) {
+        if (!rec[1].is_array()) Fail(rpath.string(), n, "run_secs must be a list of numbers or null");
+        for (const json& x : rec[1]) {
+          if (!x.is_number()) Fail(rpath.string(), n, "run_secs must be a list of numbers or null");
+          r.run_secs.push_back(x.get<double>());
+          failed |= x.get<double>() >= 1e9;
+        }
+      }
+      if (!rec[2].is_object() && !rec[2].is_string()) Fail(rpath.string(), n, "the target must be an object or a string");
+      r.target_json = rec[2].dump();
+      r.target = TargetStringFromTvm(r.target_json);
+      r.args_info = rec[3].dump();
+      r.status = failed ? RecordStatus::kRunError : RecordStatus::kOk;
+      if (failed) r.error = "failed in TVM (imported)";
+      r.created = 1;  // imported: the time is unknown
+      records.push_back(std::move(r));
+    }
+    std::int64_t added = db.CommitRecords(records);
+    stats.records = added;
+    stats.duplicates = static_cast<std::int64_t>(records.size()) - added;
+  });
+  return stats;
+}
+
+TvmExportStats ExportTvm(Database& db, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  fs::path wpath = fs::path(dir) / kWorkloadFile, rpath = fs::path(dir) / kRecordFile;
+  std::ofstream wf(wpath), rf(rpath);
+  if (!wf) throw DatabaseError("cannot write " + wpath.string());
+  if (!rf) throw DatabaseError("cannot write " + rpath.string());
+  TvmExportStats stats;
+  std::int64_t index = 0;
+  for (const WorkloadStats& w : db.Workloads()) {
+    const WorkloadInput& in = w.workload.input;
+    json module = json::parse(in.program, nullptr, false);
+    if (module.is_discarded()) module = in.program;
+    wf << json::array({in.hash, module}).dump() << "\n";
+    ++stats.workloads;
+    RecordQuery q;
+    q.workload_hash = in.hash;
+    q.limit = 5000;
+    while (true) {
+      std::vector<TuningRecord> page = db.Records(q);
+      if (page.empty()) break;
+      q.after_id = page.back().id;
+      for (const TuningRecord& r : page) {
+        json target = r.target_json.empty() ? json(r.target) : json::parse(r.target_json, nullptr, false);
+        json args = r.args_info.empty() ? json::array() : json::parse(r.args_info, nullptr, false);
+        json run_secs = r.run_secs.empty() ? json(nullptr) : json(r.run_secs);
+        rf << json::array({index, json::array({json::parse(r.trace, nullptr, false), run_secs, target, args})}).dump()
+           << "\n";
+        ++stats.records;
+      }
+    }
+    ++index;
+  }
+  return stats;
+}
+
+}  // namespace tunedb::db

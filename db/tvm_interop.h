@@ -1,0 +1,46 @@
+// TVM MetaSchedule's JSON database files: import and export.
+//
+// database_workload.json: one line per workload, [shash, module]; the module
+// (base64 text before TVM 0.24, a JSON object from 0.24 on) is kept verbatim
+// and opaque, under TVM's hash, as a workload of kind "tvm".
+// database_tuning_record.json: one line per record,
+// [workload_index, [trace, run_secs, target, args_info]]; trace, target and
+// args_info are kept verbatim (a trace of either generation, GetBlock or
+// GetSBlock, replays in tunedb), the target is also stored as tunedb's
+// target string, and run_secs of 1e9 s or more (TVM's mark of a failed run)
+// make a run_error record.
+//
+// An import is one transaction: a malformed line stops it with file:line
+// and the reason, and nothing is committed. Importing the same files twice
+// adds nothing the second time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "db/sqlite_database.h"
+
+namespace tunedb::db {
+
+struct TvmImportStats {
+  std::int64_t workloads = 0;
+  std::int64_t records = 0;      // added
+  std::int64_t duplicates = 0;   // already present
+};
+
+TvmImportStats ImportTvm(SqliteDatabase& db, const std::string& dir);
+
+struct TvmExportStats {
+  std::int64_t workloads = 0;
+  std::int64_t records = 0;
+};
+
+// Writes both files into `dir` (created if needed): TVM workloads with their
+// original module text, tunedb's with their program JSON.
+TvmExportStats ExportTvm(Database& db, const std::string& dir);
+
+// "llvm -mcpu=znver4 -num-cores=2" from a TVM target JSON object (or the
+// string itself when the target is a string).
+std::string TargetStringFromTvm(const std::string& target_json);
+
+}  // namespace tunedb::db

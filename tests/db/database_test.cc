@@ -1,0 +1,216 @@
+// The Database contract, run against SQLite and the in-memory oracle.
+#include "db/database.h"
+
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "db/memory_database.h"
+#include "db/sqlite_database.h"
+
+namespace tunedb::db {
+namespace {
+
+WorkloadInput W(const std::string& hash, const std::string& structure = "") {
+  return {hash, "w" + hash, "tunedb", structure.empty() ? "structure-" + hash : structure, "{\"program\": " + hash + "}"};
+}
+
+TuningRecord R(const std::string& hash, const std::string& target, std::vector<double> secs,
+               RecordStatus status = RecordStatus::kOk, const std::string& trace = "[[],[]]") {
+  TuningRecord r;
+  r.workload_hash = hash;
+  r.target = target;
+  r.trace = trace;
+  r.run_secs = std::move(secs);
+  r.status = status;
+  r.hardware = "test cpu; 2 cores";
+  return r;
+}
+
+template <typename T>
+class DatabaseContract : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if constexpr (std::is_same_v<T, SqliteDatabase>) {
+      path_ = ::testing::TempDir() + "/contract_" + std::to_string(::getpid()) + "_" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".sqlite";
+      std::filesystem::remove(path_);
+      db_ = std::make_unique<SqliteDatabase>(path_);
+    } else {
+      db_ = std::make_unique<MemoryDatabase>();
+    }
+  }
+  void TearDown() override {
+    db_.reset();
+    if (!path_.empty()) {
+      for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);
+    }
+  }
+  std::unique_ptr<Database> db_;
+  std::string path_;
+};
+
+using Implementations = ::testing::Types<SqliteDatabase, MemoryDatabase>;
+TYPED_TEST_SUITE(DatabaseContract, Implementations);
+
+TYPED_TEST(DatabaseContract, CommitWorkloadIsIdempotentAndDetectsCollisions) {
+  Database& db = *this->db_;
+  std::int64_t a = db.CommitWorkload(W("1"));
+  EXPECT_EQ(db.CommitWorkload(W("1")), a);
+  EXPECT_NE(db.CommitWorkload(W("2")), a);
+  EXPECT_THROW(db.CommitWorkload(W("1", "another structure")), DatabaseError);
+  ASSERT_TRUE(db.FindWorkload("1"));
+  EXPECT_EQ(db.FindWorkload("1")->input.program, "{\"program\": 1}");
+  EXPECT_FALSE(db.FindWorkload("3"));
+}
+
+TYPED_TEST(DatabaseContract, TopKIsValidRecordsFastestFirstPerTarget) {
+  Database& db = *this->db_;
+  db.CommitWorkload(W("1"));
+  db.CommitRecords({R("1", "t", {3.0, 3.0, 3.0}, RecordStatus::kOk, "a"), R("1", "t", {1.0, 9.0, 1.5}, RecordStatus::kOk, "b"),
+                    R("1", "t", {}, RecordStatus::kBuildError, "c"), R("1", "t", {0.1}, RecordStatus::kWrongResult, "d"),
+                    R("1", "other", {0.5}, RecordStatus::kOk, "e"), R("1", "t", {2.0}, RecordStatus::kOk, "f")});
+  std::vector<TuningRecord> top = db.TopK("1", "t", 2);
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_EQ(top[0].trace, "b");  // median 1.5
+  EXPECT_EQ(top[1].trace, "f");
+  EXPECT_EQ(db.TopK("1", "t", 10).size(), 3u);  // failures are never best
+  EXPECT_EQ(db.TopK("1", "nowhere", 10).size(), 0u);
+  EXPECT_EQ(db.Size(), 6);
+  EXPECT_EQ(db.Targets("1"), (std::vector<std::string>{"other", "t"}));
+}
+
+TYPED_TEST(DatabaseContract, RecordsFilterAndPage) {
+  Database& db = *this->db_;
+  db.CommitWorkload(W("1"));
+  db.CommitWorkload(W("2"));
+  std::vector<TuningRecord> batch;
+  for (int i = 0; i < 25; ++i) {
+    batch.push_back(R(i % 2 ? "1" : "2", "t", {static_cast<double>(i)}, i % 5 == 0 ? RecordStatus::kTimeout : RecordStatus::kOk,
+                      "trace" + std::to_string(i)));
+  }
+  EXPECT_EQ(db.CommitRecords(batch), 25);
+  RecordQuery q;
+  q.workload_hash = "1";
+  q.limit = 5;
+  std::vector<std::string> seen;
+  while (true) {
+    std::vector<TuningRecord> page = db.Records(q);
+    if (page.empty()) break;
+    for (const auto& r : page) seen.push_back(r.trace);
+    q.after_id = page.back().id;
+  }
+  EXPECT_EQ(seen.size(), 12u);
+  RecordQuery failures;
+  failures.status = RecordStatus::kTimeout;
+  EXPECT_EQ(db.Records(failures).size(), 5u);
+}
+
+TYPED_TEST(DatabaseContract, DuplicatesAreSkippedAndUnknownWorkloadsRefused) {
+  Database& db = *this->db_;
+  db.CommitWorkload(W("1"));
+  EXPECT_EQ(db.CommitRecords({R("1", "t", {1.0})}), 1);
+  EXPECT_EQ(db.CommitRecords({R("1", "t", {1.0}), R("1", "t", {2.0})}), 1);
+  EXPECT_THROW(db.CommitRecords({R("1", "t", {5.0}), R("9", "t", {1.0})}), DatabaseError);
+  EXPECT_EQ(db.Size(), 2);  // the failed batch added nothing
+}
+
+TYPED_TEST(DatabaseContract, StringsThatLookLikeSqlAreStoredVerbatim) {
+  Database& db = *this->db_;
+  std::string evil = "'); DROP TABLE records; -- \"\\ \xe2\x9c\x93";
+  WorkloadInput w = W("1");
+  w.name = evil;
+  db.CommitWorkload(w);
+  TuningRecord r = R("1", evil, {1.0}, RecordStatus::kOk, evil);
+  r.error = evil;
+  db.CommitRecords({r});
+  std::vector<TuningRecord> top = db.TopK("1", evil, 1);
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_EQ(top[0].trace, evil);
+  EXPECT_EQ(db.FindWorkload("1")->input.name, evil);
+  EXPECT_EQ(db.Size(), 1);
+}
+
+TYPED_TEST(DatabaseContract, WorkloadStats) {
+  Database& db = *this->db_;
+  db.CommitWorkload(W("1"));
+  db.CommitRecords({R("1", "a", {2.0}), R("1", "a", {1.0}), R("1", "b", {3.0}), R("1", "a", {}, RecordStatus::kRunError)});
+  std::vector<WorkloadStats> stats = db.Workloads();
+  ASSERT_EQ(stats.size(), 1u);
+  EXPECT_EQ(stats[0].records, 4);
+  EXPECT_EQ(stats[0].ok_records, 3);
+  ASSERT_EQ(stats[0].best.size(), 2u);
+  EXPECT_EQ(stats[0].best[0], std::make_pair(std::string("a"), 1.0));
+}
+
+TYPED_TEST(DatabaseContract, SessionsAndModels) {
+  Database& db = *this->db_;
+  Session s;
+  s.command = "tunedb tune";
+  s.seed = 7;
+  std::int64_t id = db.StartSession(s);
+  db.EndSession(id, 123.0);
+  ASSERT_EQ(db.Sessions().size(), 1u);
+  EXPECT_EQ(db.Sessions()[0].ended, 123.0);
+  StoredModel m;
+  m.feature_version = 3;
+  m.blob = std::string("\0binary\xff", 8);
+  m.objective = "rank";
+  std::int64_t first = db.SaveModel(m);
+  m.blob = "second";
+  std::int64_t second = db.SaveModel(m);
+  EXPECT_EQ(db.LoadModel(0)->id, second);
+  EXPECT_EQ(db.LoadModel(first)->blob, std::string("\0binary\xff", 8));
+  EXPECT_EQ(db.Models().size(), 2u);
+  EXPECT_TRUE(db.Models()[0].blob.empty());
+}
+
+TEST(DifferentialTest, RandomOperationsAgree) {
+  std::string path = ::testing::TempDir() + "/differential.sqlite";
+  std::filesystem::remove(path);
+  SqliteDatabase sqlite(path);
+  MemoryDatabase memory;
+  std::mt19937 rng(11);
+  for (Database* db : {static_cast<Database*>(&sqlite), static_cast<Database*>(&memory)}) {
+    for (int w = 0; w < 5; ++w) db->CommitWorkload(W(std::to_string(w)));
+  }
+  for (int round = 0; round < 40; ++round) {
+    std::vector<TuningRecord> batch;
+    int n = 1 + static_cast<int>(rng() % 20);
+    for (int i = 0; i < n; ++i) {
+      RecordStatus st = rng() % 4 == 0 ? RecordStatus::kRunError : RecordStatus::kOk;
+      std::vector<double> secs;
+      if (st == RecordStatus::kOk) {
+        for (int k = 0; k < 3; ++k) secs.push_back(static_cast<double>(rng() % 1000) / 1000.0);
+      }
+      batch.push_back(R(std::to_string(rng() % 5), rng() % 2 ? "x" : "y", secs, st, "t" + std::to_string(rng() % 50)));
+    }
+    EXPECT_EQ(sqlite.CommitRecords(batch), memory.CommitRecords(batch));
+  }
+  EXPECT_EQ(sqlite.Size(), memory.Size());
+  for (int w = 0; w < 5; ++w) {
+    for (const char* t : {"x", "y"}) {
+      auto a = sqlite.TopK(std::to_string(w), t, 7), b = memory.TopK(std::to_string(w), t, 7);
+      ASSERT_EQ(a.size(), b.size());
+      for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].Median(), b[i].Median());
+    }
+  }
+}
+
+TEST(MergeTest, MergeSkipsDuplicates) {
+  MemoryDatabase a, b;
+  a.CommitWorkload(W("1"));
+  a.CommitRecords({R("1", "t", {1.0}), R("1", "t", {2.0})});
+  b.CommitWorkload(W("1"));
+  b.CommitWorkload(W("2"));
+  b.CommitRecords({R("1", "t", {2.0}), R("2", "t", {3.0})});
+  EXPECT_EQ(Merge(a, b), 1);
+  EXPECT_EQ(a.Size(), 3);
+  EXPECT_EQ(Merge(a, b), 0);
+}
+
+}  // namespace
+}  // namespace tunedb::db

@@ -1,0 +1,155 @@
+// SQLite-specific behavior: several processes, crashes, schema versions.
+#include "db/sqlite_database.h"
+
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <gtest/gtest.h>
+
+namespace tunedb::db {
+namespace {
+
+std::string FreshPath(const std::string& name) {
+  std::string path = ::testing::TempDir() + "/" + name + "_" + std::to_string(::getpid()) + ".sqlite";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  return path;
+}
+
+WorkloadInput W(const std::string& hash) { return {hash, "w", "tunedb", "s" + hash, "{}"}; }
+
+TuningRecord R(const std::string& trace, double secs) {
+  TuningRecord r;
+  r.workload_hash = "1";
+  r.target = "llvm";
+  r.trace = trace;
+  r.run_secs = {secs};
+  return r;
+}
+
+TEST(SqliteDatabaseTest, SeveralWriterProcessesLoseNothing) {
+  std::string path = FreshPath("writers");
+  SqliteDatabase(path).CommitWorkload(W("1"));
+  constexpr int kWriters = 4, kBatches = 25, kPerBatch = 8;
+  std::vector<pid_t> children;
+  for (int w = 0; w < kWriters; ++w) {
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      try {
+        SqliteDatabase db(path);
+        for (int b = 0; b < kBatches; ++b) {
+          std::vector<TuningRecord> batch;
+          for (int i = 0; i < kPerBatch; ++i) {
+            batch.push_back(R("w" + std::to_string(w) + "b" + std::to_string(b) + "i" + std::to_string(i), 1.0 + i));
+          }
+          db.CommitRecords(batch);
+        }
+      } catch (...) {
+        ::_exit(1);
+      }
+      ::_exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a writer failed (database locked?)";
+  }
+  SqliteDatabase db(path);
+  EXPECT_EQ(db.Size(), kWriters * kBatches * kPerBatch);
+  EXPECT_EQ(db.IntegrityCheck(), "ok");
+}
+
+TEST(SqliteDatabaseTest, KilledWriterLosesOnlyItsOpenTransaction) {
+  std::string path = FreshPath("killed");
+  SqliteDatabase(path).CommitWorkload(W("1"));
+  int acks[2];
+  ASSERT_EQ(::pipe(acks), 0);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(acks[0]);
+    SqliteDatabase db(path);
+    for (int i = 0;; ++i) {
+      db.CommitRecords({R("trace" + std::to_string(i), 1.0)});
+      // Acknowledge only after the commit returned.
+      if (::write(acks[1], &i, sizeof i) != sizeof i) ::_exit(2);
+    }
+  }
+  ::close(acks[1]);
+  int last = -1, value = 0;
+  while (last < 200 && ::read(acks[0], &value, sizeof value) == sizeof value) last = value;
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  while (::read(acks[0], &value, sizeof value) == sizeof value) last = value;
+  ::close(acks[0]);
+  SqliteDatabase db(path);
+  EXPECT_EQ(db.IntegrityCheck(), "ok");
+  RecordQuery q;
+  q.limit = 1000000;
+  std::set<std::string> traces;
+  for (const TuningRecord& r : db.Records(q)) traces.insert(r.trace);
+  for (int i = 0; i <= last; ++i) EXPECT_TRUE(traces.count("trace" + std::to_string(i))) << "lost acknowledged record " << i;
+}
+
+TEST(SqliteDatabaseTest, NewerSchemaIsRefusedClearly) {
+  std::string path = FreshPath("newer");
+  {
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+    sqlite3_exec(raw, "PRAGMA user_version = 99", nullptr, nullptr, nullptr);
+    sqlite3_close(raw);
+  }
+  try {
+    SqliteDatabase db(path);
+    FAIL();
+  } catch (const DatabaseError& e) {
+    EXPECT_EQ(std::string(e.what()), "database " + path +
+                                         " was written by a newer tunedb (schema version 99; this build understands up "
+                                         "to 1)");
+  }
+}
+
+TEST(SqliteDatabaseTest, NotADatabaseIsAClearError) {
+  std::string path = FreshPath("garbage");
+  std::ofstream(path) << std::string(4096, 'x');
+  try {
+    SqliteDatabase db(path);
+    FAIL();
+  } catch (const DatabaseError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("file is not a database"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SqliteDatabaseTest, ReopenKeepsEverything) {
+  std::string path = FreshPath("reopen");
+  {
+    SqliteDatabase db(path);
+    db.CommitWorkload(W("1"));
+    db.CommitRecords({R("a", 2.0), R("b", 1.0)});
+  }
+  SqliteDatabase db(path);
+  EXPECT_EQ(db.Size(), 2);
+  EXPECT_EQ(db.TopK("1", "llvm", 1)[0].trace, "b");
+}
+
+TEST(SqliteDatabaseTest, TransactionsCommitAllOrNothing) {
+  std::string path = FreshPath("txn");
+  SqliteDatabase db(path);
+  db.CommitWorkload(W("1"));
+  EXPECT_THROW(db.Transaction([&] {
+    db.CommitRecords({R("a", 1.0)});
+    throw DatabaseError("stop");
+  }),
+               DatabaseError);
+  EXPECT_EQ(db.Size(), 0);
+}
+
+}  // namespace
+}  // namespace tunedb::db

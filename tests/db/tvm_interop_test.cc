@@ -1,0 +1,118 @@
+#include "db/tvm_interop.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace tunedb::db {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Dir(const std::string& name) {
+  fs::path d = fs::path(::testing::TempDir()) / (name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d.string();
+}
+
+std::string FreshDb(const std::string& name) {
+  std::string path = ::testing::TempDir() + "/" + name + "_" + std::to_string(::getpid()) + ".sqlite";
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
+  return path;
+}
+
+// Lines as TVM writes them: a pre-0.24 workload (base64 module text) and a
+// 0.24 one (JSON module object, GetSBlock traces).
+const char* kWorkloads =
+    "[\"1043231297183837446\", \"eJztWk1v2zAM/SuFzzskk+Tb+Q==\"]\n"
+    "[\"9182736450\", {\"root\": 1, \"nodes\": [{\"type_key\": \"IRModule\"}], \"attrs\": {\"tvm_version\": \"0.24.0\"}}]\n";
+const char* kRecords =
+    "[0, [[[[\"GetBlock\", [], [\"C\", \"main\"], [\"b0\"]], [\"GetLoops\", [\"b0\"], [], [\"l1\", \"l2\", \"l3\"]]], []], "
+    "[0.00123, 0.00121, 0.00125], {\"kind\": \"llvm\", \"tag\": \"\", \"keys\": [\"cpu\"], \"mcpu\": \"znver4\", "
+    "\"num-cores\": 2}, [[\"TENSOR\", \"float32\", [128, 128]]]]]\n"
+    "[0, [[[[\"GetBlock\", [], [\"C\", \"main\"], [\"b0\"]]], []], [1e+10], {\"kind\": \"llvm\", \"mcpu\": \"znver4\", "
+    "\"num-cores\": 2}, []]]\n"
+    "[1, [[[[\"GetSBlock\", [], [\"C\", \"main\"], [\"b0\"]], [\"SamplePerfectTile\", [\"l1\"], [4, 64], [\"v2\", \"v3\", "
+    "\"v4\", \"v5\"]]], [[1, [2, 4, 4, 4]]]], [0.5], \"llvm -mcpu=znver4 -num-cores=2\", []]]\n";
+
+void Write(const std::string& dir, const std::string& workloads, const std::string& records) {
+  std::ofstream(fs::path(dir) / "database_workload.json") << workloads;
+  std::ofstream(fs::path(dir) / "database_tuning_record.json") << records;
+}
+
+std::vector<nlohmann::json> Lines(const fs::path& file) {
+  std::ifstream in(file);
+  std::vector<nlohmann::json> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  }
+  return out;
+}
+
+TEST(TvmInteropTest, ImportThenExportReproducesTheRecords) {
+  std::string in = Dir("tvm_in"), out = Dir("tvm_out");
+  Write(in, kWorkloads, kRecords);
+  SqliteDatabase db(FreshDb("tvm_roundtrip"));
+  TvmImportStats stats = ImportTvm(db, in);
+  EXPECT_EQ(stats.workloads, 2);
+  EXPECT_EQ(stats.records, 3);
+  // Stored as tunedb sees them: target strings, failures as run_error.
+  std::vector<TuningRecord> top = db.TopK("1043231297183837446", "llvm -mcpu=znver4 -num-cores=2", 5);
+  ASSERT_EQ(top.size(), 1u);
+  EXPECT_DOUBLE_EQ(top[0].Median(), 0.00123);
+  RecordQuery failed;
+  failed.status = RecordStatus::kRunError;
+  EXPECT_EQ(db.Records(failed).size(), 1u);
+  // Importing again adds nothing.
+  EXPECT_EQ(ImportTvm(db, in).records, 0);
+  ExportTvm(db, out);
+  EXPECT_EQ(Lines(fs::path(out) / "database_workload.json"), Lines(fs::path(in) / "database_workload.json"));
+  EXPECT_EQ(Lines(fs::path(out) / "database_tuning_record.json"), Lines(fs::path(in) / "database_tuning_record.json"));
+}
+
+void ExpectImportError(const std::string& workloads, const std::string& records, const std::string& suffix) {
+  std::string dir = Dir("tvm_bad");
+  Write(dir, workloads, records);
+  SqliteDatabase db(FreshDb("tvm_bad"));
+  try {
+    ImportTvm(db, dir);
+    FAIL() << "expected an error";
+  } catch (const DatabaseError& e) {
+    std::string msg = e.what();
+    EXPECT_EQ(msg.substr(msg.size() - std::min(msg.size(), suffix.size())), suffix) << msg;
+  }
+  EXPECT_EQ(db.Size(), 0);             // nothing committed
+  EXPECT_TRUE(db.Workloads().empty());
+}
+
+TEST(TvmInteropTest, MalformedFilesStopTheImportWithFileAndLine) {
+  ExpectImportError(kWorkloads, std::string(kRecords) + "[0, [[[]], [1.0]]\n",
+                    "database_tuning_record.json:4: not valid JSON");
+  ExpectImportError(kWorkloads, std::string(kRecords) + "[7, [[[], []], [1.0], {}, []]]\n",
+                    "database_tuning_record.json:4: workload index 7 is not a line of database_workload.json");
+  ExpectImportError(std::string(kWorkloads) + "{\"not\": \"an array\"}\n", kRecords,
+                    "database_workload.json:3: expected [shash, module]");
+  // Truncated in the middle of a line.
+  std::string records = kRecords;
+  ExpectImportError(kWorkloads, records.substr(0, records.size() - 40), "database_tuning_record.json:3: not valid JSON");
+  ExpectImportError(kWorkloads, "[0, [[[], []], \"fast\", {}, []]]\n",
+                    "database_tuning_record.json:1: run_secs must be a list of numbers or null");
+}
+
+TEST(TvmInteropTest, MissingFiles) {
+  SqliteDatabase db(FreshDb("tvm_missing"));
+  EXPECT_THROW(ImportTvm(db, "/nonexistent"), DatabaseError);
+}
+
+TEST(TvmInteropTest, TargetStrings) {
+  EXPECT_EQ(TargetStringFromTvm("{\"kind\": \"llvm\", \"mcpu\": \"znver4\", \"num-cores\": 2}"),
+            "llvm -mcpu=znver4 -num-cores=2");
+  EXPECT_EQ(TargetStringFromTvm("\"llvm -mcpu=skylake\""), "llvm -mcpu=skylake");
+}
+
+}  // namespace
+}  // namespace tunedb::db
