@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -116,7 +117,7 @@ CREATE TABLE IF NOT EXISTS records(
   hardware TEXT NOT NULL,
   target_json TEXT NOT NULL,
   args_info TEXT NOT NULL,
-  dedupe TEXT NOT NULL UNIQUE);
+  dedupe BLOB NOT NULL UNIQUE);
 CREATE INDEX IF NOT EXISTS records_best ON records(workload_id, target, median) WHERE status = 'ok';
 CREATE INDEX IF NOT EXISTS records_by_workload ON records(workload_id, id);
 CREATE TABLE IF NOT EXISTS models(
@@ -129,7 +130,21 @@ CREATE TABLE IF NOT EXISTS models(
   created REAL NOT NULL);
 )sql";
 
-std::string RunSecsJson(const std::vector<double>& secs) { return nlohmann::json(secs).dump(); }
+// [a, b, ...] with each number in its shortest round-trip form.
+std::string RunSecsJson(const std::vector<double>& secs) {
+  std::string out = "[";
+  char buf[32];
+  for (std::size_t i = 0; i < secs.size(); ++i) {
+    if (i) out += ", ";
+    if (!std::isfinite(secs[i])) {
+      out += "null";
+      continue;
+    }
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, secs[i]);
+    out.append(buf, end);
+  }
+  return out + "]";
+}
 
 std::vector<double> ParseRunSecs(const std::string& text) {
   std::vector<double> out;
@@ -140,22 +155,24 @@ std::vector<double> ParseRunSecs(const std::string& text) {
   return out;
 }
 
-// What makes two records the same measurement.
-std::string DedupeKey(const TuningRecord& r) {
-  std::string key = r.workload_hash + "\x1f" + r.target + "\x1f" + r.trace + "\x1f" + RunSecsJson(r.run_secs) + "\x1f" +
-                    std::string(StatusName(r.status));
-  // FNV-1a 64, twice with different seeds: a 128-bit key in hex.
-  auto fnv = [&](std::uint64_t h) {
-    for (unsigned char c : key) {
-      h ^= c;
-      h *= 0x100000001b3ULL;
+// What makes two records the same measurement: a 128-bit key (FNV-1a 64
+// with two seeds) over workload, target, trace, run_secs and status.
+std::string DedupeKey(const TuningRecord& r, const std::string& run_secs_json) {
+  std::uint64_t h[2] = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL};
+  auto mix = [&](std::string_view part) {
+    for (unsigned char c : part) {
+      h[0] = (h[0] ^ c) * 0x100000001b3ULL;
+      h[1] = (h[1] ^ c) * 0x100000001b3ULL;
     }
-    return h;
+    h[0] = (h[0] ^ 0x1f) * 0x100000001b3ULL;  // separator
+    h[1] = (h[1] ^ 0x1f) * 0x100000001b3ULL;
   };
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(fnv(0xcbf29ce484222325ULL)),
-                static_cast<unsigned long long>(fnv(0x84222325cbf29ce4ULL)));
-  return buf;
+  mix(r.workload_hash);
+  mix(r.target);
+  mix(r.trace);
+  mix(run_secs_json);
+  mix(StatusName(r.status));
+  return std::string(reinterpret_cast<const char*>(h), sizeof h);
 }
 
 }  // namespace
@@ -251,6 +268,8 @@ SqliteDatabase::SqliteDatabase(const std::string& path) : impl_(std::make_unique
   try {
     impl_->Exec("PRAGMA journal_mode=WAL");
     impl_->Exec("PRAGMA synchronous=NORMAL");
+    impl_->Exec("PRAGMA cache_size=-65536");  // 64 MiB of page cache
+    impl_->Exec("PRAGMA wal_autocheckpoint=16384");
     impl_->Exec("PRAGMA foreign_keys=ON");
   } catch (const DatabaseError& e) {
     throw DatabaseError(std::string(e.what()) + " (is it an SQLite database?)");
@@ -336,6 +355,7 @@ std::int64_t SqliteDatabase::CommitWorkload(const WorkloadInput& w) {
 
 std::int64_t SqliteDatabase::CommitRecords(const std::vector<TuningRecord>& records) {
   std::int64_t added = 0;
+  double now = NowSeconds();
   impl_->Write([&] {
     std::map<std::string, std::int64_t> ids;
     for (const TuningRecord& r : records) {
@@ -349,22 +369,21 @@ std::int64_t SqliteDatabase::CommitRecords(const std::vector<TuningRecord>& reco
         it = ids.emplace(r.workload_hash, find.Int(0)).first;
         find.Reset();
       }
-      TuningRecord copy = r;
-      if (copy.created == 0) copy.created = NowSeconds();
+      std::string run_secs = RunSecsJson(r.run_secs);
       impl_->insert_record->Reset()
           .Bind(1, it->second)
-          .Bind(2, copy.target)
-          .Bind(3, copy.trace)
-          .Bind(4, RunSecsJson(copy.run_secs))
-          .Bind(5, copy.Median())
-          .Bind(6, std::string(StatusName(copy.status)))
-          .Bind(7, copy.error)
-          .Bind(9, copy.created)
-          .Bind(10, copy.hardware)
-          .Bind(11, copy.target_json)
-          .Bind(12, copy.args_info)
-          .Bind(13, DedupeKey(copy));
-      if (copy.session_id != 0) impl_->insert_record->Bind(8, copy.session_id);
+          .Bind(2, r.target)
+          .Bind(3, r.trace)
+          .Bind(4, run_secs)
+          .Bind(5, r.Median())
+          .Bind(6, std::string(StatusName(r.status)))
+          .Bind(7, r.error)
+          .Bind(9, r.created != 0 ? r.created : now)
+          .Bind(10, r.hardware)
+          .Bind(11, r.target_json)
+          .Bind(12, r.args_info)
+          .BindBlob(13, DedupeKey(r, run_secs));
+      if (r.session_id != 0) impl_->insert_record->Bind(8, r.session_id);
       impl_->insert_record->Run();
       added += sqlite3_changes(impl_->conn.db);
     }
