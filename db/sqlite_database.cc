@@ -117,7 +117,10 @@ CREATE TABLE IF NOT EXISTS records(
   hardware TEXT NOT NULL,
   target_json TEXT NOT NULL,
   args_info TEXT NOT NULL,
-  dedupe BLOB NOT NULL UNIQUE);
+  dedupe BLOB NOT NULL,
+  -- Per workload, so that a batch of one workload's records dirties few
+  -- index pages (a global random key would dirty one page per record).
+  UNIQUE(workload_id, dedupe));
 CREATE INDEX IF NOT EXISTS records_best ON records(workload_id, target, median) WHERE status = 'ok';
 CREATE INDEX IF NOT EXISTS records_by_workload ON records(workload_id, id);
 CREATE TABLE IF NOT EXISTS models(
@@ -268,7 +271,7 @@ SqliteDatabase::SqliteDatabase(const std::string& path) : impl_(std::make_unique
   try {
     impl_->Exec("PRAGMA journal_mode=WAL");
     impl_->Exec("PRAGMA synchronous=NORMAL");
-    impl_->Exec("PRAGMA cache_size=-65536");  // 64 MiB of page cache
+    impl_->Exec("PRAGMA cache_size=-262144");  // up to 256 MiB of page cache: index inserts stay in memory
     impl_->Exec("PRAGMA wal_autocheckpoint=16384");
     impl_->Exec("PRAGMA foreign_keys=ON");
   } catch (const DatabaseError& e) {

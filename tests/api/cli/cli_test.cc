@@ -1,6 +1,7 @@
 // End-to-end tests of the `tunedb` executable: run it as a user would and
 // check its output and exit code.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <iterator>
@@ -160,6 +161,44 @@ TEST(CliTest, RunWithAScheduleAndBadTargets) {
   r = RunTunedb("run --workload matmul:M=16,N=16,K=16 --target \"cuda -arch=sm_80\"");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "tunedb: error: target 'cuda -arch=sm_80': must start with 'llvm' (e.g. llvm -mcpu=znver4 -num-cores=2)\n");
+}
+
+}  // namespace
+
+namespace {
+
+TEST(CliTest, DatabaseCommands) {
+  std::string dir = ::testing::TempDir() + "/cli_tvm_" + std::to_string(::getpid());
+  std::string db = dir + "/t.sqlite", other = dir + "/other.sqlite", out = dir + "/export";
+  std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str());
+  std::ofstream(dir + "/database_workload.json") << "[\"77\", \"eJzz\"]\n";
+  std::ofstream(dir + "/database_tuning_record.json")
+      << "[0, [[[[\"GetBlock\", [], [\"C\", \"main\"], [\"b0\"]]], []], [0.002, 0.001, 0.003], "
+         "{\"kind\": \"llvm\", \"mcpu\": \"x\", \"num-cores\": 2}, []]]\n";
+  Result r = RunTunedb("db import-tvm " + dir + " --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "imported 1 workloads and 1 records (0 duplicates skipped) into " + db + "\n");
+  r = RunTunedb("best --hash 77 --target \"llvm -mcpu=x -num-cores=2\" --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "# workload 77 on llvm -mcpu=x -num-cores=2: median 2.0000 ms\n"
+                   "b0 = sch.get_block(name=\"C\", func_name=\"main\")\n");
+  r = RunTunedb("db stats --db " + db);
+  EXPECT_NE(r.out.find("records:   1\n"), std::string::npos) << r.out;
+  r = RunTunedb("db records --hash 77 --db " + db);
+  EXPECT_NE(r.out.find("ok"), std::string::npos) << r.out;
+  r = RunTunedb("db export-tvm " + out + " --db " + db);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  r = RunTunedb("db import-tvm " + out + " --db " + other);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  r = RunTunedb("db merge " + other + " --db " + db);
+  EXPECT_EQ(r.out, "merged 0 new records from " + other + " into " + db + " (1 records now)\n");
+  r = RunTunedb("best --hash 77 --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("(targets with records: llvm -mcpu=x -num-cores=2)"), std::string::npos) << r.out;
+  std::ofstream(dir + "/database_tuning_record.json", std::ios::app) << "[0, [oops\n";
+  r = RunTunedb("db import-tvm " + dir + " --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: " + dir + "/database_tuning_record.json:2: not valid JSON\n");
 }
 
 }  // namespace
