@@ -1,0 +1,340 @@
+#include "costmodel/features.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "ir/simplify.h"
+
+namespace tunedb::costmodel {
+namespace {
+
+using namespace tunedb::ir;
+
+constexpr int kBuffersPerRow = 5;
+constexpr int kIntensityPoints = 10;
+
+float Log(double x) { return static_cast<float>(std::log2(1.0 + std::max(0.0, x))); }
+
+std::vector<FeatureColumn> MakeColumns() {
+  std::vector<FeatureColumn> c = {
+      {"float_mad", "float multiply-adds (a*b+c counted once)"},
+      {"float_addsub", "other float additions and subtractions"},
+      {"float_mul", "other float multiplications"},
+      {"float_div", "float divisions"},
+      {"float_cmp", "float comparisons"},
+      {"float_math", "float math-function calls (exp, log, ...)"},
+      {"float_minmax", "float min/max"},
+      {"int_addsub", "integer additions and subtractions (index arithmetic)"},
+      {"int_mul", "integer multiplications"},
+      {"int_divmod", "integer floordiv/floormod"},
+      {"int_cmp", "integer comparisons"},
+      {"bool_op", "and/or/not"},
+      {"select_op", "selects"},
+      {"num_loops", "loops around the store"},
+      {"loop_prod", "product of the extents of those loops (how often the store runs)"},
+      {"vec_num", "vectorized loops around the store"},
+      {"vec_prod", "product of their extents"},
+      {"vec_len", "extent of the innermost vectorized loop"},
+      {"vec_pos", "position of the innermost vectorized loop: 0 none, 1 innermost, 2 middle, 3 outermost"},
+      {"unroll_num", "unrolled loops around the store"},
+      {"unroll_prod", "product of their extents"},
+      {"unroll_len", "extent of the innermost unrolled loop"},
+      {"parallel_num", "parallel loops around the store"},
+      {"parallel_prod", "product of their extents"},
+      {"parallel_len", "extent of the innermost parallel loop"},
+      {"serial_prod", "product of the extents of serial loops"},
+      {"stores_in_row", "stores merged into this row (one row per stored buffer)"},
+  };
+  for (int b = 0; b < kBuffersPerRow; ++b) {
+    std::string p = "buf" + std::to_string(b) + "_";
+    std::vector<FeatureColumn> per = {
+        {p + "kind", "access kind: 0 absent, 1 read, 2 write, 3 read and write"},
+        {p + "bytes", "bytes accessed (element size x accesses)"},
+        {p + "unique_bytes", "bytes of the region touched by the whole loop nest"},
+        {p + "lines", "cache lines accessed (bytes / 64)"},
+        {p + "unique_lines", "cache lines of the region touched"},
+        {p + "reuse_type", "0 none, 1 a loop does not move the index (reuse across its iterations)"},
+        {p + "reuse_distance", "iterations between reuses (product of extents inside the innermost reusing loop)"},
+        {p + "reuse_count", "reuses (product of the extents of loops that do not move the index)"},
+        {p + "stride", "elements between consecutive iterations of the innermost loop that moves the index"},
+        {p + "innermost_contiguous", "1 when the innermost loop walks the buffer with stride 1"},
+    };
+    c.insert(c.end(), per.begin(), per.end());
+  }
+  for (int i = 0; i < kIntensityPoints; ++i) {
+    c.push_back({"intensity" + std::to_string(i),
+                 "float operations per unique byte inside the " + std::to_string(i) + "-th loop from the innermost"});
+  }
+  c.push_back({"alloc_bytes", "bytes of buffers allocated in the scopes around the store"});
+  c.push_back({"alloc_local", "1 when the stored buffer is allocated inside a loop (compacted, e.g. an accumulator)"});
+  c.push_back({"total_flops", "float operations of the whole program"});
+  return c;
+}
+
+struct LoopInfo {
+  const ForNode* loop;
+};
+
+struct Context {
+  std::vector<const ForNode*> loops;
+  std::int64_t alloc_bytes = 0;
+  std::set<const BufferNode*> scoped;  // allocated inside a loop
+};
+
+struct Counts {
+  double v[13] = {0};
+};
+
+// Operation counts of one expression tree.
+void CountOps(const Expr& e, Counts& c) {
+  VisitExpr(e, [&](const Expr& x) {
+    bool fp = IsFloat(x->dtype);
+    switch (x->kind) {
+      case ExprKind::kAdd: case ExprKind::kSub: {
+        bool mad = fp && x->kind == ExprKind::kAdd &&
+                   (x->operands[0]->kind == ExprKind::kMul || x->operands[1]->kind == ExprKind::kMul);
+        if (mad) c.v[0] += 1, c.v[2] -= 1;  // the multiply is counted inside the MAD
+        else if (fp) c.v[1] += 1;
+        else c.v[7] += 1;
+        break;
+      }
+      case ExprKind::kMul: if (fp) c.v[2] += 1; else c.v[8] += 1; break;
+      case ExprKind::kDiv: c.v[3] += 1; break;
+      case ExprKind::kFloorDiv: case ExprKind::kFloorMod: c.v[9] += 1; break;
+      case ExprKind::kMin: case ExprKind::kMax: if (fp) c.v[6] += 1; else c.v[7] += 1; break;
+      case ExprKind::kEq: case ExprKind::kNe: case ExprKind::kLt: case ExprKind::kLe: case ExprKind::kGt: case ExprKind::kGe:
+        if (IsFloat(x->operands[0]->dtype)) c.v[4] += 1; else c.v[10] += 1;
+        break;
+      case ExprKind::kAnd: case ExprKind::kOr: case ExprKind::kNot: c.v[11] += 1; break;
+      case ExprKind::kSelect: c.v[12] += 1; break;
+      case ExprKind::kCall: c.v[5] += 1; break;
+      default: break;
+    }
+  });
+}
+
+struct Access {
+  const BufferNode* buffer;
+  Expr index;  // flat
+  bool write;
+};
+
+struct Row {
+  Counts ops;
+  std::vector<const ForNode*> loops;  // of the store that runs most often
+  double executions = 0;
+  int stores = 0;
+  std::vector<Access> accesses;
+  std::int64_t alloc_bytes = 0;
+  bool local = false;
+};
+
+class Extractor {
+ public:
+  std::vector<FeatureRow> Run(const PrimFunc& f) {
+    Walk(f.body);
+    double total_flops = 0;
+    for (auto& [buf, row] : rows_) {
+      (void)buf;
+      for (int k : {0, 1, 2, 3, 4, 5, 6}) total_flops += row.ops.v[k] * (k == 0 ? 2 : 1);
+    }
+    std::vector<FeatureRow> out;
+    for (const BufferNode* buf : order_) out.push_back(Features(rows_[buf], total_flops));
+    return out;
+  }
+
+ private:
+  void Walk(const Stmt& s) {
+    if (!s) return;
+    switch (s->kind) {
+      case StmtKind::kFor: {
+        auto& n = static_cast<const ForNode&>(*s);
+        ctx_.loops.push_back(&n);
+        ranges_[n.loop_var.get()] = n.extent;
+        Walk(n.body);
+        ctx_.loops.pop_back();
+        return;
+      }
+      case StmtKind::kSeq:
+        for (const Stmt& c : static_cast<const SeqNode&>(*s).stmts) Walk(c);
+        return;
+      case StmtKind::kIf: {
+        auto& n = static_cast<const IfNode&>(*s);
+        Walk(n.then_case);
+        Walk(n.else_case);
+        return;
+      }
+      case StmtKind::kBlock: {
+        auto& n = static_cast<const BlockNode&>(*s);
+        Context saved = ctx_;
+        for (const Buffer& b : n.alloc_buffers) {
+          ctx_.alloc_bytes += b->NumElements() * DataTypeBytes(b->dtype);
+          if (!ctx_.loops.empty()) ctx_.scoped.insert(b.get());
+        }
+        Walk(n.body);
+        ctx_ = saved;
+        return;
+      }
+      case StmtKind::kStore: break;
+    }
+    auto& st = static_cast<const StoreNode&>(*s);
+    double runs = 1;
+    for (const ForNode* l : ctx_.loops) runs *= static_cast<double>(l->extent);
+    if (!rows_.count(st.buffer.get())) order_.push_back(st.buffer.get());
+    Row& row = rows_[st.buffer.get()];
+    Counts c;
+    CountOps(st.value, c);
+    for (const Expr& i : st.indices) CountOps(i, c);
+    for (int k = 0; k < 13; ++k) row.ops.v[k] += c.v[k] * runs;
+    ++row.stores;
+    if (runs > row.executions) {
+      row.executions = runs;
+      row.loops = ctx_.loops;
+    }
+    row.alloc_bytes = std::max(row.alloc_bytes, ctx_.alloc_bytes);
+    row.local = row.local || ctx_.scoped.count(st.buffer.get());
+    row.accesses.push_back({st.buffer.get(), st.indices[0], true});
+    VisitExpr(st.value, [&](const Expr& x) {
+      if (x->kind == ExprKind::kLoad) row.accesses.push_back({x->buffer.get(), x->operands[0], false});
+    });
+  }
+
+  FeatureRow Features(const Row& row, double total_flops) {
+    FeatureRow f;
+    for (int k = 0; k < 13; ++k) f.push_back(Log(row.ops.v[k]));
+    const auto& loops = row.loops;
+    double prod = 1, vec_prod = 1, unroll_prod = 1, par_prod = 1, serial_prod = 1;
+    int vec_num = 0, unroll_num = 0, par_num = 0;
+    std::int64_t vec_len = 0, unroll_len = 0, par_len = 0;
+    int vec_pos = 0;
+    for (std::size_t i = 0; i < loops.size(); ++i) {
+      const ForNode* l = loops[i];
+      prod *= static_cast<double>(l->extent);
+      switch (l->for_kind) {
+        case ForKind::kVectorized:
+          ++vec_num;
+          vec_prod *= static_cast<double>(l->extent);
+          vec_len = l->extent;
+          vec_pos = i + 1 == loops.size() ? 1 : i == 0 ? 3 : 2;
+          break;
+        case ForKind::kUnrolled: ++unroll_num, unroll_prod *= static_cast<double>(l->extent), unroll_len = l->extent; break;
+        case ForKind::kParallel: ++par_num, par_prod *= static_cast<double>(l->extent), par_len = l->extent; break;
+        case ForKind::kSerial: serial_prod *= static_cast<double>(l->extent); break;
+      }
+    }
+    f.insert(f.end(), {static_cast<float>(loops.size()), Log(prod), static_cast<float>(vec_num), Log(vec_prod),
+                       Log(static_cast<double>(vec_len)), static_cast<float>(vec_pos), static_cast<float>(unroll_num),
+                       Log(unroll_prod), Log(static_cast<double>(unroll_len)), static_cast<float>(par_num), Log(par_prod),
+                       Log(static_cast<double>(par_len)), Log(serial_prod), static_cast<float>(row.stores)});
+
+    // Buffers: merge accesses per buffer, most bytes first.
+    struct BufStats {
+      int kind = 0;
+      double bytes = 0, unique = 0, reuse_dist = 0, reuse_count = 1;
+      int reuse_type = 0;
+      double stride = 0;
+      bool contiguous = false;
+    };
+    std::map<const BufferNode*, BufStats> stats;
+    std::set<const ExprNode*> all_vars;
+    for (const ForNode* l : loops) all_vars.insert(l->loop_var.get());
+    for (const Access& a : row.accesses) {
+      BufStats& s = stats[a.buffer];
+      s.kind |= a.write ? 2 : 1;
+      int elem = DataTypeBytes(a.buffer->dtype);
+      s.bytes += static_cast<double>(elem) * row.executions;
+      auto coeffs = LinearCoefficients(a.index, all_vars, ranges_);
+      std::map<const ExprNode*, std::int64_t> coeff;
+      if (coeffs) {
+        for (const auto& [v, c] : *coeffs) coeff[v] = c;
+      }
+      // Unique footprint: the affine span, or everything when unknown.
+      double span = 1;
+      if (coeffs) {
+        double lo = 0, hi = 0;
+        for (const ForNode* l : loops) {
+          double c = static_cast<double>(coeff.count(l->loop_var.get()) ? coeff[l->loop_var.get()] : 0);
+          (c < 0 ? lo : hi) += c * static_cast<double>(l->extent - 1);
+        }
+        span = std::min(hi - lo + 1, static_cast<double>(a.buffer->NumElements()));
+      } else {
+        span = static_cast<double>(a.buffer->NumElements());
+      }
+      s.unique = std::max(s.unique, span * elem);
+      // Reuse: loops that do not move the index.
+      double count = 1, dist = 1;
+      bool inner_found = false;
+      for (std::size_t i = loops.size(); i-- > 0;) {
+        const ForNode* l = loops[i];
+        bool moves = !coeffs || (coeff.count(l->loop_var.get()) && coeff[l->loop_var.get()] != 0);
+        if (!moves) {
+          count *= static_cast<double>(l->extent);
+          if (!inner_found) {
+            inner_found = true;
+            s.reuse_type = 1;
+            s.reuse_dist = dist;
+          }
+        }
+        dist *= static_cast<double>(l->extent);
+      }
+      s.reuse_count = std::max(s.reuse_count, count);
+      for (std::size_t i = loops.size(); i-- > 0;) {
+        auto it = coeff.find(loops[i]->loop_var.get());
+        if (it != coeff.end() && it->second != 0) {
+          s.stride = static_cast<double>(std::abs(it->second));
+          s.contiguous = i + 1 == loops.size() && std::abs(it->second) == 1;
+          break;
+        }
+      }
+    }
+    std::vector<std::pair<const BufferNode*, BufStats>> sorted(stats.begin(), stats.end());
+    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
+      return a.second.bytes != b.second.bytes ? a.second.bytes > b.second.bytes : a.first->name < b.first->name;
+    });
+    for (int b = 0; b < kBuffersPerRow; ++b) {
+      if (b >= static_cast<int>(sorted.size())) {
+        f.insert(f.end(), 10, 0.0f);
+        continue;
+      }
+      const BufStats& s = sorted[b].second;
+      f.insert(f.end(), {static_cast<float>(s.kind), Log(s.bytes), Log(s.unique), Log(s.bytes / 64),
+                         Log(s.unique / 64), static_cast<float>(s.reuse_type), Log(s.reuse_dist), Log(s.reuse_count),
+                         Log(s.stride), s.contiguous ? 1.0f : 0.0f});
+    }
+    // Arithmetic intensity inside each loop level, innermost first.
+    double flops = 0;
+    for (int k : {0, 1, 2, 3, 4, 5, 6}) flops += row.ops.v[k] * (k == 0 ? 2 : 1);
+    double per_run = row.executions > 0 ? flops / row.executions : 0;
+    double inner = 1;
+    for (int i = 0; i < kIntensityPoints; ++i) {
+      if (i < static_cast<int>(loops.size())) inner *= static_cast<double>(loops[loops.size() - 1 - i]->extent);
+      double bytes = 0;
+      for (const auto& [buf, s] : sorted) bytes += std::min(s.unique, static_cast<double>(DataTypeBytes(buf->dtype)) * inner);
+      f.push_back(i < static_cast<int>(loops.size()) && bytes > 0 ? Log(per_run * inner / bytes) : 0.0f);
+    }
+    f.push_back(Log(static_cast<double>(row.alloc_bytes)));
+    f.push_back(row.local ? 1.0f : 0.0f);
+    f.push_back(Log(total_flops));
+    return f;
+  }
+
+  Context ctx_;
+  VarRanges ranges_;
+  std::map<const BufferNode*, Row> rows_;
+  std::vector<const BufferNode*> order_;
+};
+
+}  // namespace
+
+const std::vector<FeatureColumn>& FeatureColumns() {
+  static const std::vector<FeatureColumn> columns = MakeColumns();
+  return columns;
+}
+
+std::size_t NumFeatures() { return FeatureColumns().size(); }
+
+std::vector<FeatureRow> ExtractFeatures(const ir::PrimFunc& lowered) { return Extractor().Run(lowered); }
+
+}  // namespace tunedb::costmodel

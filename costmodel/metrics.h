@@ -1,0 +1,24 @@
+// Ranking metrics of a cost model on held-out records.
+#pragma once
+
+#include <vector>
+
+namespace tunedb::costmodel {
+
+// Fraction of pairs within a group (with different labels) that the scores
+// order like the labels.
+double PairwiseAccuracy(const std::vector<double>& scores, const std::vector<double>& labels,
+                        const std::vector<int>& groups);
+
+// TenSet's top-k score, averaged over groups: the best label among the k
+// highest-scored candidates of a group, divided by the group's best label.
+double TopKScore(const std::vector<double>& scores, const std::vector<double>& labels, const std::vector<int>& groups,
+                 int k);
+
+// a-peak@k (Ansor): the same with k = 32, averaged over groups.
+inline double APeak32(const std::vector<double>& scores, const std::vector<double>& labels,
+                      const std::vector<int>& groups) {
+  return TopKScore(scores, labels, groups, 32);
+}
+
+}  // namespace tunedb::costmodel

@@ -1,0 +1,275 @@
+#include "costmodel/model.h"
+
+#include <xgboost/c_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <limits>
+#include <random>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+namespace tunedb::costmodel {
+namespace {
+
+void Check(int rc, const char* what) {
+  if (rc != 0) throw CostModelError(std::string("XGBoost ") + what + ": " + XGBGetLastError());
+}
+
+// RAII owners of XGBoost's handles.
+class DMatrix {
+ public:
+  DMatrix(const std::vector<float>& data, std::size_t rows, std::size_t cols) {
+    Check(XGDMatrixCreateFromMat(data.data(), rows, cols, std::nanf(""), &h_), "DMatrix");
+  }
+  ~DMatrix() { XGDMatrixFree(h_); }
+  DMatrix(const DMatrix&) = delete;
+  DMatrix& operator=(const DMatrix&) = delete;
+  DMatrixHandle get() const { return h_; }
+
+ private:
+  DMatrixHandle h_ = nullptr;
+};
+
+class Booster {
+ public:
+  explicit Booster(const DMatrix* cache = nullptr) {
+    DMatrixHandle d[1] = {cache ? cache->get() : nullptr};
+    Check(XGBoosterCreate(cache ? d : nullptr, cache ? 1 : 0, &h_), "booster");
+  }
+  ~Booster() { XGBoosterFree(h_); }
+  Booster(const Booster&) = delete;
+  Booster& operator=(const Booster&) = delete;
+  BoosterHandle get() const { return h_; }
+  void Set(const char* key, const std::string& value) { Check(XGBoosterSetParam(h_, key, value.c_str()), key); }
+
+ private:
+  BoosterHandle h_ = nullptr;
+};
+
+// Rows of many candidates in one matrix, with each row's candidate.
+struct Packed {
+  std::vector<float> data;
+  std::vector<std::size_t> owner;  // row -> candidate
+  std::size_t rows = 0;
+};
+
+Packed Pack(const std::vector<const std::vector<FeatureRow>*>& candidates) {
+  Packed p;
+  std::size_t cols = NumFeatures();
+  for (std::size_t c = 0; c < candidates.size(); ++c) {
+    for (const FeatureRow& r : *candidates[c]) {
+      if (r.size() != cols) throw CostModelError("a feature row has " + std::to_string(r.size()) + " columns, expected " + std::to_string(cols));
+      p.data.insert(p.data.end(), r.begin(), r.end());
+      p.owner.push_back(c);
+      ++p.rows;
+    }
+  }
+  return p;
+}
+
+std::vector<double> RowPredictions(const Booster& b, const DMatrix& m, int rounds) {
+  std::string config = R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": )" +
+                       std::to_string(rounds) + R"(, "strict_shape": false})";
+  const bst_ulong* shape = nullptr;
+  bst_ulong dim = 0;
+  const float* out = nullptr;
+  Check(XGBoosterPredictFromDMatrix(b.get(), m.get(), config.c_str(), &shape, &dim, &out), "predict");
+  std::size_t n = 1;
+  for (bst_ulong i = 0; i < dim; ++i) n *= shape[i];
+  return std::vector<double>(out, out + n);
+}
+
+std::vector<double> Sums(const std::vector<double>& row_pred, const Packed& p, std::size_t candidates) {
+  std::vector<double> s(candidates, 0.0);
+  for (std::size_t r = 0; r < p.rows; ++r) s[p.owner[r]] += row_pred[r];
+  return s;
+}
+
+double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// Loss and per-candidate gradient/hessian of the objective on the sums.
+double Objective_(Objective obj, const std::vector<double>& sums, const std::vector<const Sample*>& samples,
+                  std::vector<double>* grad, std::vector<double>* hess) {
+  std::size_t n = sums.size();
+  if (grad) grad->assign(n, 0.0);
+  if (hess) hess->assign(n, 0.0);
+  double loss = 0;
+  if (obj == Objective::kWeightedMse) {
+    for (std::size_t i = 0; i < n; ++i) {
+      double w = std::max(samples[i]->label, 0.1);  // TVM: weight by throughput, floored
+      double d = sums[i] - samples[i]->label;
+      loss += w * d * d / 2;
+      if (grad) (*grad)[i] = w * d;
+      if (hess) (*hess)[i] = w;
+    }
+    return loss / static_cast<double>(std::max<std::size_t>(n, 1));
+  }
+  std::map<int, std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < n; ++i) groups[samples[i]->group].push_back(i);
+  double pairs = 0;
+  for (const auto& [g, idx] : groups) {
+    (void)g;
+    for (std::size_t a = 0; a < idx.size(); ++a) {
+      for (std::size_t b = 0; b < idx.size(); ++b) {
+        std::size_t i = idx[a], j = idx[b];
+        if (samples[i]->label <= samples[j]->label) continue;  // i should score above j
+        double p = Sigmoid(sums[i] - sums[j]);
+        loss += -std::log(std::max(p, 1e-12));
+        pairs += 1;
+        if (grad) {
+          (*grad)[i] -= 1 - p;
+          (*grad)[j] += 1 - p;
+          (*hess)[i] += p * (1 - p);
+          (*hess)[j] += p * (1 - p);
+        }
+      }
+    }
+  }
+  return pairs > 0 ? loss / pairs : 0;
+}
+
+constexpr const char* kMagic = "tunedb-costmodel";
+
+}  // namespace
+
+const char* ObjectiveName(Objective o) { return o == Objective::kRank ? "rank" : "weighted-mse"; }
+
+struct CostModel::Impl {
+  std::unique_ptr<Booster> booster;
+  int rounds = 0;
+  Objective objective = Objective::kRank;
+};
+
+CostModel::CostModel() : impl_(std::make_unique<Impl>()) {}
+CostModel::~CostModel() = default;
+CostModel::CostModel(CostModel&&) noexcept = default;
+CostModel& CostModel::operator=(CostModel&&) noexcept = default;
+
+bool CostModel::trained() const { return impl_->booster != nullptr; }
+
+TrainReport CostModel::Train(const std::vector<Sample>& samples, const TrainOptions& o) {
+  if (samples.empty()) throw CostModelError("no training samples");
+  // Hold out whole groups for early stopping.
+  std::vector<int> group_ids;
+  for (const Sample& s : samples) group_ids.push_back(s.group);
+  std::sort(group_ids.begin(), group_ids.end());
+  group_ids.erase(std::unique(group_ids.begin(), group_ids.end()), group_ids.end());
+  std::mt19937_64 rng(o.seed);
+  std::shuffle(group_ids.begin(), group_ids.end(), rng);
+  std::size_t held = group_ids.size() > 1 ? std::max<std::size_t>(1, static_cast<std::size_t>(o.holdout * group_ids.size())) : 0;
+  std::set<int> holdout_groups(group_ids.begin(), group_ids.begin() + static_cast<std::ptrdiff_t>(held));
+  std::vector<const Sample*> train, valid;
+  for (const Sample& s : samples) {
+    if (s.rows.empty()) continue;
+    (holdout_groups.count(s.group) ? valid : train).push_back(&s);
+  }
+  if (train.empty()) throw CostModelError("no training samples with features");
+  // With one group only, stop early on a random tenth of it instead.
+  if (valid.empty() && train.size() >= 10) {
+    std::shuffle(train.begin(), train.end(), rng);
+    std::size_t n = train.size() / 10;
+    valid.assign(train.begin(), train.begin() + static_cast<std::ptrdiff_t>(n));
+    train.erase(train.begin(), train.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  std::vector<const std::vector<FeatureRow>*> train_rows, valid_rows;
+  for (const Sample* s : train) train_rows.push_back(&s->rows);
+  for (const Sample* s : valid) valid_rows.push_back(&s->rows);
+  Packed tp = Pack(train_rows), vp = Pack(valid_rows);
+  DMatrix dtrain(tp.data, tp.rows, NumFeatures());
+  std::unique_ptr<DMatrix> dvalid = vp.rows ? std::make_unique<DMatrix>(vp.data, vp.rows, NumFeatures()) : nullptr;
+
+  auto booster = std::make_unique<Booster>(&dtrain);
+  booster->Set("max_depth", std::to_string(o.max_depth));
+  booster->Set("eta", std::to_string(o.eta));
+  booster->Set("min_child_weight", "0");
+  booster->Set("gamma", "0.0001");
+  booster->Set("seed", std::to_string(o.seed % 2147483647));
+  booster->Set("base_score", "0");
+  booster->Set("verbosity", "0");
+  if (o.threads > 0) booster->Set("nthread", std::to_string(o.threads));
+
+  TrainReport report;
+  report.train_samples = train.size();
+  report.holdout_samples = valid.size();
+  double best_loss = std::numeric_limits<double>::infinity();
+  int best_round = 0, since_best = 0;
+  std::vector<double> grad, hess;
+  for (int round = 0; round < o.max_rounds; ++round) {
+    std::vector<double> sums = Sums(RowPredictions(*booster, dtrain, round), tp, train.size());
+    Objective_(o.objective, sums, train, &grad, &hess);
+    std::vector<float> g(tp.rows), h(tp.rows);
+    for (std::size_t r = 0; r < tp.rows; ++r) {
+      g[r] = static_cast<float>(grad[tp.owner[r]]);
+      h[r] = static_cast<float>(std::max(hess[tp.owner[r]], 1e-6));
+    }
+    Check(XGBoosterBoostOneIter(booster->get(), dtrain.get(), g.data(), h.data(), tp.rows), "boost");
+    if (!dvalid) {
+      best_round = round + 1;
+      continue;
+    }
+    double loss = Objective_(o.objective, Sums(RowPredictions(*booster, *dvalid, round + 1), vp, valid.size()), valid,
+                             nullptr, nullptr);
+    if (loss < best_loss - 1e-9) {
+      best_loss = loss;
+      best_round = round + 1;
+      since_best = 0;
+    } else if (++since_best >= o.early_stopping_rounds) {
+      break;
+    }
+  }
+  impl_->booster = std::move(booster);
+  impl_->rounds = std::max(best_round, 1);
+  impl_->objective = o.objective;
+  report.rounds = impl_->rounds;
+  report.holdout_loss = dvalid ? best_loss : 0;
+  return report;
+}
+
+std::vector<double> CostModel::Predict(const std::vector<std::vector<FeatureRow>>& candidates) const {
+  if (!trained()) throw CostModelError("the cost model is not trained");
+  std::vector<const std::vector<FeatureRow>*> ptrs;
+  for (const auto& c : candidates) ptrs.push_back(&c);
+  Packed p = Pack(ptrs);
+  if (p.rows == 0) return std::vector<double>(candidates.size(), 0.0);
+  DMatrix m(p.data, p.rows, NumFeatures());
+  return Sums(RowPredictions(*impl_->booster, m, impl_->rounds), p, candidates.size());
+}
+
+std::string CostModel::Save() const {
+  if (!trained()) throw CostModelError("the cost model is not trained");
+  bst_ulong len = 0;
+  const char* buf = nullptr;
+  Check(XGBoosterSaveModelToBuffer(impl_->booster->get(), R"({"format": "json"})", &len, &buf), "save");
+  nlohmann::json header = {{"magic", kMagic},
+                           {"feature_version", kFeatureVersion},
+                           {"objective", ObjectiveName(impl_->objective)},
+                           {"rounds", impl_->rounds}};
+  return header.dump() + "\n" + std::string(buf, len);
+}
+
+CostModel CostModel::Load(const std::string& blob) {
+  auto newline = blob.find('\n');
+  nlohmann::json header = nlohmann::json::parse(blob.substr(0, newline), nullptr, false);
+  if (newline == std::string::npos || !header.is_object() || header.value("magic", "") != kMagic) {
+    throw CostModelError("not a tunedb cost model");
+  }
+  int version = header.value("feature_version", -1);
+  if (version != kFeatureVersion) {
+    throw CostModelError("the model was trained on feature version " + std::to_string(version) +
+                         "; this build extracts version " + std::to_string(kFeatureVersion) + " (retrain it)");
+  }
+  CostModel m;
+  auto booster = std::make_unique<Booster>();
+  std::string body = blob.substr(newline + 1);
+  Check(XGBoosterLoadModelFromBuffer(booster->get(), body.data(), body.size()), "load");
+  m.impl_->booster = std::move(booster);
+  m.impl_->rounds = header.value("rounds", 1);
+  m.impl_->objective = header.value("objective", "rank") == "rank" ? Objective::kRank : Objective::kWeightedMse;
+  return m;
+}
+
+}  // namespace tunedb::costmodel

@@ -1,0 +1,84 @@
+// The learned cost model: XGBoost trees over per-store feature rows,
+// "pack-sum" as in TVM's XGBModel: a candidate's score is the sum of its
+// rows' outputs, and the training objective is defined on that sum.
+//
+// Objectives:
+//  - kWeightedMse: TVM's throughput-weighted squared error on the sum
+//    (weight = the label, so fast candidates matter most);
+//  - kRank: pairwise logistic loss between candidates of one group (one
+//    workload on one target), on the sums.
+// Early stopping uses a held-out split of whole groups, never the training
+// rows. Every XGBoost handle is owned by an RAII type in model.cc.
+//
+// Thread-safety: one CostModel per thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "costmodel/features.h"
+
+namespace tunedb::costmodel {
+
+class CostModelError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One measured candidate: its feature rows, its label (normalized
+// throughput: best time of its group / its time; 0 for a failure), and its
+// group.
+struct Sample {
+  std::vector<FeatureRow> rows;
+  double label = 0;
+  int group = 0;
+};
+
+enum class Objective { kRank, kWeightedMse };
+const char* ObjectiveName(Objective o);  // "rank", "weighted-mse"
+
+struct TrainOptions {
+  Objective objective = Objective::kRank;
+  int max_rounds = 200;
+  int early_stopping_rounds = 20;
+  int max_depth = 8;
+  double eta = 0.2;
+  double holdout = 0.2;  // fraction of groups held out for early stopping
+  std::uint64_t seed = 0;
+  int threads = 0;       // 0: XGBoost's default
+};
+
+struct TrainReport {
+  int rounds = 0;                // kept after early stopping
+  double holdout_loss = 0;       // of the objective, at the kept round
+  std::size_t train_samples = 0, holdout_samples = 0;
+};
+
+class CostModel {
+ public:
+  CostModel();
+  ~CostModel();
+  CostModel(CostModel&&) noexcept;
+  CostModel& operator=(CostModel&&) noexcept;
+
+  // Throws CostModelError when there is nothing to learn from.
+  TrainReport Train(const std::vector<Sample>& samples, const TrainOptions& options);
+  // One score per candidate (higher is faster). Before training: throws.
+  std::vector<double> Predict(const std::vector<std::vector<FeatureRow>>& candidates) const;
+  bool trained() const;
+
+  // A self-describing blob: feature version, objective, XGBoost's JSON model.
+  std::string Save() const;
+  // Throws CostModelError naming the mismatch when the blob was made with
+  // another feature version, or is not a tunedb model.
+  static CostModel Load(const std::string& blob);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tunedb::costmodel

@@ -1,0 +1,88 @@
+#include "costmodel/features.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "ir/schedule/schedule.h"
+#include "ir/schedule/script.h"
+#include "ir/workloads.h"
+#include "measure/lower.h"
+
+namespace tunedb::costmodel {
+namespace {
+
+std::size_t Col(const std::string& name) {
+  const auto& cols = FeatureColumns();
+  for (std::size_t i = 0; i < cols.size(); ++i) {
+    if (cols[i].name == name) return i;
+  }
+  ADD_FAILURE() << "no column " << name;
+  return 0;
+}
+
+float L(double x) { return static_cast<float>(std::log2(1 + x)); }
+
+TEST(FeaturesTest, HandCheckedMatmul) {
+  ir::PrimFunc f = measure::Lower(ir::BuildWorkload("matmul:M=4,N=4,K=4").func);
+  std::vector<FeatureRow> rows = ExtractFeatures(f);
+  ASSERT_EQ(rows.size(), 1u);  // one stored buffer: C
+  const FeatureRow& r = rows[0];
+  ASSERT_EQ(r.size(), NumFeatures());
+  EXPECT_FLOAT_EQ(r[Col("float_mad")], L(64));    // C = C + A * B, 64 times
+  EXPECT_FLOAT_EQ(r[Col("float_mul")], L(0));     // the multiply is part of the MAD
+  EXPECT_FLOAT_EQ(r[Col("num_loops")], 3);
+  EXPECT_FLOAT_EQ(r[Col("loop_prod")], L(64));
+  EXPECT_FLOAT_EQ(r[Col("stores_in_row")], 2);    // the init and the update
+  EXPECT_FLOAT_EQ(r[Col("vec_num")], 0);
+  // Buffers by bytes: C (two stores and a load per iteration), then A and B.
+  EXPECT_FLOAT_EQ(r[Col("buf0_kind")], 3);
+  EXPECT_FLOAT_EQ(r[Col("buf0_bytes")], L(3 * 4 * 64));
+  EXPECT_FLOAT_EQ(r[Col("buf0_reuse_type")], 1);   // k does not move C[i, j]
+  EXPECT_FLOAT_EQ(r[Col("buf0_reuse_count")], L(4));
+  EXPECT_FLOAT_EQ(r[Col("buf0_unique_bytes")], L(16 * 4));
+  // A[i * 4 + k]: read, 64 accesses, 16 distinct elements, reused across j,
+  // walked contiguously by the innermost loop.
+  EXPECT_FLOAT_EQ(r[Col("buf1_kind")], 1);
+  EXPECT_FLOAT_EQ(r[Col("buf1_bytes")], L(4 * 64));
+  EXPECT_FLOAT_EQ(r[Col("buf1_unique_bytes")], L(16 * 4));
+  EXPECT_FLOAT_EQ(r[Col("buf1_reuse_distance")], L(4));  // j's reuse is 4 iterations (of k) apart
+  EXPECT_FLOAT_EQ(r[Col("buf1_innermost_contiguous")], 1);
+  EXPECT_FLOAT_EQ(r[Col("buf2_stride")], L(4));          // B[k * 4 + j]: k strides by a row
+  EXPECT_FLOAT_EQ(r[Col("buf3_kind")], 0);               // no fourth buffer
+  EXPECT_FLOAT_EQ(r[Col("total_flops")], L(128));
+}
+
+TEST(FeaturesTest, ScheduleChangesTheFeatures) {
+  ir::PrimFunc f = ir::BuildWorkload("matmul:M=32,N=32,K=32").func;
+  ir::Schedule sch(f, 0);
+  ir::RunScheduleScript(sch, R"(
+b0 = sch.get_block("C")
+i, j, k = sch.get_loops(b0)
+j0, j1 = sch.split(j, factors=[None, 16])
+sch.reorder(i, j0, k, j1)
+sch.vectorize(j1)
+sch.parallel(i)
+c = sch.cache_write(b0, 0, "local")
+sch.reverse_compute_at(c, j0)
+)");
+  std::vector<FeatureRow> rows = ExtractFeatures(measure::Lower(sch.func()));
+  ASSERT_EQ(rows.size(), 2u);  // C_local and C
+  EXPECT_FLOAT_EQ(rows[0][Col("vec_num")], 1);
+  EXPECT_FLOAT_EQ(rows[0][Col("vec_len")], L(16));
+  EXPECT_FLOAT_EQ(rows[0][Col("vec_pos")], 1);
+  EXPECT_FLOAT_EQ(rows[0][Col("parallel_num")], 1);
+  EXPECT_FLOAT_EQ(rows[0][Col("alloc_local")], 1);  // the accumulator was compacted inside a loop
+}
+
+TEST(FeaturesTest, ColumnsAreDocumentedAndUnique) {
+  std::set<std::string> names;
+  for (const FeatureColumn& c : FeatureColumns()) {
+    EXPECT_FALSE(c.meaning.empty()) << c.name;
+    EXPECT_TRUE(names.insert(c.name).second) << c.name;
+  }
+  EXPECT_EQ(kFeatureVersion, 1);
+}
+
+}  // namespace
+}  // namespace tunedb::costmodel

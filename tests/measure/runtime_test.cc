@@ -1,0 +1,34 @@
+#include "measure/runtime.h"
+
+#include <atomic>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace tunedb::measure {
+namespace {
+
+struct Closure {
+  std::vector<std::atomic<int>>* hits;
+};
+
+void Task(void* closure, std::int64_t begin, std::int64_t end) {
+  auto* c = static_cast<Closure*>(closure);
+  for (std::int64_t i = begin; i < end; ++i) (*c->hits)[static_cast<std::size_t>(i)]++;
+}
+
+TEST(RuntimeTest, EveryIterationRunsExactlyOnce) {
+  for (int threads : {1, 2, 3}) {
+    SetParallelThreads(threads);
+    EXPECT_EQ(ParallelThreads(), threads);
+    for (std::int64_t extent : {0, 1, 2, 7, 64, 1001}) {
+      std::vector<std::atomic<int>> hits(static_cast<std::size_t>(extent));
+      Closure c{&hits};
+      for (int round = 0; round < 20; ++round) tunedb_parallel_for(Task, &c, extent);
+      for (auto& h : hits) EXPECT_EQ(h.load(), 20);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tunedb::measure
