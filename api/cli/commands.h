@@ -24,7 +24,8 @@ class CandidateFailed : public std::exception {};
 void AddWorkloadsCommand(CLI::App& app);
 void AddShowCommand(CLI::App& app);
 void AddRunCommand(CLI::App& app);
-void AddDbCommands(CLI::App& app);  // `db ...` and `best`
+void AddDbCommands(CLI::App& app);     // `db ...` and `best`
+void AddModelCommands(CLI::App& app);  // `train` and `model ...`
 
 // Reads a whole text file; UsageError when it cannot.
 std::string ReadTextFile(const std::string& path);

@@ -5,6 +5,7 @@
 #include <fmt/core.h>
 
 #include "api/cli/commands.h"
+#include "costmodel/model.h"
 #include "db/database.h"
 #include "ir/error.h"
 
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   tunedb::cli::AddShowCommand(app);
   tunedb::cli::AddRunCommand(app);
   tunedb::cli::AddDbCommands(app);
+  tunedb::cli::AddModelCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -30,6 +32,9 @@ int main(int argc, char** argv) {
   } catch (const tunedb::cli::CandidateFailed&) {
     return 1;
   } catch (const tunedb::cli::UsageError& e) {
+    fmt::print(stderr, "tunedb: error: {}\n", e.what());
+    return 2;
+  } catch (const tunedb::costmodel::CostModelError& e) {
     fmt::print(stderr, "tunedb: error: {}\n", e.what());
     return 2;
   } catch (const tunedb::db::DatabaseError& e) {

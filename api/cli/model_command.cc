@@ -1,0 +1,170 @@
+// `tunedb train` and `tunedb model list|eval`: the cost model, offline.
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "api/cli/commands.h"
+#include "costmodel/dataset.h"
+#include "costmodel/metrics.h"
+#include "costmodel/model.h"
+#include "db/sqlite_database.h"
+
+namespace tunedb::cli {
+namespace {
+
+struct ModelOptions {
+  std::string db = "tunedb.sqlite";
+  double holdout = 0.2;
+  std::string objective = "rank";
+  std::uint64_t seed = 0;
+  std::string out;
+  int rounds = 200;
+  std::int64_t model = 0;
+};
+
+struct Metrics {
+  double pairwise = 0, top1 = 0, top5 = 0, apeak32 = 0;
+  std::size_t samples = 0;
+  nlohmann::json ToJson() const {
+    return {{"pairwise_accuracy", pairwise}, {"top1", top1}, {"top5", top5}, {"apeak32", apeak32}, {"samples", samples}};
+  }
+};
+
+Metrics Evaluate(const costmodel::CostModel& model, const std::vector<costmodel::Sample>& samples) {
+  std::vector<std::vector<costmodel::FeatureRow>> rows;
+  std::vector<double> labels;
+  std::vector<int> groups;
+  for (const auto& s : samples) {
+    rows.push_back(s.rows);
+    labels.push_back(s.label);
+    groups.push_back(s.group);
+  }
+  Metrics m;
+  m.samples = samples.size();
+  if (samples.empty()) return m;
+  std::vector<double> scores = model.Predict(rows);
+  m.pairwise = costmodel::PairwiseAccuracy(scores, labels, groups);
+  m.top1 = costmodel::TopKScore(scores, labels, groups, 1);
+  m.top5 = costmodel::TopKScore(scores, labels, groups, 5);
+  m.apeak32 = costmodel::APeak32(scores, labels, groups);
+  return m;
+}
+
+void PrintMetrics(const Metrics& m) {
+  fmt::print("held-out records:   {}\npairwise accuracy:  {:.3f}\ntop-1 score:        {:.3f}\ntop-5 score:        {:.3f}\n"
+             "a-peak@32:          {:.3f}\n",
+             m.samples, m.pairwise, m.top1, m.top5, m.apeak32);
+}
+
+costmodel::Dataset Load(db::SqliteDatabase& d, const std::string& path) {
+  costmodel::Dataset data = costmodel::LoadDataset(d);
+  if (data.samples.empty()) {
+    throw UsageError("no tunedb records to learn from in " + path + " (tune a workload first" +
+                     (data.skipped ? "; " + std::to_string(data.skipped) + " records could not be rebuilt)" : ")"));
+  }
+  return data;
+}
+
+void Train(const ModelOptions& o) {
+  if (o.holdout < 0 || o.holdout >= 1) throw UsageError("--holdout must be in [0, 1)");
+  costmodel::TrainOptions train_options;
+  if (o.objective == "rank") {
+    train_options.objective = costmodel::Objective::kRank;
+  } else if (o.objective == "weighted-mse") {
+    train_options.objective = costmodel::Objective::kWeightedMse;
+  } else {
+    throw UsageError("--objective must be rank or weighted-mse");
+  }
+  train_options.seed = o.seed;
+  train_options.max_rounds = o.rounds;
+  db::SqliteDatabase d(o.db);
+  costmodel::Dataset data = Load(d, o.db);
+  // Held-out records: a random fraction of every group.
+  std::mt19937_64 rng(o.seed);
+  std::vector<costmodel::Sample> train, test;
+  for (auto& s : data.samples) (std::uniform_real_distribution<double>(0, 1)(rng) < o.holdout ? test : train).push_back(s);
+  if (train.empty()) throw UsageError("every record was held out; lower --holdout");
+  costmodel::CostModel trained;
+  costmodel::TrainReport report = trained.Train(train, train_options);
+  Metrics m = Evaluate(trained, test);
+  fmt::print("database:           {}\nrecords used:       {} ({} skipped)\ngroups:             {}\ntrained on:         {} "
+             "(early stopping on {}), {} rounds\nobjective:          {}\n",
+             o.db, data.samples.size(), data.skipped, data.group_names.size(), report.train_samples,
+             report.holdout_samples, report.rounds, o.objective);
+  PrintMetrics(m);
+  db::StoredModel stored;
+  stored.feature_version = costmodel::kFeatureVersion;
+  stored.objective = o.objective;
+  stored.blob = trained.Save();
+  stored.training_rows = static_cast<std::int64_t>(train.size());
+  nlohmann::json metrics = m.ToJson();
+  metrics["rounds"] = report.rounds;
+  stored.metrics = metrics.dump();
+  std::int64_t id = d.SaveModel(stored);
+  fmt::print("stored as model {} in {}\n", id, o.db);
+  if (!o.out.empty()) {
+    std::ofstream out(o.out, std::ios::binary);
+    if (!out) throw UsageError("cannot write " + o.out);
+    out << stored.blob;
+    fmt::print("written to {}\n", o.out);
+  }
+}
+
+void List(const ModelOptions& o) {
+  db::SqliteDatabase d(o.db);
+  std::vector<db::StoredModel> models = d.Models();
+  if (models.empty()) {
+    fmt::print("no stored models in {} (run tunedb train)\n", o.db);
+    return;
+  }
+  fmt::print("{:>4}  {:<20} {:>8} {:<13} {:>9}  {}\n", "id", "created", "features", "objective", "trained on", "metrics");
+  for (const db::StoredModel& m : models) {
+    std::time_t t = static_cast<std::time_t>(m.created);
+    char when[32];
+    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::gmtime(&t));
+    fmt::print("{:>4}  {:<20} {:>8} {:<13} {:>9}  {}\n", m.id, when, m.feature_version, m.objective, m.training_rows,
+               m.metrics);
+  }
+}
+
+void Eval(const ModelOptions& o) {
+  db::SqliteDatabase d(o.db);
+  std::optional<db::StoredModel> stored = d.LoadModel(o.model);
+  if (!stored) throw UsageError(o.model ? "no model " + std::to_string(o.model) + " in " + o.db : "no stored models in " + o.db);
+  costmodel::CostModel model = costmodel::CostModel::Load(stored->blob);
+  costmodel::Dataset data = Load(d, o.db);
+  fmt::print("model {} ({}, trained on {} records) on all {} records of {}:\n", stored->id, stored->objective,
+             stored->training_rows, data.samples.size(), o.db);
+  PrintMetrics(Evaluate(model, data.samples));
+}
+
+}  // namespace
+
+void AddModelCommands(CLI::App& app) {
+  auto o = std::make_shared<ModelOptions>();
+  CLI::App* train = app.add_subcommand("train", "Train the cost model on every record of the database");
+  train->add_option("--db", o->db, "The SQLite database file")->capture_default_str();
+  train->add_option("--holdout", o->holdout, "Fraction of records held out for the metrics")->capture_default_str();
+  train->add_option("--objective", o->objective, "rank or weighted-mse")->capture_default_str();
+  train->add_option("--seed", o->seed, "Seed of the split and of XGBoost")->capture_default_str();
+  train->add_option("--rounds", o->rounds, "At most this many boosting rounds (early stopping may stop sooner)")
+      ->capture_default_str();
+  train->add_option("--out", o->out, "Also write the model to this file");
+  train->callback([o] { Train(*o); });
+
+  CLI::App* model = app.add_subcommand("model", "Stored cost models");
+  model->require_subcommand(1);
+  CLI::App* list = model->add_subcommand("list", "The database's stored models, newest first");
+  list->add_option("--db", o->db, "The SQLite database file")->capture_default_str();
+  list->callback([o] { List(*o); });
+  CLI::App* eval = model->add_subcommand("eval", "Ranking metrics of a stored model on the database's records");
+  eval->add_option("--db", o->db, "The SQLite database file")->capture_default_str();
+  eval->add_option("--model", o->model, "Model id (default: the newest)");
+  eval->callback([o] { Eval(*o); });
+}
+
+}  // namespace tunedb::cli

@@ -1,0 +1,114 @@
+#include "costmodel/tuning_model.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "costmodel/dataset.h"
+
+namespace tunedb::costmodel {
+namespace {
+
+std::size_t Col(const char* name) {
+  const auto& cols = FeatureColumns();
+  for (std::size_t i = 0; i < cols.size(); ++i) {
+    if (cols[i].name == name) return i;
+  }
+  throw CostModelError(std::string("no feature column ") + name);
+}
+
+}  // namespace
+
+TuningCostModel::TuningCostModel(Options options) : options_(std::move(options)) {}
+
+double TuningCostModel::Heuristic(const std::vector<FeatureRow>& rows) {
+  static const std::size_t vec_len = Col("vec_len"), par = Col("parallel_prod"), local = Col("alloc_local"),
+                           contiguous = Col("buf0_innermost_contiguous");
+  double score = 0;
+  for (const FeatureRow& r : rows) score += r[vec_len] + r[par] + 2 * r[local] + r[contiguous];
+  return score;
+}
+
+bool TuningCostModel::using_heuristic() const { return !model_.trained(); }
+
+std::string TuningCostModel::Describe() const {
+  if (using_heuristic()) {
+    return "heuristic (" + std::to_string(data_.size()) + " of " + std::to_string(options_.min_samples) +
+           " samples needed to train)";
+  }
+  if (loaded_ && trained_on_ == 0) return "XGBoost, loaded (no samples of this session yet)";
+  return std::string("XGBoost ") + ObjectiveName(options_.train.objective) + ", trained on " +
+         std::to_string(trained_on_) + " samples";
+}
+
+std::vector<double> TuningCostModel::Predict(const std::vector<std::vector<FeatureRow>>& candidates) const {
+  if (model_.trained()) return model_.Predict(candidates);
+  std::vector<double> out;
+  for (const auto& c : candidates) out.push_back(Heuristic(c));
+  return out;
+}
+
+bool TuningCostModel::Update(const std::vector<std::vector<FeatureRow>>& candidates,
+                             const std::vector<double>& median_secs, int group) {
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    Sample s;
+    s.rows = candidates[i];
+    s.group = group;
+    data_.push_back(std::move(s));
+    medians_.push_back(median_secs[i]);
+  }
+  if (data_.size() < options_.min_samples) return false;
+  if (trained_on_ > 0 &&
+      static_cast<double>(data_.size()) < static_cast<double>(trained_on_) * (1 + options_.retrain_growth)) {
+    return false;
+  }
+  std::vector<int> groups;
+  for (const Sample& s : data_) groups.push_back(s.group);
+  std::vector<double> labels = NormalizedThroughput(medians_, groups);
+  for (std::size_t i = 0; i < data_.size(); ++i) data_[i].label = labels[i];
+  CostModel fresh;
+  fresh.Train(data_, options_.train);
+  model_ = std::move(fresh);
+  trained_on_ = data_.size();
+  return true;
+}
+
+bool TuningCostModel::LoadFromDatabase(db::Database& database, std::int64_t id) {
+  std::optional<db::StoredModel> m = database.LoadModel(id);
+  if (!m) return false;
+  if (m->feature_version != kFeatureVersion) {
+    throw CostModelError("stored model " + std::to_string(m->id) + " uses feature version " +
+                         std::to_string(m->feature_version) + "; this build extracts version " +
+                         std::to_string(kFeatureVersion) + " (run tunedb train)");
+  }
+  model_ = CostModel::Load(m->blob);
+  loaded_ = true;
+  return true;
+}
+
+std::int64_t TuningCostModel::SaveToDatabase(db::Database& database, const std::string& metrics_json) const {
+  db::StoredModel m;
+  m.feature_version = kFeatureVersion;
+  m.objective = ObjectiveName(options_.train.objective);
+  m.blob = model_.Save();
+  m.training_rows = static_cast<std::int64_t>(trained_on_);
+  m.metrics = metrics_json;
+  return database.SaveModel(m);
+}
+
+void TuningCostModel::LoadFromFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CostModelError("cannot read " + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  model_ = CostModel::Load(s.str());
+  loaded_ = true;
+}
+
+void TuningCostModel::SaveToFile(const std::string& path) const {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw CostModelError("cannot write " + path);
+  out << model_.Save();
+}
+
+}  // namespace tunedb::costmodel

@@ -1,0 +1,62 @@
+// The cost model as the search uses it: batched prediction, online updates
+// with retraining when the data has grown enough, a documented heuristic
+// before there is enough data, and storage in a file or the database.
+//
+// The heuristic (until min_samples measured candidates exist, and whenever
+// no model is trained): per candidate, the sum over its rows of
+//   log2(1 + innermost vector length) + log2(1 + parallel extent product)
+//   + 2 * (the stored buffer is a compacted local accumulator)
+//   + (the innermost loop walks the largest buffer contiguously),
+// i.e. it prefers vectorized, parallel, register-blocked candidates with
+// contiguous inner accesses, which is what a tuned CPU kernel looks like.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "costmodel/model.h"
+#include "db/database.h"
+
+namespace tunedb::costmodel {
+
+class TuningCostModel {
+ public:
+  struct Options {
+    TrainOptions train;
+    std::size_t min_samples = 64;   // below this, the heuristic
+    double retrain_growth = 0.25;   // retrain when the data grew by this fraction
+  };
+  explicit TuningCostModel(Options options);
+
+  std::vector<double> Predict(const std::vector<std::vector<FeatureRow>>& candidates) const;
+  // Adds measured candidates of one group (median seconds, +infinity for
+  // failures) and retrains when warranted. Returns true when it retrained.
+  bool Update(const std::vector<std::vector<FeatureRow>>& candidates, const std::vector<double>& median_secs, int group);
+
+  bool using_heuristic() const;
+  // One line for progress output: "heuristic (12 of 64 samples)" or
+  // "XGBoost rank, trained on 320 samples".
+  std::string Describe() const;
+
+  // Starts from a stored model (the database's newest when id is 0); false
+  // when there is none. Throws CostModelError on a feature-version mismatch.
+  bool LoadFromDatabase(db::Database& database, std::int64_t id = 0);
+  std::int64_t SaveToDatabase(db::Database& database, const std::string& metrics_json) const;
+  void LoadFromFile(const std::string& path);
+  void SaveToFile(const std::string& path) const;
+
+  const CostModel& model() const { return model_; }
+  std::size_t samples() const { return data_.size(); }
+
+  static double Heuristic(const std::vector<FeatureRow>& rows);
+
+ private:
+  Options options_;
+  CostModel model_;
+  std::vector<Sample> data_;
+  std::vector<double> medians_;
+  std::size_t trained_on_ = 0;
+  bool loaded_ = false;
+};
+
+}  // namespace tunedb::costmodel

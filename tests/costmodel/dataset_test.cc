@@ -1,0 +1,79 @@
+#include "costmodel/dataset.h"
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+
+#include <gtest/gtest.h>
+
+#include "tests/costmodel/measured_db.h"
+
+namespace tunedb::costmodel {
+namespace {
+
+std::string RunTunedb(const std::string& args, int* exit_code) {
+  FILE* pipe = popen((std::string(TUNEDB_BINARY) + " " + args + " 2>&1").c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf;
+  std::size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  int status = pclose(pipe);
+  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return out;
+}
+
+class DatasetTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    path_ = new std::string(::testing::TempDir() + "/costmodel_measured_" + std::to_string(::getpid()) + ".sqlite");
+    testing::BuildMeasuredDatabase(*path_, {"matmul:M=32,N=32,K=32", "dense_bias_relu:B=16,IN=32,OUT=16"}, 24);
+  }
+  static std::string* path_;
+};
+std::string* DatasetTest::path_ = nullptr;
+
+TEST_F(DatasetTest, RecordsBecomeLabelledSamples) {
+  db::SqliteDatabase d(*path_);
+  Dataset data = LoadDataset(d);
+  EXPECT_EQ(data.samples.size(), 48u);
+  EXPECT_EQ(data.skipped, 0u);
+  EXPECT_EQ(data.group_names.size(), 2u);
+  double best = 0;
+  for (const Sample& s : data.samples) {
+    EXPECT_FALSE(s.rows.empty());
+    EXPECT_GE(s.label, 0);
+    EXPECT_LE(s.label, 1);
+    best = std::max(best, s.label);
+  }
+  EXPECT_DOUBLE_EQ(best, 1.0);  // the best of each group is 1
+}
+
+TEST_F(DatasetTest, TrainAndModelCommands) {
+  int rc = 0;
+  std::string out = RunTunedb("train --db " + *path_ + " --holdout 0.25 --seed 3 --rounds 30", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("pairwise accuracy:"), std::string::npos) << out;
+  EXPECT_NE(out.find("stored as model 1 in"), std::string::npos) << out;
+  out = RunTunedb("train --db " + *path_ + " --objective weighted-mse --rounds 10", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  out = RunTunedb("model list --db " + *path_, &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("weighted-mse"), std::string::npos) << out;
+  out = RunTunedb("model eval --db " + *path_ + " --model 1", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("model 1 (rank"), std::string::npos) << out;
+  out = RunTunedb("train --db " + *path_ + " --objective fast", &rc);
+  EXPECT_EQ(rc, 2);
+  EXPECT_EQ(out, "tunedb: error: --objective must be rank or weighted-mse\n");
+}
+
+TEST(NormalizedThroughputTest, BestIsOneFailuresZero) {
+  std::vector<double> labels =
+      NormalizedThroughput({2.0, 1.0, std::numeric_limits<double>::infinity(), 4.0}, {0, 0, 0, 1});
+  EXPECT_EQ(labels, (std::vector<double>{0.5, 1.0, 0.0, 1.0}));
+}
+
+}  // namespace
+}  // namespace tunedb::costmodel

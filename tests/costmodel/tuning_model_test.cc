@@ -1,0 +1,86 @@
+#include "costmodel/tuning_model.h"
+
+#include <filesystem>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "db/memory_database.h"
+
+namespace tunedb::costmodel {
+namespace {
+
+std::vector<FeatureRow> Candidate(std::mt19937_64& rng, double* cost) {
+  std::uniform_real_distribution<float> u(0, 4);
+  std::vector<FeatureRow> rows(2, FeatureRow(NumFeatures()));
+  *cost = 1;
+  for (FeatureRow& r : rows) {
+    for (float& x : r) x = u(rng);
+    *cost += 2 * r[0] + r[1];
+  }
+  return rows;
+}
+
+TEST(TuningCostModelTest, HeuristicUntilEnoughDataThenXGBoost) {
+  TuningCostModel::Options o;
+  o.min_samples = 40;
+  o.train.max_rounds = 20;
+  o.train.threads = 1;
+  TuningCostModel m(o);
+  EXPECT_TRUE(m.using_heuristic());
+  EXPECT_EQ(m.Describe(), "heuristic (0 of 40 samples needed to train)");
+  std::mt19937_64 rng(1);
+  std::vector<std::vector<FeatureRow>> batch;
+  std::vector<double> secs;
+  for (int i = 0; i < 30; ++i) {
+    double cost;
+    batch.push_back(Candidate(rng, &cost));
+    secs.push_back(cost * 1e-3);
+  }
+  EXPECT_FALSE(m.Update(batch, secs, 0));
+  EXPECT_TRUE(m.using_heuristic());
+  EXPECT_EQ(m.Predict(batch)[0], TuningCostModel::Heuristic(batch[0]));
+  EXPECT_TRUE(m.Update(batch, secs, 0));  // 60 >= 40: trains
+  EXPECT_FALSE(m.using_heuristic());
+  EXPECT_EQ(m.Describe(), "XGBoost rank, trained on 60 samples");
+  EXPECT_FALSE(m.Update({batch[0]}, {secs[0]}, 0));  // grew by less than 25%
+}
+
+TEST(TuningCostModelTest, SavedToTheDatabaseAndBack) {
+  TuningCostModel::Options o;
+  o.min_samples = 10;
+  o.train.max_rounds = 5;
+  o.train.threads = 1;
+  TuningCostModel m(o);
+  std::mt19937_64 rng(2);
+  std::vector<std::vector<FeatureRow>> batch;
+  std::vector<double> secs;
+  for (int i = 0; i < 20; ++i) {
+    double cost;
+    batch.push_back(Candidate(rng, &cost));
+    secs.push_back(cost);
+  }
+  m.Update(batch, secs, 0);
+  db::MemoryDatabase database;
+  std::int64_t id = m.SaveToDatabase(database, "{}");
+  TuningCostModel loaded(o);
+  db::MemoryDatabase empty;
+  EXPECT_FALSE(TuningCostModel(o).LoadFromDatabase(empty, 0));
+  ASSERT_TRUE(loaded.LoadFromDatabase(database, id));
+  EXPECT_EQ(loaded.Predict(batch), m.Predict(batch));
+  std::string file = ::testing::TempDir() + "/model_" + std::to_string(::getpid()) + ".bin";
+  m.SaveToFile(file);
+  TuningCostModel from_file(o);
+  from_file.LoadFromFile(file);
+  EXPECT_EQ(from_file.Predict(batch), m.Predict(batch));
+  std::filesystem::remove(file);
+  // A stored model of another feature version is refused clearly.
+  db::StoredModel old;
+  old.feature_version = 0;
+  old.blob = "x";
+  database.SaveModel(old);
+  EXPECT_THROW(loaded.LoadFromDatabase(database, 0), CostModelError);
+}
+
+}  // namespace
+}  // namespace tunedb::costmodel
