@@ -11,7 +11,6 @@
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
-#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -547,8 +546,7 @@ class Codegen {
   }
 
   // A counted loop [begin, end) calling body(var) for each iteration.
-  void EmitCountedLoop(const Expr& var, llvm::Value* begin, llvm::Value* end, const std::function<void()>& body,
-                       bool vectorize_hint = false) {
+  void EmitCountedLoop(const Expr& var, llvm::Value* begin, llvm::Value* end, const std::function<void()>& body) {
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, "for." + var->name, fn_);
     llvm::BasicBlock* loop_body = llvm::BasicBlock::Create(ctx_, "body." + var->name, fn_);
@@ -562,15 +560,8 @@ class Codegen {
     vars_[var.get()] = i;
     body();
     llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
-    llvm::BranchInst* back = b_.CreateBr(header);
+    b_.CreateBr(header);
     i->addIncoming(next, b_.GetInsertBlock());
-    if (vectorize_hint) {
-      llvm::MDNode* enable = llvm::MDNode::get(
-          ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"), llvm::ConstantAsMetadata::get(b_.getTrue())});
-      llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, {nullptr, enable});
-      loop_id->replaceOperandWith(0, loop_id);
-      back->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
-    }
     b_.SetInsertPoint(exit);
     vars_.erase(var.get());
   }
@@ -601,7 +592,9 @@ class Codegen {
           }
           lane_var_ = saved;
         }
-        EmitCountedLoop(n.loop_var, b_.getInt64(0), b_.getInt64(n.extent), [&] { EmitStmt(n.body); }, true);
+        // A body that cannot be emitted lane-wise stays a scalar loop; LLVM's
+        // loop vectorizer (part of O3) may still vectorize it.
+        EmitCountedLoop(n.loop_var, b_.getInt64(0), b_.getInt64(n.extent), [&] { EmitStmt(n.body); });
         return;
       case ForKind::kParallel:
         if (!in_parallel_ && !lane_var_) {

@@ -9,7 +9,7 @@
 //    (contiguous accesses as vector loads/stores, invariant ones broadcast,
 //    others gathered lane by lane); a body that cannot be vectorized that way
 //    (a nested loop, a branch that depends on the lane) stays a scalar loop
-//    with a vectorization hint;
+//    for LLVM's own loop vectorizer;
 //  - an unrolled loop is emitted once per iteration (up to 4096 statements);
 //  - a parallel loop is outlined into a function called through
 //    tunedb_parallel_for (runtime.h); parallel loops inside it run serially;

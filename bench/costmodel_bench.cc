@@ -1,0 +1,168 @@
+// Cost-model benchmark: data made by tunedb itself (random schedules of
+// built-in workloads, measured by the real Runner), then
+//  - features + prediction throughput (candidates/s), from scheduled
+//    programs to scores;
+//  - training time against dataset size;
+//  - held-out ranking quality on (a) records of workloads seen in training
+//    and (b) workloads left out entirely.
+//
+// Usage: costmodel_bench [--per-workload 150] [--seed 0]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "costmodel/dataset.h"
+#include "costmodel/metrics.h"
+#include "costmodel/model.h"
+#include "ir/schedule/schedule.h"
+#include "ir/workloads.h"
+#include "measure/runner.h"
+#include "tests/ir/schedule/random_scheduler.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace tunedb;
+
+struct Measured {
+  std::vector<ir::PrimFunc> programs;
+  std::vector<double> medians;
+};
+
+Measured MeasureRandomSchedules(const std::string& spec, int n, std::uint64_t seed) {
+  ir::Workload w = ir::BuildWorkload(spec);
+  measure::MeasureConfig config;
+  config.worker_path = TUNEDB_WORKER;
+  config.repeat = 3;
+  config.min_repeat_ms = 5;
+  Measured m;
+  for (int i = 0; i < n; ++i) {
+    ir::Schedule sch(w.func, seed * 100000 + static_cast<std::uint64_t>(i));
+    ir::testing::RandomScheduler random(sch, seed * 100000 + static_cast<std::uint64_t>(i));
+    for (int step = 0; step < 10; ++step) {
+      try {
+        random.Step();
+      } catch (const ir::ScheduleError&) {
+      }
+    }
+    m.programs.push_back(sch.func());
+  }
+  measure::Runner runner(w.func, config);
+  for (const measure::MeasureResult& r : runner.Measure(m.programs)) m.medians.push_back(r.MedianSecs());
+  return m;
+}
+
+struct Split {
+  std::vector<costmodel::Sample> samples;
+};
+
+void Report(const char* what, const costmodel::CostModel& model, const std::vector<costmodel::Sample>& test) {
+  std::vector<std::vector<costmodel::FeatureRow>> rows;
+  std::vector<double> labels;
+  std::vector<int> groups;
+  for (const auto& s : test) {
+    rows.push_back(s.rows);
+    labels.push_back(s.label);
+    groups.push_back(s.group);
+  }
+  std::vector<double> scores = model.Predict(rows);
+  std::printf("| %s | %zu | %.3f | %.3f | %.3f | %.3f |\n", what, test.size(),
+              costmodel::PairwiseAccuracy(scores, labels, groups), costmodel::TopKScore(scores, labels, groups, 1),
+              costmodel::TopKScore(scores, labels, groups, 5), costmodel::APeak32(scores, labels, groups));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int per_workload = 150;
+  std::uint64_t seed = 0;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--per-workload") per_workload = std::stoi(argv[i + 1]);
+    if (a == "--seed") seed = std::stoull(argv[i + 1]);
+  }
+  std::vector<std::string> seen = {"matmul:M=128,N=128,K=128", "dense_bias_relu:B=64,IN=128,OUT=64",
+                                   "conv2d_nhwc:N=1,H=14,W=14,CI=16,CO=16,KH=3,KW=3,stride=1,pad=1",
+                                   "softmax:M=64,N=256"};
+  std::vector<std::string> unseen = {"batch_matmul:B=4,M=64,N=64,K=64",
+                                     "depthwise_conv2d_nhwc:N=1,H=28,W=28,C=32,KH=3,KW=3,stride=1,pad=1"};
+  std::printf("data: %d random schedules per workload, measured by the Runner (%zu seen workloads, %zu unseen)\n\n",
+              per_workload, seen.size(), unseen.size());
+  // Measure, featurize, label.
+  std::vector<costmodel::Sample> train, seen_test, unseen_test;
+  std::vector<ir::PrimFunc> all_programs;
+  std::mt19937_64 rng(seed);
+  int group = 0;
+  double measure_secs = 0;
+  for (const auto* set : {&seen, &unseen}) {
+    for (const std::string& spec : *set) {
+      auto t0 = Clock::now();
+      Measured m = MeasureRandomSchedules(spec, per_workload, seed + static_cast<std::uint64_t>(group));
+      measure_secs += std::chrono::duration<double>(Clock::now() - t0).count();
+      std::vector<int> groups(m.medians.size(), group);
+      std::vector<double> labels = costmodel::NormalizedThroughput(m.medians, groups);
+      for (std::size_t i = 0; i < m.programs.size(); ++i) {
+        costmodel::Sample s{costmodel::CandidateFeatures(m.programs[i]), labels[i], group};
+        all_programs.push_back(m.programs[i]);
+        if (set == &unseen) {
+          unseen_test.push_back(std::move(s));
+        } else if (std::uniform_real_distribution<double>(0, 1)(rng) < 0.2) {
+          seen_test.push_back(std::move(s));
+        } else {
+          train.push_back(std::move(s));
+        }
+      }
+      ++group;
+    }
+  }
+  std::printf("measuring took %.0f s\n\n", measure_secs);
+
+  // Training time against dataset size.
+  std::printf("| training samples | rank: seconds | rounds | weighted-mse: seconds | rounds |\n| --- | --- | --- | --- | --- |\n");
+  costmodel::CostModel rank_model, mse_model;
+  for (std::size_t n : {train.size() / 4, train.size() / 2, train.size()}) {
+    std::vector<costmodel::Sample> part(train.begin(), train.begin() + static_cast<std::ptrdiff_t>(n));
+    costmodel::TrainOptions o;
+    o.seed = seed;
+    auto t0 = Clock::now();
+    costmodel::CostModel rm;
+    costmodel::TrainReport rr = rm.Train(part, o);
+    double rs = std::chrono::duration<double>(Clock::now() - t0).count();
+    o.objective = costmodel::Objective::kWeightedMse;
+    t0 = Clock::now();
+    costmodel::CostModel mm;
+    costmodel::TrainReport mr = mm.Train(part, o);
+    double ms = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::printf("| %zu | %.2f | %d | %.2f | %d |\n", n, rs, rr.rounds, ms, mr.rounds);
+    if (n == train.size()) {
+      rank_model = std::move(rm);
+      mse_model = std::move(mm);
+    }
+  }
+
+  // Ranking quality.
+  std::printf("\n| objective / records | records | pairwise accuracy | top-1 | top-5 | a-peak@32 |\n| --- | --- | --- | --- | --- | --- |\n");
+  Report("rank / seen workloads (held-out records)", rank_model, seen_test);
+  Report("rank / unseen workloads", rank_model, unseen_test);
+  Report("weighted-mse / seen workloads (held-out records)", mse_model, seen_test);
+  Report("weighted-mse / unseen workloads", mse_model, unseen_test);
+
+  // Features + prediction throughput, from scheduled programs to scores, in batches of 512.
+  auto t0 = Clock::now();
+  std::size_t done = 0;
+  for (std::size_t start = 0; start < all_programs.size(); start += 512) {
+    std::vector<std::vector<costmodel::FeatureRow>> rows;
+    for (std::size_t i = start; i < std::min(all_programs.size(), start + 512); ++i) {
+      rows.push_back(costmodel::CandidateFeatures(all_programs[i]));
+    }
+    done += rank_model.Predict(rows).size();
+  }
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::printf("\nfeatures + prediction: %zu candidates in %.3f s = %.0f candidates/s (target >= 20000)\n", done, secs,
+              static_cast<double>(done) / secs);
+  return 0;
+}
