@@ -103,10 +103,14 @@ CREATE TABLE IF NOT EXISTS sessions(
   command TEXT, host TEXT, target TEXT, strategy TEXT,
   seed INTEGER, trials INTEGER,
   started REAL NOT NULL, ended REAL);
+-- Targets by id: index entries stay small (an integer, not the target text).
+CREATE TABLE IF NOT EXISTS targets(
+  id INTEGER PRIMARY KEY,
+  target TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS records(
   id INTEGER PRIMARY KEY,
   workload_id INTEGER NOT NULL REFERENCES workloads(id),
-  target TEXT NOT NULL,
+  target_id INTEGER NOT NULL REFERENCES targets(id),
   trace TEXT NOT NULL,
   run_secs TEXT NOT NULL,
   median REAL,
@@ -121,7 +125,7 @@ CREATE TABLE IF NOT EXISTS records(
   -- Per workload, so that a batch of one workload's records dirties few
   -- index pages (a global random key would dirty one page per record).
   UNIQUE(workload_id, dedupe));
-CREATE INDEX IF NOT EXISTS records_best ON records(workload_id, target, median) WHERE status = 'ok';
+CREATE INDEX IF NOT EXISTS records_best ON records(workload_id, target_id, median) WHERE status = 'ok';
 CREATE INDEX IF NOT EXISTS records_by_workload ON records(workload_id, id);
 CREATE TABLE IF NOT EXISTS models(
   id INTEGER PRIMARY KEY,
@@ -185,7 +189,19 @@ struct SqliteDatabase::Impl {
   Connection conn;
   int transaction_depth = 0;
   std::unique_ptr<Statement> find_workload, insert_workload, insert_record, top_k, begin, commit, rollback, count,
-      insert_session, end_session, insert_model;
+      insert_session, end_session, insert_model, find_target, insert_target;
+
+  std::int64_t TargetId(const std::string& target) {
+    Statement& find = find_target->Reset().Bind(1, target);
+    if (find.Step()) {
+      std::int64_t id = find.Int(0);
+      find.Reset();
+      return id;
+    }
+    find.Reset();
+    insert_target->Reset().Bind(1, target).Run();
+    return sqlite3_last_insert_rowid(conn.db);
+  }
 
   void Exec(const char* sql) {
     char* err = nullptr;
@@ -256,8 +272,9 @@ struct SqliteDatabase::Impl {
 };
 
 #define TUNEDB_RECORD_COLUMNS                                                                              \
-  "r.id, w.hash, r.target, r.trace, r.run_secs, r.status, r.error, COALESCE(r.session_id, 0), r.created, " \
+  "r.id, w.hash, t.target, r.trace, r.run_secs, r.status, r.error, COALESCE(r.session_id, 0), r.created, " \
   "r.hardware, r.target_json, r.args_info"
+#define TUNEDB_RECORD_JOIN " FROM records r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id"
 
 SqliteDatabase::SqliteDatabase(const std::string& path) : impl_(std::make_unique<Impl>()) {
   impl_->path = path;
@@ -271,8 +288,9 @@ SqliteDatabase::SqliteDatabase(const std::string& path) : impl_(std::make_unique
   try {
     impl_->Exec("PRAGMA journal_mode=WAL");
     impl_->Exec("PRAGMA synchronous=NORMAL");
-    impl_->Exec("PRAGMA cache_size=-262144");  // up to 256 MiB of page cache: index inserts stay in memory
-    impl_->Exec("PRAGMA wal_autocheckpoint=16384");
+    impl_->Exec("PRAGMA cache_size=-65536");  // 64 MiB of page cache
+    impl_->Exec("PRAGMA wal_autocheckpoint=32768");  // checkpoint every 128 MiB of WAL
+    impl_->Exec("PRAGMA mmap_size=1073741824");  // read pages in place, no copies
     impl_->Exec("PRAGMA foreign_keys=ON");
   } catch (const DatabaseError& e) {
     throw DatabaseError(std::string(e.what()) + " (is it an SQLite database?)");
@@ -300,16 +318,17 @@ SqliteDatabase::SqliteDatabase(const std::string& path) : impl_(std::make_unique
       db, "INSERT INTO workloads(hash, name, kind, structure, program, created) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", path);
   impl_->insert_record = std::make_unique<Statement>(
       db,
-      "INSERT OR IGNORE INTO records(workload_id, target, trace, run_secs, median, status, error, session_id, created, "
+      "INSERT OR IGNORE INTO records(workload_id, target_id, trace, run_secs, median, status, error, session_id, created, "
       "hardware, target_json, args_info, dedupe) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
       path);
   impl_->top_k = std::make_unique<Statement>(
       db,
-      "SELECT " TUNEDB_RECORD_COLUMNS
-      " FROM records r JOIN workloads w ON w.id = r.workload_id WHERE w.hash = ?1 AND r.target = ?2 "
-      "AND r.status = 'ok' ORDER BY r.median LIMIT ?3",
+      "SELECT " TUNEDB_RECORD_COLUMNS TUNEDB_RECORD_JOIN
+      " WHERE w.hash = ?1 AND t.target = ?2 AND r.status = 'ok' ORDER BY r.median LIMIT ?3",
       path);
   impl_->count = std::make_unique<Statement>(db, "SELECT COUNT(*) FROM records", path);
+  impl_->find_target = std::make_unique<Statement>(db, "SELECT id FROM targets WHERE target = ?1", path);
+  impl_->insert_target = std::make_unique<Statement>(db, "INSERT INTO targets(target) VALUES (?1)", path);
   impl_->insert_session = std::make_unique<Statement>(
       db,
       "INSERT INTO sessions(command, host, target, strategy, seed, trials, started) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -361,7 +380,10 @@ std::int64_t SqliteDatabase::CommitRecords(const std::vector<TuningRecord>& reco
   double now = NowSeconds();
   impl_->Write([&] {
     std::map<std::string, std::int64_t> ids;
+    std::map<std::string, std::int64_t> target_ids;
     for (const TuningRecord& r : records) {
+      auto t = target_ids.find(r.target);
+      if (t == target_ids.end()) t = target_ids.emplace(r.target, impl_->TargetId(r.target)).first;
       auto it = ids.find(r.workload_hash);
       if (it == ids.end()) {
         Statement& find = impl_->find_workload->Reset().Bind(1, r.workload_hash);
@@ -375,7 +397,7 @@ std::int64_t SqliteDatabase::CommitRecords(const std::vector<TuningRecord>& reco
       std::string run_secs = RunSecsJson(r.run_secs);
       impl_->insert_record->Reset()
           .Bind(1, it->second)
-          .Bind(2, r.target)
+          .Bind(2, t->second)
           .Bind(3, r.trace)
           .Bind(4, run_secs)
           .Bind(5, r.Median())
@@ -402,10 +424,9 @@ std::vector<TuningRecord> SqliteDatabase::TopK(const std::string& workload_hash,
 }
 
 std::vector<TuningRecord> SqliteDatabase::Records(const RecordQuery& q) {
-  std::string sql = "SELECT " TUNEDB_RECORD_COLUMNS
-                    " FROM records r JOIN workloads w ON w.id = r.workload_id WHERE r.id > ?1";
+  std::string sql = "SELECT " TUNEDB_RECORD_COLUMNS TUNEDB_RECORD_JOIN " WHERE r.id > ?1";
   if (q.workload_hash) sql += " AND w.hash = ?2";
-  if (q.target) sql += " AND r.target = ?3";
+  if (q.target) sql += " AND t.target = ?3";
   if (q.status) sql += " AND r.status = ?4";
   sql += " ORDER BY r.id LIMIT ?5";
   Statement s(impl_->conn.db, sql.c_str(), impl_->path);
@@ -446,8 +467,8 @@ std::vector<WorkloadStats> SqliteDatabase::Workloads() {
     out.push_back(std::move(st));
   }
   Statement best(impl_->conn.db,
-                 "SELECT target, MIN(median) FROM records WHERE workload_id = ?1 AND status = 'ok' GROUP BY target "
-                 "ORDER BY target",
+                 "SELECT t.target, MIN(r.median) FROM records r JOIN targets t ON t.id = r.target_id "
+                 "WHERE r.workload_id = ?1 AND r.status = 'ok' GROUP BY t.target ORDER BY t.target",
                  impl_->path);
   for (WorkloadStats& st : out) {
     best.Reset().Bind(1, st.workload.id);
@@ -466,8 +487,7 @@ std::int64_t SqliteDatabase::Size() {
 
 std::vector<std::string> SqliteDatabase::Targets(const std::string& workload_hash) {
   Statement s(impl_->conn.db,
-              "SELECT DISTINCT r.target FROM records r JOIN workloads w ON w.id = r.workload_id WHERE w.hash = ?1 "
-              "ORDER BY r.target",
+              "SELECT DISTINCT t.target" TUNEDB_RECORD_JOIN " WHERE w.hash = ?1 ORDER BY t.target",
               impl_->path);
   s.Bind(1, workload_hash);
   std::vector<std::string> out;
