@@ -229,6 +229,26 @@ bool AsConstInt(const Expr& e, std::int64_t* value) {
   return true;
 }
 
+Expr RewriteLoads(const Expr& e, const std::function<Expr(const Expr& load)>& fn) {
+  if (!e || e->operands.empty()) return e;
+  std::vector<Expr> ops;
+  bool changed = false;
+  for (const Expr& o : e->operands) {
+    ops.push_back(RewriteLoads(o, fn));
+    changed |= ops.back() != o;
+  }
+  Expr rebuilt = e;
+  if (changed) {
+    auto n = std::make_shared<ExprNode>(*e);
+    n->operands = std::move(ops);
+    rebuilt = n;
+  }
+  if (rebuilt->kind == ExprKind::kLoad) {
+    if (Expr r = fn(rebuilt)) return r;
+  }
+  return rebuilt;
+}
+
 Expr Substitute(const Expr& e, const VarMap& map) {
   if (e->kind == ExprKind::kVar) {
     auto it = map.find(e.get());

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -107,6 +108,10 @@ bool AsConstInt(const Expr& e, std::int64_t* value);
 // Replaces variables by expressions (keyed by variable node).
 using VarMap = std::unordered_map<const ExprNode*, Expr>;
 Expr Substitute(const Expr& e, const VarMap& map);
+
+// Rebuilds e bottom-up, replacing every load by fn(load), where the load
+// already carries its rewritten indices; fn returns null to keep it.
+Expr RewriteLoads(const Expr& e, const std::function<Expr(const Expr& load)>& fn);
 
 // Calls fn on every node in pre-order.
 template <typename Fn>

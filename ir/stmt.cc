@@ -98,8 +98,7 @@ PrimFunc Clone(const PrimFunc& func) {
   return copy;
 }
 
-Stmt SubstituteStmt(const Stmt& stmt, const VarMap& map) {
-  Stmt copy = Clone(stmt);
+void SubstituteInPlace(const Stmt& copy, const VarMap& map) {
   auto sub = [&](Expr& e) {
     if (e) e = Substitute(e, map);
   };
@@ -129,6 +128,11 @@ Stmt SubstituteStmt(const Stmt& stmt, const VarMap& map) {
       default: break;
     }
   });
+}
+
+Stmt SubstituteStmt(const Stmt& stmt, const VarMap& map) {
+  Stmt copy = Clone(stmt);
+  SubstituteInPlace(copy, map);
   return copy;
 }
 

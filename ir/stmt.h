@@ -127,8 +127,10 @@ Stmt MakeIf(Expr condition, Stmt then_case, Stmt else_case = nullptr);
 Stmt Clone(const Stmt& stmt);
 PrimFunc Clone(const PrimFunc& func);
 
-// A deep copy of `stmt` with variables replaced through `map` in every
-// expression (bindings, predicates, regions, indices, values, conditions).
+// Replaces variables through `map` in every expression of the tree, in
+// place (bindings, predicates, regions, indices, values, conditions).
+void SubstituteInPlace(const Stmt& stmt, const VarMap& map);
+// The same on a deep copy.
 Stmt SubstituteStmt(const Stmt& stmt, const VarMap& map);
 
 // Calls fn on every statement in pre-order.

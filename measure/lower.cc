@@ -138,25 +138,6 @@ void MutateExprs(const Stmt& s, const std::function<Expr(const Expr&)>& fn) {
   });
 }
 
-// Bottom-up rewrite of loads.
-Expr MapLoads(const Expr& e, const std::function<Expr(const Expr& load, std::vector<Expr> indices)>& fn) {
-  if (!e || e->operands.empty()) return e;
-  std::vector<Expr> ops;
-  bool changed = false;
-  for (const Expr& o : e->operands) {
-    ops.push_back(MapLoads(o, fn));
-    changed |= ops.back() != o;
-  }
-  if (e->kind == ExprKind::kLoad) {
-    Expr r = fn(e, ops);
-    if (r) return r;
-  }
-  if (!changed) return e;
-  auto n = std::make_shared<ExprNode>(*e);
-  n->operands = std::move(ops);
-  return n;
-}
-
 // Replaces buffer `from` by `to` in every load and store, mapping indices.
 void RebindBuffer(const Stmt& s, const BufferNode* from, const Buffer& to,
                   const std::function<std::vector<Expr>(const std::vector<Expr>&)>& map_indices) {
@@ -170,9 +151,9 @@ void RebindBuffer(const Stmt& s, const BufferNode* from, const Buffer& to,
     }
   });
   MutateExprs(s, [&](const Expr& e) {
-    return MapLoads(e, [&](const Expr& load, std::vector<Expr> indices) -> Expr {
+    return RewriteLoads(e, [&](const Expr& load) -> Expr {
       if (load->buffer.get() != from) return nullptr;
-      return Load(to, map_indices(indices));
+      return Load(to, map_indices(load->operands));
     });
   });
 }
@@ -409,10 +390,10 @@ void FlattenBuffers(PrimFunc& f) {
     n.buffer = it->second;
   });
   MutateExprs(f.body, [&](const Expr& e) {
-    return MapLoads(e, [&](const Expr& load, std::vector<Expr> indices) -> Expr {
+    return RewriteLoads(e, [&](const Expr& load) -> Expr {
       auto it = flat.find(load->buffer.get());
       if (it == flat.end()) return nullptr;
-      return Load(it->second, {flat_index(load->buffer, indices)});
+      return Load(it->second, {flat_index(load->buffer, load->operands)});
     });
   });
 }

@@ -118,6 +118,27 @@ bool SubtreeHasAny(const Stmt& s, const std::vector<BlockNode*>& blocks) {
   return false;
 }
 
+// Takes the block's loop nest out and puts a new one, over the given
+// iteration ranges, under `loop`: after every child that holds one of
+// `producers`, before every child that holds one of `consumers` (`index`
+// chooses within that range, see ChoosePosition).
+void MoveUnder(Schedule::State& s, const std::shared_ptr<BlockNode>& block, ForNode& loop, const std::vector<Expr>& mins,
+               const std::vector<std::int64_t>& extents, const std::vector<BlockNode*>& producers,
+               const std::vector<BlockNode*>& consumers, bool preserve_unit_loops, int index, const char* p) {
+  sched::RemoveStmt(s.func, sched::ExclusiveTop(s.func, block.get()));
+  std::vector<Stmt> children = sched::Children(loop.body);
+  int lb = 0, ub = static_cast<int>(children.size());
+  for (int i = 0; i < static_cast<int>(children.size()); ++i) {
+    if (SubtreeHasAny(children[i], producers)) lb = i + 1;
+  }
+  for (int i = static_cast<int>(children.size()) - 1; i >= 0; --i) {
+    if (SubtreeHasAny(children[i], consumers)) ub = i;
+  }
+  int pos = sched::ChoosePosition(lb, ub, index, p);
+  Stmt nest = sched::BuildNest(block, mins, extents, preserve_unit_loops, sched::LoopRanges(s.func));
+  sched::InsertAt(&loop.body, pos, nest);
+}
+
 std::shared_ptr<BlockNode> CheckLeaf(Schedule::State& s, BlockRV rv, const char* p) {
   auto b = s.BlockOf(rv, p);
   if (b.get() == s.func.body.get()) Fail(p, "the root block cannot be moved or inlined");
@@ -170,25 +191,11 @@ void ComputeAtImpl(Schedule::State& s, BlockRV block_rv, LoopRV loop_rv, bool pr
     extents[k] = region[d]->extent;
   }
 
-  sched::RemoveStmt(s.func, sched::ExclusiveTop(s.func, block.get()));
-  // Positions under the loop: after what the block reads is written, before
-  // the first consumer.
-  std::vector<Stmt> children = sched::Children(loop->body);
   std::vector<BlockNode*> producers;
   for (const BufferNode* buf : sched::LoadedBuffers(*block)) {
     for (BlockNode* w : WritersOf(s.func, buf, block.get())) producers.push_back(w);
   }
-  int lb = 0, ub = static_cast<int>(children.size());
-  for (int i = 0; i < static_cast<int>(children.size()); ++i) {
-    if (SubtreeHasAny(children[i], producers)) lb = i + 1;
-  }
-  for (int i = static_cast<int>(children.size()) - 1; i >= 0; --i) {
-    if (SubtreeHasAny(children[i], consumers)) ub = i;
-  }
-  int pos = sched::ChoosePosition(lb, ub, index, p);
-  VarRanges ranges = sched::LoopRanges(s.func);
-  Stmt nest = sched::BuildNest(block, mins, extents, preserve_unit_loops, ranges);
-  sched::InsertAt(&loop->body, pos, nest);
+  MoveUnder(s, block, *loop, mins, extents, producers, consumers, preserve_unit_loops, index, p);
 }
 
 void ReverseComputeAtImpl(Schedule::State& s, BlockRV block_rv, LoopRV loop_rv, bool preserve_unit_loops, int index,
@@ -270,23 +277,11 @@ void ReverseComputeAtImpl(Schedule::State& s, BlockRV block_rv, LoopRV loop_rv, 
     }
   }
 
-  sched::RemoveStmt(s.func, sched::ExclusiveTop(s.func, block.get()));
-  std::vector<Stmt> children = sched::Children(loop->body);
   std::vector<BlockNode*> consumers;
   for (const BufferNode* buf : sched::StoredBuffers(*block)) {
     for (BlockNode* r : ReadersOf(s.func, buf, block.get())) consumers.push_back(r);
   }
-  int lb = 0, ub = static_cast<int>(children.size());
-  for (int i = 0; i < static_cast<int>(children.size()); ++i) {
-    if (SubtreeHasAny(children[i], producers)) lb = i + 1;
-  }
-  for (int i = static_cast<int>(children.size()) - 1; i >= 0; --i) {
-    if (SubtreeHasAny(children[i], consumers)) ub = i;
-  }
-  int pos = sched::ChoosePosition(lb, ub, index, p);
-  VarRanges ranges = sched::LoopRanges(s.func);
-  Stmt nest = sched::BuildNest(block, mins, extents, preserve_unit_loops, ranges);
-  sched::InsertAt(&loop->body, pos, nest);
+  MoveUnder(s, block, *loop, mins, extents, producers, consumers, preserve_unit_loops, index, p);
 }
 
 // A block that is one store of an expression over its spatial iteration

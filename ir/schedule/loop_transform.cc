@@ -56,7 +56,7 @@ std::vector<LoopRV> Schedule::Split(LoopRV loop_rv, const std::vector<SplitFacto
     }
     for (std::size_t i = 0; i + 1 < loops.size(); ++i) loops[i]->body = loops[i + 1];
     loops.back()->body = loop->body;
-    sched::SubstituteInPlace(loop->body, {{loop->loop_var.get(), fused}});
+    SubstituteInPlace(loop->body, {{loop->loop_var.get(), fused}});
     if (product > loop->extent && !disable_predication) {
       Expr in_range = Binary(ExprKind::kLt, fused, IntImm(fused->dtype, loop->extent));
       for (BlockNode* b : sched::BlocksIn(loop->body)) b->predicate = sched::AndPredicate(b->predicate, in_range);
@@ -128,7 +128,7 @@ LoopRV Schedule::Fuse(const std::vector<LoopRV>& loop_rvs, bool preserve_unit_it
       map[loops[k]->loop_var.get()] = v;
       inner *= loops[k]->extent;
     }
-    sched::SubstituteInPlace(fused->body, map);
+    SubstituteInPlace(fused->body, map);
     sched::ReplaceStmt(s.func, loops[0].get(), fused);
     return s.AddLoop(fused);
   });

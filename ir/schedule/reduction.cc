@@ -109,7 +109,7 @@ BlockRV Schedule::DecomposeReduction(BlockRV block_rv, LoopRV loop_rv) {
       if (ok) init->predicate = sched::AndPredicate(init->predicate, Substitute(c, to_init));
     }
     init->body = Clone(block->init);
-    sched::SubstituteInPlace(init->body, to_new_iters);
+    SubstituteInPlace(init->body, to_new_iters);
     sched::RecomputeRegions(*init);
     Stmt nest = init;
     for (std::size_t i = init_loops.size(); i-- > 0;) {

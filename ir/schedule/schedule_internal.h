@@ -122,8 +122,6 @@ Stmt BuildNest(const std::shared_ptr<BlockNode>& block, const std::vector<Expr>&
 // index itself, which must lie in [lb, ub].
 int ChoosePosition(int lb, int ub, int index, const char* primitive);
 
-// Rewrites every expression of the subtree through `map`.
-void SubstituteInPlace(const Stmt& s, const VarMap& map);
 // Loop variable -> extent for every loop in the program.
 VarRanges LoopRanges(const PrimFunc& f);
 // Simplifies bindings and predicates of every block with the loop ranges;

@@ -279,38 +279,6 @@ void InsertAt(Stmt* parent_body, int index, Stmt s) {
   *parent_body = MakeSeq(std::move(children));
 }
 
-void SubstituteInPlace(const Stmt& s, const VarMap& map) {
-  auto sub = [&](Expr& e) {
-    if (e) e = Substitute(e, map);
-  };
-  VisitStmt(s, [&](const Stmt& x) {
-    switch (x->kind) {
-      case StmtKind::kIf: sub(static_cast<IfNode&>(*x).condition); break;
-      case StmtKind::kStore: {
-        auto& n = static_cast<StoreNode&>(*x);
-        for (Expr& i : n.indices) sub(i);
-        sub(n.value);
-        break;
-      }
-      case StmtKind::kBlock: {
-        auto& n = static_cast<BlockNode&>(*x);
-        for (Expr& b : n.bindings) sub(b);
-        sub(n.predicate);
-        for (auto* regions : {&n.reads, &n.writes}) {
-          for (BufferRegion& r : *regions) {
-            for (Range& range : r.ranges) {
-              sub(range.min);
-              sub(range.extent);
-            }
-          }
-        }
-        break;
-      }
-      default: break;
-    }
-  });
-}
-
 VarRanges LoopRanges(const PrimFunc& f) {
   VarRanges ranges;
   VisitStmt(f.body, [&](const Stmt& s) {
@@ -536,21 +504,7 @@ Expr AndPredicate(const Expr& a, const Expr& b) {
 namespace tunedb::ir::sched {
 
 Expr ReplaceLoads(const Expr& e, const BufferNode* buffer, const std::function<Expr(const Expr&)>& fn) {
-  if (!e) return e;
-  bool changed = false;
-  std::vector<Expr> ops;
-  for (const Expr& o : e->operands) {
-    ops.push_back(ReplaceLoads(o, buffer, fn));
-    changed |= ops.back() != o;
-  }
-  Expr rebuilt = e;
-  if (changed) {
-    auto n = std::make_shared<ExprNode>(*e);
-    n->operands = std::move(ops);
-    rebuilt = n;
-  }
-  if (rebuilt->kind == ExprKind::kLoad && rebuilt->buffer.get() == buffer) return fn(rebuilt);
-  return rebuilt;
+  return RewriteLoads(e, [&](const Expr& load) { return load->buffer.get() == buffer ? fn(load) : nullptr; });
 }
 
 void RewriteExprs(const Stmt& s, const std::function<Expr(const Expr&)>& fn) {
