@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <mutex>
+#include <thread>
 
 #include "ir/json.h"
 #include "ir/schedule/schedule.h"
@@ -16,6 +18,35 @@ std::vector<FeatureRow> CandidateFeatures(const ir::PrimFunc& scheduled) {
 
 std::vector<FeatureRow> CandidateFeatures(const ir::PrimFunc& workload, const ir::Trace& trace) {
   return CandidateFeatures(ir::ReplayTrace(workload, trace, 0).func());
+}
+
+std::vector<std::vector<FeatureRow>> FeaturizeBatch(const std::vector<ir::PrimFunc>& programs, int threads) {
+  std::vector<std::vector<FeatureRow>> out(programs.size());
+  int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  n = std::min<int>(n, static_cast<int>(programs.size()));
+  if (n <= 1) {
+    for (std::size_t i = 0; i < programs.size(); ++i) out[i] = CandidateFeatures(programs[i]);
+    return out;
+  }
+  // Programs share immutable expressions; each thread lowers its own copies.
+  std::vector<std::thread> pool;
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  for (int t = 0; t < n; ++t) {
+    pool.emplace_back([&, t] {
+      try {
+        for (std::size_t i = static_cast<std::size_t>(t); i < programs.size(); i += static_cast<std::size_t>(n)) {
+          out[i] = CandidateFeatures(programs[i]);
+        }
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  if (error) std::rethrow_exception(error);
+  return out;
 }
 
 std::vector<double> NormalizedThroughput(const std::vector<double>& median_secs, const std::vector<int>& groups) {

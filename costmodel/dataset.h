@@ -33,6 +33,10 @@ Dataset LoadDataset(db::Database& database);
 std::vector<FeatureRow> CandidateFeatures(const ir::PrimFunc& workload, const ir::Trace& trace);
 std::vector<FeatureRow> CandidateFeatures(const ir::PrimFunc& scheduled);
 
+// Features of many scheduled programs, spread over `threads` threads (0:
+// one per core): the search ranks thousands of candidates per round.
+std::vector<std::vector<FeatureRow>> FeaturizeBatch(const std::vector<ir::PrimFunc>& programs, int threads = 0);
+
 // Labels from median times (+infinity for failures): best / time per group.
 std::vector<double> NormalizedThroughput(const std::vector<double>& median_secs, const std::vector<int>& groups);
 

@@ -136,9 +136,8 @@ class Extractor {
   std::vector<FeatureRow> Run(const PrimFunc& f) {
     Walk(f.body);
     double total_flops = 0;
-    for (auto& [buf, row] : rows_) {
-      (void)buf;
-      for (int k : {0, 1, 2, 3, 4, 5, 6}) total_flops += row.ops.v[k] * (k == 0 ? 2 : 1);
+    for (const BufferNode* buf : order_) {  // program order: the same sum on every run
+      for (int k : {0, 1, 2, 3, 4, 5, 6}) total_flops += rows_[buf].ops.v[k] * (k == 0 ? 2 : 1);
     }
     std::vector<FeatureRow> out;
     for (const BufferNode* buf : order_) out.push_back(Features(rows_[buf], total_flops));
@@ -238,9 +237,11 @@ class Extractor {
       bool contiguous = false;
     };
     std::map<const BufferNode*, BufStats> stats;
+    std::vector<const BufferNode*> first_seen;  // buffers in order of first access: a deterministic order
     std::set<const ExprNode*> all_vars;
     for (const ForNode* l : loops) all_vars.insert(l->loop_var.get());
     for (const Access& a : row.accesses) {
+      if (!stats.count(a.buffer)) first_seen.push_back(a.buffer);
       BufStats& s = stats[a.buffer];
       s.kind |= a.write ? 2 : 1;
       int elem = DataTypeBytes(a.buffer->dtype);
@@ -289,10 +290,10 @@ class Extractor {
         }
       }
     }
-    std::vector<std::pair<const BufferNode*, BufStats>> sorted(stats.begin(), stats.end());
-    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) {
-      return a.second.bytes != b.second.bytes ? a.second.bytes > b.second.bytes : a.first->name < b.first->name;
-    });
+    std::vector<std::pair<const BufferNode*, BufStats>> sorted;
+    for (const BufferNode* b : first_seen) sorted.emplace_back(b, stats[b]);
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const auto& a, const auto& b) { return a.second.bytes > b.second.bytes; });
     for (int b = 0; b < kBuffersPerRow; ++b) {
       if (b >= static_cast<int>(sorted.size())) {
         f.insert(f.end(), 10, 0.0f);

@@ -77,3 +77,28 @@ TEST(NormalizedThroughputTest, BestIsOneFailuresZero) {
 
 }  // namespace
 }  // namespace tunedb::costmodel
+
+namespace tunedb::costmodel {
+namespace {
+
+TEST(FeaturizeBatchTest, ThreadsGiveTheSameRows) {
+  std::vector<ir::PrimFunc> programs;
+  for (const char* spec : {"matmul:M=8,N=8,K=8", "softmax:M=4,N=8", "conv2d_nhwc:N=1,H=5,W=5,CI=2,CO=2,KH=3,KW=3,stride=1,pad=1"}) {
+    ir::Workload w = ir::BuildWorkload(spec);
+    for (int seed = 0; seed < 5; ++seed) {
+      ir::Schedule sch(w.func, static_cast<std::uint64_t>(seed));
+      ir::testing::RandomScheduler random(sch, static_cast<std::uint64_t>(seed));
+      for (int step = 0; step < 5; ++step) {
+        try {
+          random.Step();
+        } catch (const ir::ScheduleError&) {
+        }
+      }
+      programs.push_back(sch.func());
+    }
+  }
+  EXPECT_EQ(FeaturizeBatch(programs, 1), FeaturizeBatch(programs, 3));
+}
+
+}  // namespace
+}  // namespace tunedb::costmodel
