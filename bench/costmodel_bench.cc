@@ -20,6 +20,7 @@
 #include "costmodel/model.h"
 #include "ir/schedule/schedule.h"
 #include "ir/workloads.h"
+#include "measure/lower.h"
 #include "measure/runner.h"
 #include "tests/ir/schedule/random_scheduler.h"
 
@@ -161,6 +162,18 @@ int main(int argc, char** argv) {
     done += rank_model.Predict(costmodel::FeaturizeBatch(batch)).size();
   }
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  // Where the time goes, on one thread: lowering, then feature extraction.
+  std::vector<ir::PrimFunc> lowered;
+  auto t1 = Clock::now();
+  for (const ir::PrimFunc& p : all_programs) lowered.push_back(measure::Lower(p));
+  double lower_secs = std::chrono::duration<double>(Clock::now() - t1).count();
+  t1 = Clock::now();
+  std::size_t rows = 0;
+  for (const ir::PrimFunc& p : lowered) rows += costmodel::ExtractFeatures(p).size();
+  double feature_secs = std::chrono::duration<double>(Clock::now() - t1).count();
+  std::printf("\none thread: lowering %.1f us, feature extraction %.1f us per candidate (%zu rows)\n",
+              lower_secs / static_cast<double>(all_programs.size()) * 1e6,
+              feature_secs / static_cast<double>(all_programs.size()) * 1e6, rows);
   std::printf("\nfeatures + prediction: %zu candidates in %.3f s = %.0f candidates/s (target >= 20000)\n", done, secs,
               static_cast<double>(done) / secs);
   return 0;
