@@ -130,6 +130,25 @@ void SubstituteInPlace(const Stmt& copy, const VarMap& map) {
   });
 }
 
+void RewriteExprs(const Stmt& stmt, const std::function<Expr(const Expr&)>& fn) {
+  VisitStmt(stmt, [&](const Stmt& x) {
+    switch (x->kind) {
+      case StmtKind::kIf: {
+        auto& n = static_cast<IfNode&>(*x);
+        n.condition = fn(n.condition);
+        break;
+      }
+      case StmtKind::kStore: {
+        auto& n = static_cast<StoreNode&>(*x);
+        for (Expr& i : n.indices) i = fn(i);
+        n.value = fn(n.value);
+        break;
+      }
+      default: break;
+    }
+  });
+}
+
 Stmt SubstituteStmt(const Stmt& stmt, const VarMap& map) {
   Stmt copy = Clone(stmt);
   SubstituteInPlace(copy, map);

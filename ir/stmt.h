@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -132,6 +133,10 @@ PrimFunc Clone(const PrimFunc& func);
 void SubstituteInPlace(const Stmt& stmt, const VarMap& map);
 // The same on a deep copy.
 Stmt SubstituteStmt(const Stmt& stmt, const VarMap& map);
+
+// Replaces every expression of the tree's stores and if-conditions (not
+// block bindings or predicates) by fn(expression), in place.
+void RewriteExprs(const Stmt& stmt, const std::function<Expr(const Expr&)>& fn);
 
 // Calls fn on every statement in pre-order.
 template <typename Fn>

@@ -118,25 +118,6 @@ Stmt RemoveBlocks(const Stmt& s, const VarRanges& ranges) {
 
 // ---- expression and access rewriting -------------------------------------------
 
-// Rewrites every expression in stores and conditions of the tree.
-void MutateExprs(const Stmt& s, const std::function<Expr(const Expr&)>& fn) {
-  VisitStmt(s, [&](const Stmt& x) {
-    switch (x->kind) {
-      case StmtKind::kIf: {
-        auto& n = static_cast<IfNode&>(*x);
-        n.condition = fn(n.condition);
-        break;
-      }
-      case StmtKind::kStore: {
-        auto& n = static_cast<StoreNode&>(*x);
-        for (Expr& i : n.indices) i = fn(i);
-        n.value = fn(n.value);
-        break;
-      }
-      default: break;
-    }
-  });
-}
 
 // Replaces buffer `from` by `to` in every load and store, mapping indices.
 void RebindBuffer(const Stmt& s, const BufferNode* from, const Buffer& to,
@@ -150,7 +131,7 @@ void RebindBuffer(const Stmt& s, const BufferNode* from, const Buffer& to,
       }
     }
   });
-  MutateExprs(s, [&](const Expr& e) {
+  RewriteExprs(s, [&](const Expr& e) {
     return RewriteLoads(e, [&](const Expr& load) -> Expr {
       if (load->buffer.get() != from) return nullptr;
       return Load(to, map_indices(load->operands));
@@ -389,7 +370,7 @@ void FlattenBuffers(PrimFunc& f) {
     n.indices = {flat_index(n.buffer, n.indices)};
     n.buffer = it->second;
   });
-  MutateExprs(f.body, [&](const Expr& e) {
+  RewriteExprs(f.body, [&](const Expr& e) {
     return RewriteLoads(e, [&](const Expr& load) -> Expr {
       auto it = flat.find(load->buffer.get());
       if (it == flat.end()) return nullptr;

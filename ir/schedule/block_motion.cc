@@ -33,7 +33,7 @@ struct Access {
 std::vector<Access> LoadsOf(BlockNode* b, const BufferNode* buffer) {
   std::vector<Access> out;
   for (const Stmt* part : {&b->init, &b->body}) {
-    sched::RewriteExprs(*part, [&](const Expr& e) {
+    RewriteExprs(*part, [&](const Expr& e) {
       VisitExpr(e, [&](const Expr& x) {
         if (x->kind == ExprKind::kLoad && x->buffer.get() == buffer) out.push_back({b, x->operands});
       });
@@ -352,7 +352,7 @@ void Schedule::ComputeInline(BlockRV block_rv) {
         return Substitute(store->value, map);
       };
       for (const Stmt* part : {&c->init, &c->body}) {
-        sched::RewriteExprs(*part, [&](const Expr& e) { return sched::ReplaceLoads(e, buf, inline_load); });
+        RewriteExprs(*part, [&](const Expr& e) { return sched::ReplaceLoads(e, buf, inline_load); });
       }
       sched::RecomputeRegions(*c);
     }

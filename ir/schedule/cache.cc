@@ -80,7 +80,7 @@ BlockRV Schedule::CacheRead(BlockRV block_rv, int read_buffer_index, const std::
     Buffer cache = StageBuffer(src, storage_scope);
     auto copy = CopyBlock(s.func, src, cache, cache);
     for (const Stmt* part : {&block->init, &block->body}) {
-      sched::RewriteExprs(*part, [&](const Expr& e) {
+      RewriteExprs(*part, [&](const Expr& e) {
         return sched::ReplaceLoads(e, src.get(), [&](const Expr& load) { return Load(cache, load->operands); });
       });
     }
@@ -115,7 +115,7 @@ BlockRV Schedule::CacheWrite(BlockRV block_rv, int write_buffer_index, const std
       for (StoreNode* st : sched::Stores(*part)) {
         if (st->buffer == dst) st->buffer = cache;
       }
-      sched::RewriteExprs(*part, [&](const Expr& e) {
+      RewriteExprs(*part, [&](const Expr& e) {
         return sched::ReplaceLoads(e, dst.get(), [&](const Expr& load) { return Load(cache, load->operands); });
       });
     }

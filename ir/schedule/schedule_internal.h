@@ -101,9 +101,6 @@ void InsertAt(Stmt* parent_body, int index, Stmt s);
 // Children of a body slot: the sequence's elements, or the one statement.
 std::vector<Stmt> Children(const Stmt& body);
 
-// Replaces every expression of the subtree's stores and conditions (not
-// block bindings) by fn(expression).
-void RewriteExprs(const Stmt& s, const std::function<Expr(const Expr&)>& fn);
 // Replaces, bottom-up, every load of `buffer` in e by fn(load).
 Expr ReplaceLoads(const Expr& e, const BufferNode* buffer, const std::function<Expr(const Expr&)>& fn);
 // Removes a buffer from the root block's allocations.

@@ -507,24 +507,6 @@ Expr ReplaceLoads(const Expr& e, const BufferNode* buffer, const std::function<E
   return RewriteLoads(e, [&](const Expr& load) { return load->buffer.get() == buffer ? fn(load) : nullptr; });
 }
 
-void RewriteExprs(const Stmt& s, const std::function<Expr(const Expr&)>& fn) {
-  VisitStmt(s, [&](const Stmt& x) {
-    switch (x->kind) {
-      case StmtKind::kIf: {
-        auto& n = static_cast<IfNode&>(*x);
-        n.condition = fn(n.condition);
-        break;
-      }
-      case StmtKind::kStore: {
-        auto& n = static_cast<StoreNode&>(*x);
-        for (Expr& i : n.indices) i = fn(i);
-        n.value = fn(n.value);
-        break;
-      }
-      default: break;
-    }
-  });
-}
 
 void RemoveAllocation(PrimFunc& f, const BufferNode* buffer) {
   auto& root = static_cast<BlockNode&>(*f.body);
