@@ -151,8 +151,16 @@ class WorkerProcess {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
     posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+    // A process group of its own: Ctrl-C in the terminal interrupts the
+    // tuner, which finishes and commits the candidates in flight; the
+    // workers must not die under it. They exit when their pipe closes.
+    posix_spawnattr_t attrs;
+    posix_spawnattr_init(&attrs);
+    posix_spawnattr_setflags(&attrs, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attrs, 0);
     char* argv[] = {const_cast<char*>(path_.c_str()), nullptr};
-    int rc = ::posix_spawn(&pid_, path_.c_str(), &actions, nullptr, argv, environ);
+    int rc = ::posix_spawn(&pid_, path_.c_str(), &actions, &attrs, argv, environ);
+    posix_spawnattr_destroy(&attrs);
     posix_spawn_file_actions_destroy(&actions);
     ::close(in_pipe[0]);
     ::close(out_pipe[1]);

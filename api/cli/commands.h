@@ -26,6 +26,7 @@ void AddShowCommand(CLI::App& app);
 void AddRunCommand(CLI::App& app);
 void AddDbCommands(CLI::App& app);     // `db ...` and `best`
 void AddModelCommands(CLI::App& app);  // `train` and `model ...`
+void AddTuneCommand(CLI::App& app);
 
 // Reads a whole text file; UsageError when it cannot.
 std::string ReadTextFile(const std::string& path);

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   tunedb::cli::AddRunCommand(app);
   tunedb::cli::AddDbCommands(app);
   tunedb::cli::AddModelCommands(app);
+  tunedb::cli::AddTuneCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

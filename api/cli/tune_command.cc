@@ -1,0 +1,203 @@
+// `tunedb tune`: the tuning loop of search/tuner.h with a progress bar, a
+// table after each batch (TVM's task-scheduler table) and the best schedule
+// at the end. Ctrl-C stops after the candidates in flight are measured and
+// committed; a second Ctrl-C kills the process.
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cmath>
+
+#include <fmt/core.h>
+
+#include "api/cli/commands.h"
+#include "db/sqlite_database.h"
+#include "ir/schedule/trace.h"
+#include "search/tuner.h"
+
+namespace tunedb::cli {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void OnInterrupt(int) {
+  g_interrupted.store(true);
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+}
+
+struct TuneCliOptions {
+  std::vector<std::string> workloads;
+  int trials = 64;
+  int batch = 64;
+  std::string db = "tunedb.sqlite";
+  std::string strategy = "evolutionary";
+  std::string space = "default";
+  std::string task_scheduler = "gradient";
+  std::uint64_t seed = 0;
+  std::string target;
+  int population = 512;
+  int repeat = 3;
+  double min_repeat_ms = 20;
+  bool no_transfer = false;
+  bool no_baseline = false;
+};
+
+std::string FormatLatency(double secs) {
+  if (!std::isfinite(secs) || secs <= 0) return "-";
+  return fmt::format("{:.1f}", secs * 1e6);
+}
+
+void PrintTable(const std::vector<search::TaskStatus>& tasks) {
+  fmt::print("{:>3} | {:<36} | {:>10} | {:>14} | {:>12} | {:>6} | {:>8} | {}\n", "ID", "Workload", "FLOP",
+             "Speed (GFLOPS)", "Latency (us)", "Trials", "Failures", "Done");
+  fmt::print("{}\n", std::string(118, '-'));
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const search::TaskStatus& t = tasks[i];
+    std::string speed = t.GFlops() > 0 ? fmt::format("{:.2f}", t.GFlops()) : "-";
+    fmt::print("{:>3} | {:<36} | {:>10.4g} | {:>14} | {:>12} | {:>6} | {:>8} | {}\n", i, t.name,
+               static_cast<double>(t.flops), speed, FormatLatency(t.best_secs), t.trials, t.failures,
+               t.done ? "Y" : "");
+  }
+  std::fflush(stdout);
+}
+
+void PrintProgress(const search::TuneEvent& e, const std::vector<search::TaskStatus>& tasks, bool tty) {
+  double best = 0;
+  for (const auto& t : tasks) best = std::max(best, t.GFlops());
+  int width = 30;
+  int filled = e.trials_total > 0 ? width * e.trials_done / e.trials_total : width;
+  std::string bar = std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(width - filled), '.');
+  std::string line = fmt::format("[{}] {}/{} trials | best {:.1f} GFLOP/s | {:.1f} s", bar, e.trials_done,
+                                 e.trials_total, best, e.elapsed_secs);
+  if (tty) {
+    fmt::print(stderr, "\r{}", line);
+  } else {
+    fmt::print(stderr, "{}\n", line);
+  }
+  std::fflush(stderr);
+}
+
+std::string CommandKey(const TuneCliOptions& o, const std::string& target) {
+  std::string key = "tune";
+  for (const auto& w : o.workloads) key += " --workload " + w;
+  key += fmt::format(" --trials {} --batch {} --strategy {} --space {} --task-scheduler {} --seed {} --target \"{}\"",
+                     o.trials, o.batch, o.strategy, o.space, o.task_scheduler, o.seed, target);
+  return key;
+}
+
+void RunTune(const TuneCliOptions& o) {
+  if (o.db.rfind("http://", 0) == 0 || o.db.rfind("https://", 0) == 0) {
+    throw UsageError("--db " + o.db + ": remote databases need the REST server, which is not built yet; use a file");
+  }
+  search::TuneOptions options;
+  options.workloads = o.workloads;
+  options.trials = o.trials;
+  options.batch = o.batch;
+  options.strategy = o.strategy;
+  options.space = o.space;
+  options.task_scheduler = o.task_scheduler;
+  options.seed = o.seed;
+  options.evolutionary.population = o.population;
+  options.transfer = !o.no_transfer;
+  options.measure_baseline = !o.no_baseline;
+  if (o.repeat < 1) throw UsageError("--repeat must be at least 1");
+  options.measure.repeat = o.repeat;
+  options.measure.min_repeat_ms = o.min_repeat_ms;
+  try {
+    if (!o.target.empty()) options.measure.target = measure::Target::Parse(o.target);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  options.command = CommandKey(o, options.measure.target.ToString());
+
+  db::SqliteDatabase database(o.db);
+  bool tty = ::isatty(STDERR_FILENO) != 0;
+  bool progress_open = false;
+  auto observer = [&](const search::TuneEvent& e, const std::vector<search::TaskStatus>& tasks) {
+    switch (e.kind) {
+      case search::TuneEvent::kSetup: {
+        int history = 0;
+        for (const auto& t : tasks) history += t.history;
+        fmt::print("tuning {} workload(s) for {} trials: {} search, target \"{}\"\n", tasks.size(), e.trials_total,
+                   o.strategy, options.measure.target.ToString());
+        fmt::print("database {}: {} earlier records of these workloads on this target{}\n", o.db, history,
+                   e.trials_done > 0 ? fmt::format("; resuming a session with {} trials done", e.trials_done) : "");
+        fmt::print("{}\n", e.message);
+        std::fflush(stdout);
+        break;
+      }
+      case search::TuneEvent::kMeasured:
+        PrintProgress(e, tasks, tty);
+        progress_open = tty;
+        break;
+      case search::TuneEvent::kBatchDone:
+        if (progress_open) fmt::print(stderr, "\n");
+        progress_open = false;
+        PrintTable(tasks);
+        fmt::print("cost model: {}\n\n", e.message);
+        break;
+    }
+  };
+
+  g_interrupted.store(false);
+  struct sigaction action {};
+  action.sa_handler = OnInterrupt;
+  sigemptyset(&action.sa_mask);
+  struct sigaction previous {};
+  sigaction(SIGINT, &action, &previous);
+  search::TuneReport report;
+  try {
+    report = search::Tune(database, options, observer, &g_interrupted);
+  } catch (const std::invalid_argument& e) {
+    sigaction(SIGINT, &previous, nullptr);
+    throw UsageError(e.what());
+  }
+  sigaction(SIGINT, &previous, nullptr);
+  if (progress_open) fmt::print(stderr, "\n");
+
+  if (report.interrupted) {
+    int done = 0;
+    for (const auto& t : report.tasks) done += t.trials;
+    fmt::print("interrupted: {} of {} trials measured and committed to {}; run the same command to resume\n", done,
+               o.trials, o.db);
+  }
+  for (const search::TaskStatus& t : report.tasks) {
+    fmt::print("\n== {} (hash {})\n", t.name, t.hash);
+    if (t.best_trace.empty()) {
+      fmt::print("no valid candidate yet\n");
+      continue;
+    }
+    fmt::print("best schedule:\n{}", ir::Trace::FromJsonText(t.best_trace).Simplified(false).AsScript());
+    fmt::print("best:        {:.4f} ms, {:.2f} GFLOP/s\n", t.best_secs * 1e3, t.GFlops());
+    if (t.baseline_secs > 0) {
+      fmt::print("unscheduled: {:.4f} ms, {:.2f} GFLOP/s; the best is {:.1f}x faster\n", t.baseline_secs * 1e3,
+                 static_cast<double>(t.flops) / t.baseline_secs / 1e9, t.baseline_secs / t.best_secs);
+    }
+  }
+  fmt::print("\nsession {} took {:.1f} s; {}\n", report.session_id, report.wall_secs, report.model);
+}
+
+}  // namespace
+
+void AddTuneCommand(CLI::App& app) {
+  auto o = std::make_shared<TuneCliOptions>();
+  CLI::App* cmd = app.add_subcommand("tune", "Tune workloads by searching their schedules into the database");
+  cmd->add_option("--workload", o->workloads, "Workload spec or file (repeat for several)")->required();
+  cmd->add_option("--trials", o->trials, "Candidates to measure, shared by all workloads")->capture_default_str();
+  cmd->add_option("--db", o->db, "The SQLite database file")->capture_default_str();
+  cmd->add_option("--strategy", o->strategy, "evolutionary or random")->capture_default_str();
+  cmd->add_option("--space", o->space, "default, or a stochastic schedule script")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of every random choice")->capture_default_str();
+  cmd->add_option("--target", o->target, "Target string (default: the host)");
+  cmd->add_option("--batch", o->batch, "Candidates per search round")->capture_default_str();
+  cmd->add_option("--task-scheduler", o->task_scheduler, "gradient or round-robin (several workloads)")
+      ->capture_default_str();
+  cmd->add_option("--population", o->population, "Evolutionary population size")->capture_default_str();
+  cmd->add_option("--repeat", o->repeat, "Timed repeats per candidate")->capture_default_str();
+  cmd->add_option("--min-repeat-ms", o->min_repeat_ms, "Minimum duration of one repeat")->capture_default_str();
+  cmd->add_flag("--no-transfer", o->no_transfer, "Do not seed the search with other shapes' best schedules");
+  cmd->add_flag("--no-baseline", o->no_baseline, "Do not time the unscheduled program at the end");
+  cmd->callback([o] { RunTune(*o); });
+}
+
+}  // namespace tunedb::cli

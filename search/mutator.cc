@@ -1,0 +1,178 @@
+#include "search/mutator.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "ir/schedule/schedule.h"
+
+namespace tunedb::search {
+namespace {
+
+template <typename T>
+const T& PickOne(const std::vector<T>& v, std::mt19937_64& rng) {
+  return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(rng)];
+}
+
+bool IsAnnotateOf(const ir::Instruction& inst, const char* key) {
+  return inst.kind == "Annotate" && inst.attrs.is_array() && !inst.attrs.empty() && inst.attrs[0].is_string() &&
+         inst.attrs[0].get<std::string>() == key && inst.inputs.size() == 2;
+}
+
+std::vector<std::int64_t> Divisors(std::int64_t x) {
+  std::vector<std::int64_t> d;
+  for (std::int64_t i = 2; i <= x; ++i) {
+    if (x % i == 0) d.push_back(i);
+  }
+  return d;
+}
+
+}  // namespace
+
+std::optional<ir::Trace> MutateTileSize(const ir::Trace& design, std::mt19937_64& rng) {
+  std::vector<std::size_t> sites;
+  for (const auto& [index, decision] : design.decisions) {
+    if (design.insts[index].kind != "SamplePerfectTile" || !decision.is_array() || decision.size() < 2) continue;
+    for (const auto& x : decision) {
+      if (x.is_number_integer() && x.get<std::int64_t>() > 1) {
+        sites.push_back(index);
+        break;
+      }
+    }
+  }
+  // TVM's MutateTileSize: divide one tile by a factor of it and multiply
+  // another by the same factor, so the product (the loop extent) stays.
+  for (int attempt = 0; attempt < 16 && !sites.empty(); ++attempt) {
+    std::size_t index = PickOne(sites, rng);
+    std::vector<std::int64_t> tiles = design.decisions.at(index).get<std::vector<std::int64_t>>();
+    const ir::Instruction& inst = design.insts[index];
+    std::int64_t max_innermost = inst.attrs.size() > 1 && inst.attrs[1].is_number_integer()
+                                     ? inst.attrs[1].get<std::int64_t>()
+                                     : 0;
+    std::vector<std::size_t> from;
+    for (std::size_t i = 0; i < tiles.size(); ++i) {
+      if (tiles[i] > 1) from.push_back(i);
+    }
+    std::size_t src = PickOne(from, rng);
+    std::size_t dst = std::uniform_int_distribution<std::size_t>(0, tiles.size() - 2)(rng);
+    if (dst >= src) ++dst;
+    std::int64_t factor = PickOne(Divisors(tiles[src]), rng);
+    tiles[src] /= factor;
+    tiles[dst] *= factor;
+    if (max_innermost > 0 && tiles.back() > max_innermost) continue;
+    ir::Trace out = design;
+    out.decisions[index] = tiles;
+    return out;
+  }
+  return std::nullopt;
+}
+
+std::optional<ir::Trace> MutateUnroll(const ir::Trace& design, std::mt19937_64& rng) {
+  std::vector<std::size_t> sites;
+  for (const ir::Instruction& inst : design.insts) {
+    if (!IsAnnotateOf(inst, "meta_schedule.unroll_explicit")) continue;
+    const auto* value = std::get_if<ir::RVRef>(&inst.inputs[1]);
+    if (!value) continue;
+    for (const auto& [index, decision] : design.decisions) {
+      const ir::Instruction& s = design.insts[index];
+      if (s.kind == "SampleCategorical" && !s.outputs.empty() && s.outputs[0] == *value) sites.push_back(index);
+    }
+  }
+  if (sites.empty()) return std::nullopt;
+  std::size_t index = PickOne(sites, rng);
+  const nlohmann::json& candidates = design.insts[index].attrs[0];
+  std::int64_t current = design.decisions.at(index).get<std::int64_t>();
+  if (candidates.size() < 2) return std::nullopt;
+  std::int64_t next = std::uniform_int_distribution<std::int64_t>(0, static_cast<std::int64_t>(candidates.size()) - 2)(rng);
+  if (next >= current) ++next;
+  ir::Trace out = design;
+  out.decisions[index] = next;
+  return out;
+}
+
+std::optional<ir::Trace> MutateParallel(const ir::Trace& design, std::int64_t max_jobs, std::mt19937_64& rng) {
+  for (std::size_t i = 0; i < design.insts.size(); ++i) {
+    const ir::Instruction& inst = design.insts[i];
+    if (!IsAnnotateOf(inst, "meta_schedule.parallel")) continue;
+    const auto* current = std::get_if<std::int64_t>(&inst.inputs[1]);
+    if (!current) return std::nullopt;
+    std::vector<std::int64_t> choices;
+    for (std::int64_t v = 2; v < max_jobs; v *= 2) {
+      if (v != *current) choices.push_back(v);
+    }
+    if (max_jobs != *current && max_jobs > 1) choices.push_back(max_jobs);
+    if (choices.empty()) return std::nullopt;
+    ir::Trace out = design;
+    out.insts[i].inputs[1] = PickOne(choices, rng);
+    return out;
+  }
+  return std::nullopt;
+}
+
+std::optional<ir::Trace> MutateComputeLocation(const ir::Trace& design, const ir::PrimFunc& workload,
+                                               std::mt19937_64& rng) {
+  std::vector<std::size_t> sites;
+  for (const auto& [index, decision] : design.decisions) {
+    if (design.insts[index].kind == "SampleComputeLocation") sites.push_back(index);
+  }
+  if (sites.empty()) return std::nullopt;
+  std::size_t index = PickOne(sites, rng);
+  std::int64_t current = design.decisions.at(index).get<std::int64_t>();
+  // The legal locations at that point: replay the prefix with each
+  // decision and keep those the sampler does not reject (it falls back to
+  // -1, "stay at the root", for a decision that names no location).
+  ir::Trace prefix;
+  prefix.insts.assign(design.insts.begin(), design.insts.begin() + static_cast<std::ptrdiff_t>(index) + 1);
+  for (const auto& [i, d] : design.decisions) {
+    if (i < index) prefix.decisions[i] = d;
+  }
+  std::vector<std::int64_t> legal;
+  for (std::int64_t d = -2; d < 64; ++d) {
+    if (d == current) continue;
+    prefix.decisions[index] = d;
+    try {
+      ir::Schedule sch = ir::ReplayTrace(workload, prefix, 0);
+      if (sch.trace().decisions.at(index).get<std::int64_t>() == d) {
+        legal.push_back(d);
+      } else if (d >= 0) {
+        break;  // past the last location
+      }
+    } catch (const ir::IrError&) {
+      return std::nullopt;
+    }
+  }
+  if (legal.empty()) return std::nullopt;
+  ir::Trace out = design;
+  out.decisions[index] = PickOne(legal, rng);
+  return out;
+}
+
+std::optional<ir::Trace> Mutate(const ir::Trace& design, const ir::PrimFunc& workload, std::int64_t max_jobs,
+                                const MutatorProbabilities& p, std::mt19937_64& rng) {
+  struct Option {
+    double weight;
+    int which;
+  };
+  std::vector<Option> options = {{p.tile_size, 0}, {p.compute_location, 1}, {p.unroll, 2}, {p.parallel, 3}};
+  // Try mutators in a probability-weighted random order until one applies.
+  while (!options.empty()) {
+    double total = 0;
+    for (const Option& o : options) total += o.weight;
+    if (total <= 0) break;
+    double r = std::uniform_real_distribution<double>(0, total)(rng);
+    std::size_t pick = 0;
+    for (; pick + 1 < options.size() && r >= options[pick].weight; ++pick) r -= options[pick].weight;
+    std::optional<ir::Trace> out;
+    switch (options[pick].which) {
+      case 0: out = MutateTileSize(design, rng); break;
+      case 1: out = MutateComputeLocation(design, workload, rng); break;
+      case 2: out = MutateUnroll(design, rng); break;
+      case 3: out = MutateParallel(design, max_jobs, rng); break;
+    }
+    if (out) return out;
+    options.erase(options.begin() + static_cast<std::ptrdiff_t>(pick));
+  }
+  return std::nullopt;
+}
+
+}  // namespace tunedb::search

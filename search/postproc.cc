@@ -1,0 +1,152 @@
+// Postprocessors: the root block's meta_schedule.* annotations become real
+// loop kinds, and reductions are decomposed (see space.h). They run after
+// EnterPostproc, so a stored trace replays them exactly, and the search can
+// drop them (remove_postproc) to get back the design trace it mutates.
+#include <set>
+#include <string>
+#include <vector>
+
+#include "search/space.h"
+#include "search/space_internal.h"
+
+namespace tunedb::search {
+namespace {
+
+using internal::BlockNames;
+using internal::HasReduction;
+using internal::UsesVar;
+using ir::BlockNode;
+using ir::BlockRV;
+using ir::ForNode;
+using ir::IterKind;
+using ir::LoopRV;
+using ir::Schedule;
+using ir::ScheduleError;
+
+// True when no block under the loop binds a reduction iter var to it: only
+// such loops may run in parallel or as vector lanes.
+bool IsSpatialLoop(const ForNode& loop) {
+  bool spatial = true;
+  ir::VisitStmt(loop.body, [&](const ir::Stmt& s) {
+    if (s->kind != ir::StmtKind::kBlock) return;
+    const auto& b = static_cast<const BlockNode&>(*s);
+    for (std::size_t i = 0; i < b.iter_vars.size(); ++i) {
+      if (b.iter_vars[i].kind == IterKind::kReduce && UsesVar(b.bindings[i], loop.loop_var.get())) spatial = false;
+    }
+  });
+  return spatial;
+}
+
+// One block name per loop nest directly under the root.
+std::vector<std::string> NestRepresentatives(Schedule& sch) {
+  std::vector<std::string> reps;
+  std::set<const ForNode*> seen;
+  for (const std::string& name : BlockNames(sch.func())) {
+    std::vector<LoopRV> loops = sch.GetLoops(sch.GetBlock(name));
+    if (loops.empty()) continue;
+    if (seen.insert(&sch.Get(loops[0])).second) reps.push_back(name);
+  }
+  return reps;
+}
+
+std::optional<std::int64_t> IntAnnotation(const ir::Annotations& a, const std::string& key) {
+  auto it = a.find(key);
+  if (it == a.end() || !std::holds_alternative<std::int64_t>(it->second)) return std::nullopt;
+  return std::get<std::int64_t>(it->second);
+}
+
+// TVM's RewriteReductionBlock: the init moves before the outermost
+// reduction loop, so the inner loops are pure multiply-accumulate.
+void DecomposeReductions(Schedule& sch) {
+  for (const std::string& name : BlockNames(sch.func())) {
+    BlockRV b = sch.GetBlock(name);
+    if (!sch.Get(b).init) continue;
+    std::vector<LoopRV> loops = sch.GetLoops(b);
+    const BlockNode& node = sch.Get(b);
+    for (LoopRV l : loops) {
+      const ir::ExprNode* var = sch.Get(l).loop_var.get();
+      bool reduce = false;
+      for (std::size_t i = 0; i < node.iter_vars.size(); ++i) {
+        reduce = reduce || (node.iter_vars[i].kind == IterKind::kReduce && UsesVar(node.bindings[i], var));
+      }
+      if (!reduce) continue;
+      try {
+        sch.DecomposeReduction(b, l);
+      } catch (const ScheduleError&) {
+        // The init stays guarded inside the loop nest: slower, still correct.
+      }
+      break;
+    }
+  }
+}
+
+// Fuses the outer spatial loops of each nest while their extent product
+// stays within max_jobs, and runs the fused loop in parallel.
+void ParallelizeOuterLoops(Schedule& sch, std::int64_t max_jobs) {
+  for (const std::string& rep : NestRepresentatives(sch)) {
+    std::vector<LoopRV> loops = sch.GetLoops(sch.GetBlock(rep));
+    std::size_t n = 0;
+    std::int64_t jobs = 1;
+    for (std::size_t i = 0; i < loops.size(); ++i) {
+      const ForNode& f = sch.Get(loops[i]);
+      if (f.for_kind != ir::ForKind::kSerial || !IsSpatialLoop(f)) break;
+      if (i > 0 && jobs * f.extent > max_jobs) break;
+      jobs *= f.extent;
+      ++n;
+      bool only_child = i + 1 < loops.size() && f.body.get() == &sch.Get(loops[i + 1]);
+      if (!only_child) break;
+    }
+    if (n == 0 || jobs < 2) continue;
+    try {
+      LoopRV fused = n == 1 ? loops[0] : sch.Fuse({loops.begin(), loops.begin() + static_cast<std::ptrdiff_t>(n)});
+      sch.Parallel(fused);
+    } catch (const ScheduleError&) {
+      // left serial: a legal candidate, just slower
+    }
+  }
+}
+
+// Vectorizes each block's innermost loop when it is spatial, holds only
+// that block and is at most max_lanes long.
+void VectorizeInnerLoops(Schedule& sch, std::int64_t max_lanes) {
+  for (const std::string& name : BlockNames(sch.func())) {
+    BlockRV b = sch.GetBlock(name);
+    std::vector<LoopRV> loops = sch.GetLoops(b);
+    if (loops.empty()) continue;
+    const ForNode& f = sch.Get(loops.back());
+    if (f.body.get() != &sch.Get(b) || f.for_kind != ir::ForKind::kSerial) continue;
+    if (f.extent < 2 || f.extent > max_lanes || !IsSpatialLoop(f)) continue;
+    try {
+      sch.Vectorize(loops.back());
+    } catch (const ScheduleError&) {
+    }
+  }
+}
+
+void AnnotateUnroll(Schedule& sch, std::int64_t max_step) {
+  for (const std::string& rep : NestRepresentatives(sch)) {
+    LoopRV outer = sch.GetLoops(sch.GetBlock(rep)).front();
+    sch.Annotate(outer, "pragma_auto_unroll_max_step", max_step);
+    sch.Annotate(outer, "pragma_unroll_explicit", std::int64_t{1});
+  }
+}
+
+}  // namespace
+
+void ApplyPostprocessors(Schedule& sch) {
+  sch.EnterPostproc();
+  BlockRV root = sch.GetBlock("root");
+  const ir::Annotations annotations = sch.Get(root).annotations;
+  auto parallel = IntAnnotation(annotations, "meta_schedule.parallel");
+  auto vectorize = IntAnnotation(annotations, "meta_schedule.vectorize");
+  auto unroll = IntAnnotation(annotations, "meta_schedule.unroll_explicit");
+  for (const char* key : {"meta_schedule.parallel", "meta_schedule.vectorize", "meta_schedule.unroll_explicit"}) {
+    if (annotations.count(key)) sch.Unannotate(root, key);
+  }
+  DecomposeReductions(sch);
+  if (parallel && *parallel > 1) ParallelizeOuterLoops(sch, *parallel);
+  if (vectorize && *vectorize > 1) VectorizeInnerLoops(sch, *vectorize);
+  if (unroll && *unroll > 0) AnnotateUnroll(sch, *unroll);
+}
+
+}  // namespace tunedb::search

@@ -1,0 +1,282 @@
+// The default design space's schedule rules (see space.h). Each rule works
+// through the public Schedule API only, so everything it does is recorded
+// in the trace and replays exactly; a variant that a primitive refuses is
+// simply not part of the space.
+#include "search/space.h"
+#include "search/space_internal.h"
+
+#include <string>
+#include <vector>
+
+#include "ir/schedule/script.h"
+#include "ir/structural.h"
+
+namespace tunedb::search {
+namespace {
+
+using internal::BlockNames;
+using internal::HasReduction;
+using internal::UsesVar;
+using ir::BlockNode;
+using ir::BlockRV;
+using ir::ExprRV;
+using ir::IterKind;
+using ir::LoopRV;
+using ir::Schedule;
+using ir::ScheduleError;
+
+bool IsParam(const ir::PrimFunc& func, const ir::Buffer& buffer) {
+  for (const ir::Buffer& p : func.params) {
+    if (p.get() == buffer.get()) return true;
+  }
+  return false;
+}
+
+// ---- auto-inline ------------------------------------------------------------
+
+// Injective stages writing an intermediate buffer go into their consumers
+// (TVM's AutoInline with into_consumer): they cost a pass over memory and
+// inlining them is what lets the consumer's tiling cover them. Outputs stay.
+void AutoInline(Schedule& sch, const std::string& name) {
+  BlockRV b = sch.GetBlock(name);
+  const BlockNode& node = sch.Get(b);
+  if (HasReduction(node) || node.init || node.writes.size() != 1) return;
+  if (IsParam(sch.func(), node.writes[0].buffer)) return;
+  try {
+    sch.ComputeInline(b);
+  } catch (const ScheduleError&) {
+    // Not inlinable (e.g. read with another layout by a reduction): it stays
+    // a stage of its own and gets a random compute location later.
+  }
+}
+
+// ---- multi-level tiling -------------------------------------------------------
+
+// Blocks worth tiling: a reduction where some input is reused across a
+// spatial loop (matmul's A is reused across j). Reductions that read every
+// input once per iteration (a row sum) gain nothing from tiling.
+bool NeedsMultiLevelTiling(const BlockNode& b) {
+  if (!HasReduction(b)) return false;
+  for (const ir::BufferRegion& read : b.reads) {
+    for (const ir::IterVar& iv : b.iter_vars) {
+      if (iv.kind != IterKind::kSpatial || iv.extent == 1) continue;
+      bool used = false;
+      for (const ir::Range& r : read.ranges) used = used || UsesVar(r.min, iv.var.get());
+      if (!used) return true;
+    }
+  }
+  return false;
+}
+
+// The iteration kind each loop drives: the kind of the iter var bound to
+// exactly that loop. nullopt when a binding is not a plain loop variable
+// (the block was already transformed) and tiling should leave it alone.
+std::optional<std::vector<IterKind>> LoopKinds(Schedule& sch, BlockRV b, const std::vector<LoopRV>& loops) {
+  const BlockNode& node = sch.Get(b);
+  std::vector<IterKind> kinds;
+  for (LoopRV l : loops) {
+    const ir::ExprNode* var = sch.Get(l).loop_var.get();
+    std::optional<IterKind> kind;
+    for (std::size_t i = 0; i < node.bindings.size(); ++i) {
+      if (node.bindings[i].get() == var) {
+        kind = node.iter_vars[i].kind;
+      } else if (UsesVar(node.bindings[i], var)) {
+        return std::nullopt;
+      }
+    }
+    kinds.push_back(kind.value_or(IterKind::kSpatial));
+  }
+  return kinds;
+}
+
+// SSRSRS tiling; write_cache_level 0 = no cache, 1 or 2 = a "local"
+// accumulator written back at the end of that spatial tile level.
+void MultiLevelTiling(Schedule& sch, const std::string& name, int write_cache_level, int max_innermost) {
+  BlockRV b = sch.GetBlock(name);
+  std::vector<LoopRV> loops = sch.GetLoops(b);
+  auto kinds = LoopKinds(sch, b, loops);
+  if (!kinds) throw ScheduleError("multi-level tiling: block " + name + " has non-trivial bindings");
+  std::vector<std::vector<LoopRV>> levels(6);
+  const int spatial_levels[4] = {0, 1, 3, 5}, reduce_levels[2] = {2, 4};
+  for (std::size_t i = 0; i < loops.size(); ++i) {
+    bool spatial = (*kinds)[i] == IterKind::kSpatial;
+    int n = spatial ? 4 : 2;
+    std::vector<ExprRV> tiles = sch.SamplePerfectTile(loops[i], n, max_innermost);
+    std::vector<ir::SplitFactor> factors(tiles.begin(), tiles.end());
+    std::vector<LoopRV> parts = sch.Split(loops[i], factors);
+    for (int k = 0; k < n; ++k) levels[spatial ? spatial_levels[k] : reduce_levels[k]].push_back(parts[k]);
+  }
+  std::vector<LoopRV> order;
+  for (const auto& level : levels) order.insert(order.end(), level.begin(), level.end());
+  sch.Reorder(order);
+  if (write_cache_level == 0) return;
+  const std::vector<LoopRV>& at_level = levels[spatial_levels[write_cache_level - 1]];
+  if (at_level.empty()) throw ScheduleError("multi-level tiling: no spatial loop to put the write cache under");
+  BlockRV cache = sch.CacheWrite(b, 0, "local");
+  sch.ReverseComputeAt(cache, at_level.back(), /*preserve_unit_loops=*/true);
+  // An elementwise consumer (bias, relu) is fused into the write-back, so
+  // the result goes to memory once, as TVM's MultiLevelTilingWithFusion does.
+  std::vector<BlockRV> consumers = sch.GetConsumers(cache);
+  if (consumers.size() == 1 && !HasReduction(sch.Get(consumers[0]))) {
+    try {
+      sch.ReverseComputeInline(consumers[0]);
+    } catch (const ScheduleError&) {
+      // stays where it is: correct, one more pass over the output
+    }
+  }
+}
+
+// ---- rfactor ----------------------------------------------------------------
+
+std::int64_t ExtentProduct(const BlockNode& b, IterKind kind) {
+  std::int64_t p = 1;
+  for (const ir::IterVar& iv : b.iter_vars) {
+    if (iv.kind == kind) p *= iv.extent;
+  }
+  return p;
+}
+
+// A reduction whose spatial part is too small to keep the cores busy is
+// split into partial reductions over a factored axis (TVM's AddRFactor).
+bool NeedsRFactor(const BlockNode& b, const SpaceOptions& o) {
+  return HasReduction(b) && ExtentProduct(b, IterKind::kSpatial) < std::int64_t{o.cores} * o.max_jobs_per_core &&
+         ExtentProduct(b, IterKind::kReduce) >= 64;
+}
+
+void RFactor(Schedule& sch, const std::string& name, int factor_part, int max_innermost) {
+  BlockRV b = sch.GetBlock(name);
+  std::vector<LoopRV> loops = sch.GetLoops(b);
+  auto kinds = LoopKinds(sch, b, loops);
+  if (!kinds) throw ScheduleError("rfactor: block " + name + " has non-trivial bindings");
+  std::vector<LoopRV> reduce;
+  for (std::size_t i = 0; i < loops.size(); ++i) {
+    if ((*kinds)[i] == IterKind::kReduce) reduce.push_back(loops[i]);
+  }
+  LoopRV fused = reduce.size() == 1 ? reduce[0] : sch.Fuse(reduce);
+  std::vector<ExprRV> tiles = sch.SamplePerfectTile(fused, 2, max_innermost);
+  std::vector<LoopRV> parts = sch.Split(fused, {tiles[0], tiles[1]});
+  sch.RFactor(parts[factor_part], 0);
+}
+
+// ---- random compute location, annotations -------------------------------------
+
+void RandomComputeLocation(Schedule& sch, const std::string& name) {
+  BlockRV b = sch.GetBlock(name);
+  const BlockNode& node = sch.Get(b);
+  if (node.writes.size() != 1 || IsParam(sch.func(), node.writes[0].buffer)) return;
+  if (sch.GetConsumers(b).empty()) return;
+  try {
+    LoopRV at = sch.SampleComputeLocation(b);
+    sch.ComputeAt(b, at, /*preserve_unit_loops=*/true);
+  } catch (const ScheduleError&) {
+  }
+}
+
+void ParallelVectorizeUnroll(Schedule& sch, const SpaceOptions& o) {
+  BlockRV root = sch.GetBlock("root");
+  sch.Annotate(root, "meta_schedule.parallel", std::int64_t{o.cores} * o.max_jobs_per_core);
+  sch.Annotate(root, "meta_schedule.vectorize", std::int64_t{o.max_vectorize});
+  std::vector<double> probs(o.unroll_steps.size(), 1.0 / static_cast<double>(o.unroll_steps.size()));
+  ExprRV unroll = sch.SampleCategorical(o.unroll_steps, probs);
+  sch.Annotate(root, "meta_schedule.unroll_explicit", unroll);
+}
+
+// Runs `rule` on a copy of each partial schedule; keeps the copies it
+// accepted. When it accepts none, the schedule goes on unchanged.
+template <typename Rule>
+std::vector<Schedule> Branch(const std::vector<Schedule>& partial, const std::vector<int>& variants, bool keep_original,
+                             Rule&& rule) {
+  std::vector<Schedule> out;
+  for (const Schedule& s : partial) {
+    std::size_t before = out.size();
+    if (keep_original) out.push_back(s);
+    for (int v : variants) {
+      Schedule copy = s;
+      try {
+        rule(copy, v);
+        out.push_back(std::move(copy));
+      } catch (const ScheduleError&) {
+      }
+    }
+    if (out.size() == before) out.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const SpaceOptions& options) {
+  Schedule base(workload, /*seed=*/0);
+  for (const std::string& name : BlockNames(workload)) AutoInline(base, name);
+
+  std::vector<Schedule> partial{base};
+  std::vector<std::string> names = BlockNames(base.func());
+  // Consumers before producers: a producer's compute location is chosen
+  // among its consumer's (already tiled) loops.
+  for (auto it = names.rbegin(); it != names.rend(); ++it) {
+    const std::string& name = *it;
+    Schedule probe = partial.front();
+    BlockRV block;
+    try {
+      block = probe.GetBlock(name);
+    } catch (const ScheduleError&) {
+      continue;  // inlined into its consumer's write-back by an earlier rule
+    }
+    const BlockNode& node = probe.Get(block);
+    if (NeedsMultiLevelTiling(node)) {
+      partial = Branch(partial, {0, 1, 2}, false, [&](Schedule& s, int level) {
+        MultiLevelTiling(s, name, level, options.max_vectorize);
+      });
+    } else if (NeedsRFactor(node, options)) {
+      partial = Branch(partial, {0, 1}, true, [&](Schedule& s, int part) {
+        RFactor(s, name, part, options.max_vectorize);
+      });
+    } else {
+      for (Schedule& s : partial) RandomComputeLocation(s, name);
+    }
+  }
+  std::vector<ir::Trace> spaces;
+  for (Schedule& s : partial) {
+    ParallelVectorizeUnroll(s, options);
+    spaces.push_back(s.trace());
+  }
+  return spaces;
+}
+
+std::vector<ir::Trace> ScriptDesignSpace(const ir::PrimFunc& workload, const std::string& script,
+                                         const std::string& file_name) {
+  Schedule sch(workload, /*seed=*/0);
+  ir::RunScheduleScript(sch, script, file_name);
+  return {sch.trace()};
+}
+
+ir::Trace WithoutDecisions(const ir::Trace& design) {
+  ir::Trace t = design;
+  t.decisions.clear();
+  return t;
+}
+
+std::optional<Candidate> Realize(const ir::PrimFunc& workload, const ir::Trace& design, std::uint64_t seed) {
+  try {
+    Schedule sch = ir::ReplayTrace(workload, design, seed, /*remove_postproc=*/true);
+    Candidate c;
+    c.design = sch.trace();
+    ApplyPostprocessors(sch);
+    c.trace = sch.trace();
+    c.program = sch.func();
+    c.program_hash = ir::StructuralHash(c.program);
+    return c;
+  } catch (const ir::IrError&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<ir::Trace> DesignOf(const ir::PrimFunc& workload, const ir::Trace& stored) {
+  try {
+    return ir::ReplayTrace(workload, stored, /*seed=*/0, /*remove_postproc=*/true).trace();
+  } catch (const ir::IrError&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace tunedb::search

@@ -1,0 +1,89 @@
+// The design space: what schedules the search may try for a workload.
+//
+// A design space is a trace with sampling instructions (TVM MetaSchedule's
+// "design space"): replaying it with fresh decisions gives a new candidate,
+// replaying it with changed decisions gives a mutated one. The default
+// space is built by schedule rules applied to every block, as TVM's default
+// CPU rules do:
+//
+//  - auto-inline: injective stages that write an intermediate buffer
+//    (elementwise stages, padding) are inlined into their consumers;
+//  - multi-level tiling "SSRSRS" for blocks with reduction loops and data
+//    reuse: every spatial loop is split in 4 and every reduction loop in 2
+//    by sample_perfect_tile (innermost factor <= 64), then reordered
+//    S0 S1 R0 S2 R1 S3. Three variants: no write cache, or a "local"
+//    accumulator (cache_write) reverse-computed at tile level 1 or 2; an
+//    elementwise consumer of the result is then inlined into the write-back;
+//  - rfactor for reductions whose spatial extent is too small to feed the
+//    cores (an extra variant);
+//  - random compute location for the other intermediate stages;
+//  - parallel / vectorize / unroll as annotations of the root block:
+//    meta_schedule.parallel = 16 x cores, meta_schedule.vectorize = 64,
+//    meta_schedule.unroll_explicit sampled from {0, 16, 64, 512}.
+//
+// Postprocessors (after EnterPostproc) turn the root annotations into real
+// loops: reductions are decomposed at their outermost reduction loop, outer
+// spatial loops are fused and parallelized (up to the parallel limit),
+// innermost spatial loops vectorized (up to the vector limit), and the
+// outermost loop of each nest gets pragma_auto_unroll_max_step. A candidate
+// whose postprocessing fails is invalid and dropped.
+//
+// Thread-safety: everything here is a pure function of its arguments.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/schedule/schedule.h"
+#include "ir/stmt.h"
+
+namespace tunedb::search {
+
+struct SpaceOptions {
+  int cores = 1;                 // the target's cores
+  int max_jobs_per_core = 16;    // parallel limit = cores * this
+  int max_vectorize = 64;        // longest vectorized loop, and innermost tile factor
+  std::vector<std::int64_t> unroll_steps = {0, 16, 64, 512};
+};
+
+// The default design spaces of a workload (one trace per variant, each with
+// sampling instructions and without postprocessing).
+std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const SpaceOptions& options);
+
+// A user's stochastic schedule script (schedule script language, see
+// docs/SCHEDULES.md) as the design space. Throws ScheduleError naming
+// file:line when the script does not run on the workload.
+std::vector<ir::Trace> ScriptDesignSpace(const ir::PrimFunc& workload, const std::string& script,
+                                         const std::string& file_name);
+
+// Applies the postprocessors to a schedule whose trace ends with the design
+// space (EnterPostproc is recorded first). Throws ScheduleError when the
+// candidate is invalid.
+void ApplyPostprocessors(ir::Schedule& sch);
+
+// A concrete candidate: its design-space trace with decisions (what the
+// mutators edit), the full trace including postprocessing (what the
+// database stores) and the scheduled program.
+struct Candidate {
+  ir::Trace design;
+  ir::Trace trace;
+  ir::PrimFunc program;
+  std::uint64_t program_hash = 0;  // structural hash of the scheduled program
+};
+
+// Replays a design trace (its decisions where present, fresh samples from
+// `seed` where not) and postprocesses it. nullopt when the replay or the
+// postprocessing refuses the candidate.
+std::optional<Candidate> Realize(const ir::PrimFunc& workload, const ir::Trace& design, std::uint64_t seed);
+
+// A design trace without its decisions: replaying it samples afresh.
+ir::Trace WithoutDecisions(const ir::Trace& design);
+
+// A stored record's trace back into a design trace with decisions (the
+// postprocessing is dropped and redone by Realize). nullopt when it does
+// not replay on this workload.
+std::optional<ir::Trace> DesignOf(const ir::PrimFunc& workload, const ir::Trace& stored);
+
+}  // namespace tunedb::search

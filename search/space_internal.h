@@ -1,0 +1,34 @@
+// Small program queries shared by the schedule rules and the
+// postprocessors. Private to search/.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/stmt.h"
+
+namespace tunedb::search::internal {
+
+inline bool UsesVar(const ir::Expr& e, const ir::ExprNode* var) {
+  bool used = false;
+  ir::VisitExpr(e, [&](const ir::Expr& n) { used = used || n.get() == var; });
+  return used;
+}
+
+inline bool HasReduction(const ir::BlockNode& b) {
+  for (const ir::IterVar& iv : b.iter_vars) {
+    if (iv.kind == ir::IterKind::kReduce) return true;
+  }
+  return false;
+}
+
+// Names of every block but the root, in program order.
+inline std::vector<std::string> BlockNames(const ir::PrimFunc& func) {
+  std::vector<std::string> names;
+  for (const ir::BlockNode* b : ir::CollectBlocks(func)) {
+    if (b != &func.root()) names.push_back(b->name);
+  }
+  return names;
+}
+
+}  // namespace tunedb::search::internal

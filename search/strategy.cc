@@ -1,0 +1,175 @@
+#include "search/strategy.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "costmodel/dataset.h"
+
+namespace tunedb::search {
+
+std::vector<Candidate> SampleRandom(const SearchContext& context, int n, std::unordered_set<std::uint64_t>& exclude,
+                                    std::mt19937_64& rng) {
+  std::vector<Candidate> out;
+  if (context.spaces.empty() || n <= 0) return out;
+  // Small spaces run dry: give up after a bounded number of draws that
+  // bring nothing new.
+  int misses = 0;
+  const int max_misses = std::max(64, 4 * n);
+  while (static_cast<int>(out.size()) < n && misses < max_misses) {
+    const ir::Trace& space = context.spaces[std::uniform_int_distribution<std::size_t>(0, context.spaces.size() - 1)(rng)];
+    std::optional<Candidate> c = Realize(*context.workload, WithoutDecisions(space), rng());
+    if (!c || context.measured->count(c->program_hash) || !exclude.insert(c->program_hash).second) {
+      ++misses;
+      continue;
+    }
+    out.push_back(std::move(*c));
+  }
+  return out;
+}
+
+namespace {
+
+class RandomSearch : public SearchStrategy {
+ public:
+  explicit RandomSearch(std::uint64_t seed) : rng_(seed) {}
+  std::vector<Candidate> NextBatch(const SearchContext& context, int n) override {
+    std::unordered_set<std::uint64_t> picked;
+    return SampleRandom(context, n, picked, rng_);
+  }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+class EvolutionarySearch : public SearchStrategy {
+ public:
+  EvolutionarySearch(const EvolutionaryOptions& options, std::uint64_t seed) : options_(options), rng_(seed) {}
+
+  std::vector<Candidate> NextBatch(const SearchContext& context, int n) override {
+    scores_.clear();
+    std::unordered_set<std::uint64_t> in_population;
+    std::vector<Candidate> population = InitialPopulation(context, in_population);
+    if (population.empty()) return {};
+
+    // Unmeasured candidates seen in any generation, by program hash.
+    std::map<std::uint64_t, Candidate> pool;
+    for (int generation = 0; generation < options_.generations; ++generation) {
+      std::vector<double> scores = Score(context, population);
+      for (std::size_t i = 0; i < population.size(); ++i) {
+        if (!context.measured->count(population[i].program_hash)) pool.emplace(population[i].program_hash, population[i]);
+      }
+      if (generation + 1 == options_.generations) break;
+      population = NextGeneration(context, population, scores);
+      if (population.empty()) break;
+    }
+
+    // Epsilon-greedy: the best-scored, and a few random ones to keep the
+    // model honest about regions it scores low.
+    std::vector<const Candidate*> ranked;
+    for (const auto& [hash, c] : pool) ranked.push_back(&c);
+    std::stable_sort(ranked.begin(), ranked.end(), [&](const Candidate* a, const Candidate* b) {
+      return scores_.at(a->program_hash) > scores_.at(b->program_hash);
+    });
+    int random_share = static_cast<int>(options_.eps_greedy * n + 0.5);
+    std::vector<Candidate> batch;
+    std::unordered_set<std::uint64_t> picked;
+    for (const Candidate* c : ranked) {
+      if (static_cast<int>(batch.size()) >= n - random_share) break;
+      picked.insert(c->program_hash);
+      batch.push_back(*c);
+    }
+    std::vector<Candidate> random = SampleRandom(context, n - static_cast<int>(batch.size()), picked, rng_);
+    for (Candidate& c : random) batch.push_back(std::move(c));
+    // The random draw may come up short in a small space: fill from the ranking.
+    for (const Candidate* c : ranked) {
+      if (static_cast<int>(batch.size()) >= n) break;
+      if (picked.insert(c->program_hash).second) batch.push_back(*c);
+    }
+    return batch;
+  }
+
+ private:
+  std::vector<Candidate> InitialPopulation(const SearchContext& context, std::unordered_set<std::uint64_t>& seen) {
+    std::vector<Candidate> population;
+    auto add = [&](const ir::Trace& design) {
+      std::optional<Candidate> c = Realize(*context.workload, design, rng_());
+      if (c && seen.insert(c->program_hash).second) population.push_back(std::move(*c));
+    };
+    int measured_quota = static_cast<int>(options_.population * options_.init_measured_ratio);
+    if (context.elite) {
+      for (const ir::Trace& design : context.elite(measured_quota)) add(design);
+    }
+    for (const ir::Trace& design : context.transfer) {
+      if (static_cast<int>(population.size()) >= options_.population) break;
+      add(design);
+    }
+    int fill = std::max(options_.init_min_unmeasured, options_.population - static_cast<int>(population.size()));
+    for (Candidate& c : SampleRandom(context, fill, seen, rng_)) population.push_back(std::move(c));
+    return population;
+  }
+
+  // Cost-model scores, each program featurized once per batch.
+  std::vector<double> Score(const SearchContext& context, const std::vector<Candidate>& population) {
+    std::vector<ir::PrimFunc> programs;
+    std::vector<std::uint64_t> hashes;
+    for (const Candidate& c : population) {
+      if (scores_.count(c.program_hash)) continue;
+      scores_[c.program_hash] = 0;
+      programs.push_back(c.program);
+      hashes.push_back(c.program_hash);
+    }
+    if (!programs.empty()) {
+      std::vector<double> predicted = context.model->Predict(costmodel::FeaturizeBatch(programs, context.threads));
+      for (std::size_t i = 0; i < hashes.size(); ++i) scores_[hashes[i]] = predicted[i];
+    }
+    std::vector<double> scores;
+    for (const Candidate& c : population) scores.push_back(scores_.at(c.program_hash));
+    return scores;
+  }
+
+  std::vector<Candidate> NextGeneration(const SearchContext& context, const std::vector<Candidate>& population,
+                                        const std::vector<double>& scores) {
+    // Parents in proportion to their score, shifted to be positive (rank
+    // objectives give scores of any sign).
+    double lo = *std::min_element(scores.begin(), scores.end());
+    double hi = *std::max_element(scores.begin(), scores.end());
+    std::vector<double> weights;
+    for (double s : scores) weights.push_back(hi > lo ? (s - lo) / (hi - lo) + 0.01 : 1.0);
+    std::discrete_distribution<std::size_t> parent(weights.begin(), weights.end());
+    std::bernoulli_distribution mutate(options_.mutate_probability);
+
+    std::vector<Candidate> next;
+    std::unordered_set<std::uint64_t> seen;
+    for (int i = 0; i < options_.population; ++i) {
+      for (int attempt = 0; attempt < options_.max_fail_count; ++attempt) {
+        const Candidate& p = population[parent(rng_)];
+        if (!mutate(rng_)) {
+          if (seen.insert(p.program_hash).second) next.push_back(p);
+          break;
+        }
+        std::optional<ir::Trace> design = Mutate(p.design, *context.workload, context.max_jobs, options_.mutators, rng_);
+        if (!design) continue;
+        std::optional<Candidate> child = Realize(*context.workload, *design, rng_());
+        if (!child || !seen.insert(child->program_hash).second) continue;
+        next.push_back(std::move(*child));
+        break;
+      }
+    }
+    return next;
+  }
+
+  EvolutionaryOptions options_;
+  std::mt19937_64 rng_;
+  std::unordered_map<std::uint64_t, double> scores_;
+};
+
+}  // namespace
+
+std::unique_ptr<SearchStrategy> MakeRandomSearch(std::uint64_t seed) { return std::make_unique<RandomSearch>(seed); }
+
+std::unique_ptr<SearchStrategy> MakeEvolutionarySearch(const EvolutionaryOptions& options, std::uint64_t seed) {
+  return std::make_unique<EvolutionarySearch>(options, seed);
+}
+
+}  // namespace tunedb::search

@@ -1,0 +1,342 @@
+#include "search/tuner.h"
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "costmodel/dataset.h"
+#include "ir/flops.h"
+#include "ir/json.h"
+#include "ir/structural.h"
+#include "ir/workloads.h"
+
+namespace tunedb::search {
+
+double TaskStatus::GFlops() const {
+  return std::isfinite(best_secs) && best_secs > 0 ? static_cast<double>(flops) / best_secs / 1e9 : 0.0;
+}
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// "matmul:M=512,N=512,K=512" -> "matmul": workloads of one computation at
+// other shapes share schedules worth transferring.
+std::string ComputationOf(const std::string& name) { return name.substr(0, name.find(':')); }
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument("cannot read the design-space script " + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Task {
+  ir::Workload workload;
+  std::string hash;
+  std::unordered_set<std::uint64_t> measured;
+  SearchContext context;
+  std::unique_ptr<SearchStrategy> strategy;
+  std::unique_ptr<measure::Runner> runner;
+  std::unordered_map<std::int64_t, std::optional<ir::Trace>> designs;  // record id -> design
+  TaskProgress progress;
+};
+
+db::TuningRecord ToRecord(const Task& task, const Candidate& c, const measure::MeasureResult& r,
+                          const std::string& target, std::int64_t session, const std::string& hardware) {
+  db::TuningRecord rec;
+  rec.workload_hash = task.hash;
+  rec.target = target;
+  rec.trace = c.trace.ToJson().dump();
+  rec.status = static_cast<db::RecordStatus>(static_cast<int>(r.status));
+  if (r.status == measure::MeasureStatus::kOk) rec.run_secs = r.run_secs;
+  rec.error = r.error;
+  rec.session_id = session;
+  rec.hardware = hardware;
+  return rec;
+}
+
+class Tuner {
+ public:
+  Tuner(db::Database& database, const TuneOptions& options, const TuneObserver& observer,
+        const std::atomic<bool>* stop)
+      : db_(database), o_(options), observer_(observer), stop_(stop), target_(options.measure.target.ToString()),
+        hardware_(db::HardwareFingerprint()), model_(ModelOptions(options)),
+        start_(std::chrono::steady_clock::now()) {}
+
+  TuneReport Run() {
+    if (o_.workloads.empty()) throw std::invalid_argument("no workload to tune");
+    if (o_.trials < 1) throw std::invalid_argument("--trials must be at least 1");
+    if (o_.batch < 1) throw std::invalid_argument("--batch must be at least 1");
+    if (o_.strategy != "evolutionary" && o_.strategy != "random") {
+      throw std::invalid_argument("unknown strategy '" + o_.strategy + "' (choose evolutionary or random)");
+    }
+    TaskSchedulerKind scheduler = ParseTaskScheduler(o_.task_scheduler);
+    FindSessionToResume();
+    std::string model_note = LoadModel();
+    for (std::size_t i = 0; i < o_.workloads.size(); ++i) SetUpTask(i);
+    Emit({TuneEvent::kSetup, -1, spent_, o_.trials, Elapsed(), model_note});
+    if (report_.session_id == 0) {
+      db::Session s;
+      s.command = o_.command;
+      s.host = hardware_;
+      s.target = target_;
+      s.strategy = o_.strategy;
+      s.seed = o_.seed;
+      s.trials = o_.trials;
+      report_.session_id = db_.StartSession(s);
+    }
+
+    int last = -1;
+    while (spent_ < o_.trials && !Stopped()) {
+      std::vector<TaskProgress> progress;
+      for (const auto& t : tasks_) progress.push_back(t->progress);
+      int next = NextTask(scheduler, progress, last);
+      if (next < 0) break;
+      last = next;
+      TuneBatch(static_cast<std::size_t>(next), std::min(o_.batch, o_.trials - spent_));
+    }
+    report_.interrupted = Stopped() && spent_ < o_.trials;
+    if (!report_.interrupted) {
+      db_.EndSession(report_.session_id, db::NowSeconds());
+      if (o_.measure_baseline) MeasureBaselines();
+    }
+    if (model_.model().trained() && model_.samples() > 0) {
+      nlohmann::json metrics = {{"session", report_.session_id}, {"samples", model_.samples()}, {"source", "tune"}};
+      model_.SaveToDatabase(db_, metrics.dump());
+    }
+    report_.tasks = status_;
+    report_.wall_secs = Elapsed();
+    report_.model = model_.Describe();
+    return report_;
+  }
+
+ private:
+  static costmodel::TuningCostModel::Options ModelOptions(const TuneOptions& o) {
+    costmodel::TuningCostModel::Options m;
+    m.train.seed = o.seed;
+    m.train.max_rounds = 100;
+    return m;
+  }
+
+  bool Stopped() const { return stop_ && stop_->load(); }
+  double Elapsed() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  void Emit(const TuneEvent& e) {
+    if (observer_) observer_(e, status_);
+  }
+
+  void FindSessionToResume() {
+    if (o_.command.empty()) return;
+    for (const db::Session& s : db_.Sessions()) {
+      if (s.command == o_.command && s.ended == 0 && s.target == target_) report_.session_id = s.id;
+    }
+    report_.resumed = report_.session_id != 0;
+  }
+
+  std::string LoadModel() {
+    try {
+      if (model_.LoadFromDatabase(db_)) return "cost model: the database's stored model";
+      return "cost model: none stored yet";
+    } catch (const costmodel::CostModelError& e) {
+      return std::string("cost model: stored model not used (") + e.what() + ")";
+    }
+  }
+
+  void SetUpTask(std::size_t index) {
+    auto task = std::make_unique<Task>();
+    task->workload = ir::LoadWorkload(o_.workloads[index]);
+    const ir::PrimFunc& func = task->workload.func;
+    task->hash = ir::WorkloadHash(func);
+    db_.CommitWorkload({task->hash, task->workload.spec, "tunedb", ir::CanonicalEncoding(func),
+                        ir::ProgramToJson(func)});
+    SpaceOptions space;
+    space.cores = o_.measure.target.num_cores;
+    SearchContext& ctx = task->context;
+    ctx.workload = &task->workload.func;
+    ctx.spaces = o_.space == "default" ? DefaultDesignSpace(func, space)
+                                       : ScriptDesignSpace(func, ReadFile(o_.space), o_.space);
+    ctx.max_jobs = std::int64_t{space.cores} * space.max_jobs_per_core;
+    ctx.measured = &task->measured;
+    ctx.model = &model_;
+    Task* raw = task.get();
+    ctx.elite = [this, raw](int k) { return Elite(*raw, k); };
+
+    TaskStatus status;
+    status.name = task->workload.spec;
+    status.hash = task->hash;
+    status.flops = ir::CountFlops(func);
+    status.best_secs = kInf;
+    LoadHistory(*task, status, static_cast<int>(index));
+    if (o_.transfer) ctx.transfer = Transfer(*task);
+    std::uint64_t seed = o_.seed * 1000003 + index;
+    task->strategy = o_.strategy == "random" ? MakeRandomSearch(seed) : MakeEvolutionarySearch(o_.evolutionary, seed);
+    status_.push_back(status);
+    tasks_.push_back(std::move(task));
+  }
+
+  // Every record of this workload and target: never measured again, the
+  // cost model's history, and the session's spent trials when resuming.
+  void LoadHistory(Task& task, TaskStatus& status, int group) {
+    db::RecordQuery q;
+    q.workload_hash = task.hash;
+    q.target = target_;
+    q.limit = 1000;
+    std::vector<ir::PrimFunc> programs;
+    std::vector<double> medians;
+    for (;;) {
+      std::vector<db::TuningRecord> page = db_.Records(q);
+      if (page.empty()) break;
+      q.after_id = page.back().id;
+      for (const db::TuningRecord& r : page) {
+        ++status.history;
+        if (report_.session_id != 0 && r.session_id == report_.session_id) {
+          ++spent_;
+          ++status.trials;
+          status.failures += r.status != db::RecordStatus::kOk;
+        }
+        try {
+          ir::Schedule sch = ir::ReplayTrace(task.workload.func, ir::Trace::FromJsonText(r.trace), 0);
+          task.measured.insert(ir::StructuralHash(sch.func()));
+          programs.push_back(sch.func());
+          medians.push_back(r.Median());
+        } catch (const ir::IrError&) {
+          // A record of another tunedb version's space: kept, not learnt from.
+        }
+        if (r.status == db::RecordStatus::kOk && r.Median() < status.best_secs) {
+          status.best_secs = r.Median();
+          status.best_trace = r.trace;
+        }
+      }
+    }
+    if (!programs.empty()) {
+      try {
+        model_.Update(costmodel::FeaturizeBatch(programs), medians, group);
+      } catch (const costmodel::CostModelError&) {
+        // Too little to learn from: the model keeps what it had.
+      }
+    }
+  }
+
+  std::vector<ir::Trace> Elite(Task& task, int k) {
+    std::vector<ir::Trace> out;
+    for (const db::TuningRecord& r : db_.TopK(task.hash, target_, k)) {
+      auto it = task.designs.find(r.id);
+      if (it == task.designs.end()) {
+        std::optional<ir::Trace> design;
+        try {
+          design = DesignOf(task.workload.func, ir::Trace::FromJsonText(r.trace));
+        } catch (const ir::IrError&) {
+        }
+        it = task.designs.emplace(r.id, std::move(design)).first;
+      }
+      if (it->second) out.push_back(*it->second);
+    }
+    return out;
+  }
+
+  // The best traces of the same computation at other shapes, replayed onto
+  // this workload (tile decisions are repaired to fit the new extents).
+  std::vector<ir::Trace> Transfer(const Task& task) {
+    std::vector<ir::Trace> out;
+    std::string computation = ComputationOf(task.workload.spec);
+    for (const db::WorkloadStats& w : db_.Workloads()) {
+      const db::WorkloadInput& in = w.workload.input;
+      if (in.hash == task.hash || in.kind != "tunedb" || ComputationOf(in.name) != computation) continue;
+      for (const db::TuningRecord& r : db_.TopK(in.hash, target_, 4)) {
+        try {
+          if (auto d = DesignOf(task.workload.func, ir::Trace::FromJsonText(r.trace))) out.push_back(*d);
+        } catch (const ir::IrError&) {
+        }
+      }
+      if (out.size() >= 32) break;
+    }
+    return out;
+  }
+
+  void TuneBatch(std::size_t t, int n) {
+    Task& task = *tasks_[t];
+    TaskStatus& status = status_[t];
+    std::vector<Candidate> batch = task.strategy->NextBatch(task.context, n);
+    if (batch.empty()) {
+      status.done = task.progress.done = true;
+      return;
+    }
+    if (!task.runner) task.runner = std::make_unique<measure::Runner>(task.workload.func, o_.measure);
+    std::vector<ir::PrimFunc> measured_programs;
+    std::vector<double> medians;
+    for (std::size_t begin = 0; begin < batch.size() && !Stopped(); begin += static_cast<std::size_t>(o_.chunk)) {
+      std::size_t end = std::min(batch.size(), begin + static_cast<std::size_t>(o_.chunk));
+      std::vector<ir::PrimFunc> programs;
+      for (std::size_t i = begin; i < end; ++i) programs.push_back(batch[i].program);
+      std::vector<measure::MeasureResult> results = task.runner->Measure(programs);
+      std::vector<db::TuningRecord> records;
+      for (std::size_t i = begin; i < end; ++i) {
+        const measure::MeasureResult& r = results[i - begin];
+        records.push_back(ToRecord(task, batch[i], r, target_, report_.session_id, hardware_));
+        task.measured.insert(batch[i].program_hash);
+        double median = r.status == measure::MeasureStatus::kOk ? r.MedianSecs() : kInf;
+        measured_programs.push_back(batch[i].program);
+        medians.push_back(median);
+        ++status.trials;
+        ++spent_;
+        if (r.status != measure::MeasureStatus::kOk) ++status.failures;
+        if (median < status.best_secs) {
+          status.best_secs = median;
+          status.best_trace = records.back().trace;
+        }
+      }
+      db_.CommitRecords(records);
+      Emit({TuneEvent::kMeasured, static_cast<int>(t), spent_, o_.trials, Elapsed(), ""});
+    }
+    try {
+      model_.Update(costmodel::FeaturizeBatch(measured_programs), medians, static_cast<int>(t));
+    } catch (const costmodel::CostModelError&) {
+    }
+    task.progress.best_after_batch.push_back(status.best_secs);
+    task.progress.trials = status.trials;
+    Emit({TuneEvent::kBatchDone, static_cast<int>(t), spent_, o_.trials, Elapsed(), model_.Describe()});
+  }
+
+  void MeasureBaselines() {
+    measure::MeasureConfig config = o_.measure;
+    config.repeat = 1;
+    config.min_repeat_ms = 0;
+    for (std::size_t t = 0; t < tasks_.size(); ++t) {
+      if (Stopped()) return;
+      measure::Runner runner(tasks_[t]->workload.func, config);
+      std::vector<measure::MeasureResult> r = runner.Measure({tasks_[t]->workload.func});
+      if (r[0].status == measure::MeasureStatus::kOk) status_[t].baseline_secs = r[0].MedianSecs();
+    }
+  }
+
+  db::Database& db_;
+  const TuneOptions& o_;
+  const TuneObserver& observer_;
+  const std::atomic<bool>* stop_;
+  std::string target_, hardware_;
+  costmodel::TuningCostModel model_;
+  std::chrono::steady_clock::time_point start_;
+  std::vector<std::unique_ptr<Task>> tasks_;
+  std::vector<TaskStatus> status_;
+  TuneReport report_;
+  int spent_ = 0;
+};
+
+}  // namespace
+
+TuneReport Tune(db::Database& database, const TuneOptions& options, const TuneObserver& observer,
+                const std::atomic<bool>* stop) {
+  return Tuner(database, options, observer, stop).Run();
+}
+
+}  // namespace tunedb::search

@@ -1,0 +1,93 @@
+// The tuning loop behind `tunedb tune`: for one or several workloads on one
+// target, repeat until the trial budget is spent or nothing new is left:
+//
+//   task scheduler picks a workload -> its strategy proposes a batch ->
+//   the batch is measured (in chunks, each committed to the database at
+//   once) -> the cost model learns from the results.
+//
+// Warm start: each workload's records on this target become the
+// "measured" set (never measured again), the cost model's history, and the
+// elite that seeds the evolutionary population; the best records of
+// similar workloads (the same library computation at other shapes) are
+// replayed onto it (transfer). The cost model starts from the database's
+// newest stored model and is stored back at the end.
+//
+// Resume: a session is ended only when its budget is spent (or the space
+// is exhausted). Running the same command again after an interruption
+// continues that session with the trials it has left.
+//
+// Failures of candidates are records with a status, never exceptions.
+// Errors of the setup (a bad workload, space file or target) throw before
+// anything is measured.
+//
+// Thread-safety: one Tune call per database object.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "db/database.h"
+#include "measure/runner.h"
+#include "search/strategy.h"
+#include "search/task_scheduler.h"
+
+namespace tunedb::search {
+
+struct TuneOptions {
+  std::vector<std::string> workloads;  // library specs or workload files
+  int trials = 64;                     // measured candidates, shared by all workloads
+  int batch = 64;
+  std::string strategy = "evolutionary";  // or "random"
+  std::string space = "default";          // or a schedule script file
+  std::string task_scheduler = "gradient";
+  std::uint64_t seed = 0;
+  measure::MeasureConfig measure;      // the target is measure.target
+  EvolutionaryOptions evolutionary;
+  int chunk = 16;                      // candidates measured (and committed) at a time
+  bool transfer = true;
+  bool measure_baseline = true;        // time the unscheduled program at the end
+  std::string command;                 // the command line, to find a session to resume
+};
+
+// One workload's state as the progress output shows it.
+struct TaskStatus {
+  std::string name, hash;
+  std::int64_t flops = 0;
+  double best_secs = 0;         // +inf until a valid candidate exists
+  std::string best_trace;       // trace JSON of the best record
+  int trials = 0;               // measured in this session
+  int failures = 0;             // of those, not ok
+  int history = 0;              // records of this workload and target before the session
+  bool done = false;            // no new candidates left
+  double baseline_secs = 0;     // unscheduled program (0: not measured)
+  double GFlops() const;
+};
+
+struct TuneEvent {
+  enum Kind { kSetup, kMeasured, kBatchDone } kind;
+  int task = -1;
+  int trials_done = 0, trials_total = 0;  // whole session
+  double elapsed_secs = 0;
+  std::string message;  // kSetup: what was loaded (history, transfer, model)
+};
+
+struct TuneReport {
+  std::vector<TaskStatus> tasks;
+  std::int64_t session_id = 0;
+  bool resumed = false;
+  bool interrupted = false;
+  double wall_secs = 0;
+  std::string model;  // the cost model at the end, described
+};
+
+using TuneObserver = std::function<void(const TuneEvent&, const std::vector<TaskStatus>&)>;
+
+// `stop` is polled between chunks (Ctrl-C sets it). Throws on setup errors
+// (std::invalid_argument, ir::IrError, db::DatabaseError).
+TuneReport Tune(db::Database& database, const TuneOptions& options, const TuneObserver& observer = nullptr,
+                const std::atomic<bool>* stop = nullptr);
+
+}  // namespace tunedb::search

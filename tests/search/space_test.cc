@@ -1,0 +1,143 @@
+#include "search/space.h"
+
+#include <random>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "ir/printer.h"
+#include "ir/structural.h"
+#include "ir/workloads.h"
+#include "measure/lower.h"
+#include "tests/ir/schedule/schedule_test_util.h"
+
+namespace tunedb::search {
+namespace {
+
+// Small shapes of every built-in workload, so the interpreter is quick.
+const char* kSmallWorkloads[] = {
+    "matmul:M=16,N=24,K=8",
+    "batch_matmul:B=2,M=8,N=16,K=12",
+    "dense_bias_relu:B=8,IN=12,OUT=16",
+    "conv2d_nhwc:N=1,H=6,W=6,CI=4,CO=8,KH=3,KW=3,stride=1,pad=1",
+    "depthwise_conv2d_nhwc:N=1,H=6,W=6,C=8,KH=3,KW=3,stride=2,pad=1",
+    "softmax:M=4,N=16",
+    "reduce_sum:M=2,N=256",
+};
+
+TEST(DesignSpace, MatmulHasThreeTilingVariants) {
+  ir::Workload w = ir::BuildWorkload("matmul:M=64,N=64,K=64");
+  SpaceOptions o;
+  o.cores = 2;
+  std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, o);
+  ASSERT_EQ(spaces.size(), 3u);
+  for (const ir::Trace& t : spaces) {
+    std::string script = t.AsScript();
+    EXPECT_NE(script.find("sample_perfect_tile"), std::string::npos) << script;
+    EXPECT_NE(script.find("meta_schedule.unroll_explicit"), std::string::npos) << script;
+  }
+  EXPECT_EQ(spaces[0].AsScript().find("cache_write"), std::string::npos);
+  EXPECT_NE(spaces[1].AsScript().find("cache_write"), std::string::npos);
+  EXPECT_NE(spaces[2].AsScript().find("reverse_compute_at"), std::string::npos);
+}
+
+TEST(DesignSpace, SmallReductionGetsRFactorVariants) {
+  ir::Workload w = ir::BuildWorkload("reduce_sum:M=2,N=256");
+  SpaceOptions o;
+  o.cores = 2;
+  std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, o);
+  int with_rfactor = 0;
+  for (const ir::Trace& t : spaces) with_rfactor += t.AsScript().find("rfactor") != std::string::npos;
+  EXPECT_EQ(with_rfactor, 2);
+}
+
+TEST(DesignSpace, ElementwiseStagesAreInlinedAndFusedIntoTheWriteBack) {
+  ir::Workload w = ir::BuildWorkload("dense_bias_relu:B=8,IN=12,OUT=16");
+  std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, SpaceOptions{});
+  ASSERT_FALSE(spaces.empty());
+  std::string script = spaces.back().AsScript();
+  EXPECT_NE(script.find("compute_inline"), std::string::npos) << script;
+  EXPECT_NE(script.find("reverse_compute_inline"), std::string::npos) << script;
+}
+
+// The property the search relies on: every sample of every space of every
+// built-in workload computes what the workload computes.
+TEST(DesignSpace, SamplesOfEveryWorkloadMatchTheInterpreter) {
+  SpaceOptions o;
+  o.cores = 2;
+  for (const char* spec : kSmallWorkloads) {
+    SCOPED_TRACE(spec);
+    ir::Workload w = ir::BuildWorkload(spec);
+    std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, o);
+    ASSERT_FALSE(spaces.empty());
+    int realized = 0;
+    for (std::uint64_t seed = 0; seed < 24; ++seed) {
+      const ir::Trace& space = spaces[seed % spaces.size()];
+      std::optional<Candidate> c = Realize(w.func, WithoutDecisions(space), seed);
+      if (!c) continue;
+      ++realized;
+      std::string why = ir::testing::SameResult(w.func, c->program, seed);
+      ASSERT_EQ(why, "") << ir::PrintProgram(c->program) << c->trace.AsScript();
+      EXPECT_NO_THROW(measure::Lower(c->program));
+      // The stored trace replays to the same program.
+      ir::Schedule again = ir::ReplayTrace(w.func, ir::Trace::FromJsonText(c->trace.ToJson().dump()), 99);
+      EXPECT_TRUE(ir::StructuralEqual(again.func(), c->program));
+    }
+    EXPECT_GE(realized, 20);
+  }
+}
+
+TEST(DesignSpace, PostprocessorsMakeParallelVectorizedUnrolledLoops) {
+  ir::Workload w = ir::BuildWorkload("matmul:M=64,N=64,K=64");
+  SpaceOptions o;
+  o.cores = 2;
+  std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, o);
+  bool parallel = false, vectorized = false, unroll = false;
+  for (std::uint64_t seed = 0; seed < 16; ++seed) {
+    std::optional<Candidate> c = Realize(w.func, WithoutDecisions(spaces[2]), seed);
+    ASSERT_TRUE(c);
+    std::string text = ir::PrintProgram(c->program);
+    parallel = parallel || text.find("T.parallel") != std::string::npos;
+    vectorized = vectorized || text.find("T.vectorized") != std::string::npos;
+    unroll = unroll || text.find("pragma_auto_unroll_max_step") != std::string::npos;
+    EXPECT_EQ(text.find("meta_schedule."), std::string::npos) << "annotations left behind:\n" << text;
+    EXPECT_NE(c->trace.AsScript().find("decompose_reduction"), std::string::npos);
+  }
+  EXPECT_TRUE(parallel);
+  EXPECT_TRUE(vectorized);
+  EXPECT_TRUE(unroll);
+}
+
+TEST(DesignSpace, StoredTraceGivesBackItsDesign) {
+  ir::Workload w = ir::BuildWorkload("matmul:M=32,N=32,K=32");
+  std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, SpaceOptions{});
+  std::optional<Candidate> c = Realize(w.func, WithoutDecisions(spaces[1]), 7);
+  ASSERT_TRUE(c);
+  std::optional<ir::Trace> design = DesignOf(w.func, c->trace);
+  ASSERT_TRUE(design);
+  std::optional<Candidate> again = Realize(w.func, *design, 1234);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->program_hash, c->program_hash);
+}
+
+TEST(DesignSpace, UserScriptIsASpace) {
+  ir::Workload w = ir::BuildWorkload("matmul:M=32,N=32,K=32");
+  std::vector<ir::Trace> spaces = ScriptDesignSpace(w.func,
+                                                    "b = sch.get_block(\"C\")\n"
+                                                    "i, j, k = sch.get_loops(b)\n"
+                                                    "j0, j1 = sch.split(j, factors=sch.sample_perfect_tile(j, n=2, max_innermost_factor=16))\n"
+                                                    "sch.vectorize(j1)\n",
+                                                    "space.py");
+  ASSERT_EQ(spaces.size(), 1u);
+  std::set<std::uint64_t> programs;
+  for (std::uint64_t seed = 0; seed < 16; ++seed) {
+    std::optional<Candidate> c = Realize(w.func, WithoutDecisions(spaces[0]), seed);
+    ASSERT_TRUE(c);
+    programs.insert(c->program_hash);
+  }
+  EXPECT_GT(programs.size(), 1u);
+  EXPECT_THROW(ScriptDesignSpace(w.func, "sch.get_block(\"nope\")\n", "bad.py"), ir::ScheduleError);
+}
+
+}  // namespace
+}  // namespace tunedb::search
