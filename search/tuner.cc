@@ -124,6 +124,7 @@ class Tuner {
     costmodel::TuningCostModel::Options m;
     m.train.seed = o.seed;
     m.train.max_rounds = 100;
+    m.min_samples = static_cast<std::size_t>(std::max(1, o.model_min_samples));
     return m;
   }
 
@@ -178,6 +179,7 @@ class Tuner {
     status.best_secs = kInf;
     LoadHistory(*task, status, static_cast<int>(index));
     if (o_.transfer) ctx.transfer = Transfer(*task);
+    status.transferred = static_cast<int>(ctx.transfer.size());
     std::uint64_t seed = o_.seed * 1000003 + index;
     task->strategy = o_.strategy == "random" ? MakeRandomSearch(seed) : MakeEvolutionarySearch(o_.evolutionary, seed);
     status_.push_back(status);

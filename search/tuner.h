@@ -47,6 +47,7 @@ struct TuneOptions {
   measure::MeasureConfig measure;      // the target is measure.target
   EvolutionaryOptions evolutionary;
   int chunk = 16;                      // candidates measured (and committed) at a time
+  int model_min_samples = 64;          // the cost model's heuristic until this many samples
   bool transfer = true;
   bool measure_baseline = true;        // time the unscheduled program at the end
   std::string command;                 // the command line, to find a session to resume
@@ -61,6 +62,7 @@ struct TaskStatus {
   int trials = 0;               // measured in this session
   int failures = 0;             // of those, not ok
   int history = 0;              // records of this workload and target before the session
+  int transferred = 0;          // designs replayed from similar workloads
   bool done = false;            // no new candidates left
   double baseline_secs = 0;     // unscheduled program (0: not measured)
   double GFlops() const;

@@ -1,12 +1,17 @@
 // End-to-end tests of the `tunedb` executable: run it as a user would and
 // check its output and exit code.
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <iterator>
 #include <cstdio>
+#include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <thread>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -199,6 +204,88 @@ TEST(CliTest, DatabaseCommands) {
   r = RunTunedb("db import-tvm " + dir + " --db " + db);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "tunedb: error: " + dir + "/database_tuning_record.json:2: not valid JSON\n");
+}
+
+}  // namespace
+
+namespace {
+
+std::string TuneDb(const std::string& name) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  return path;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+const char* kSmallTune = " --population 32 --repeat 2 --min-repeat-ms 1 --seed 1";
+
+TEST(CliTune, PrintsTheTableAndTheBestSchedule) {
+  std::string db = TuneDb("cli_tune.sqlite");
+  Result r = RunTunedb("tune --workload matmul:M=32,N=32,K=32 --trials 8 --batch 8 --db " + db + kSmallTune);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("Speed (GFLOPS)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("matmul:M=32,N=32,K=32"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("8/8 trials"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("best schedule:\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sch.split("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unscheduled:"), std::string::npos) << r.out;
+  Result stats = RunTunedb("db stats --db " + db);
+  EXPECT_NE(stats.out.find("records:   8\n"), std::string::npos) << stats.out;
+}
+
+TEST(CliTune, BadOptionsAreOneLineErrors) {
+  std::string db = TuneDb("cli_tune_bad.sqlite");
+  Result r = RunTunedb("tune --workload matmul:M=32 --strategy annealing --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: unknown strategy 'annealing' (choose evolutionary or random)\n");
+  r = RunTunedb("tune --workload matmul:M=32 --db http://127.0.0.1:1/");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("remote databases"), std::string::npos) << r.out;
+}
+
+// Ctrl-C as a terminal sends it: SIGINT to the whole foreground process
+// group. The tuner commits what it measured and says how to resume; the
+// same command then finishes the session without re-measuring.
+TEST(CliTune, CtrlCCommitsAndTheSameCommandResumes) {
+  std::string db = TuneDb("cli_tune_interrupt.sqlite");
+  std::string log = ::testing::TempDir() + "/cli_tune_interrupt.log";
+  std::string args = "tune --workload matmul:M=32,N=32,K=32 --trials 48 --batch 16 --db " + db + kSmallTune;
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setpgid(0, 0);
+    std::string command = std::string("exec ") + TUNEDB_BINARY + " " + args + " > " + log + " 2>&1";
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (ReadAll(log).find("16/48 trials") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_NE(ReadAll(log).find("16/48 trials"), std::string::npos) << ReadAll(log);
+  kill(-pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::string out = ReadAll(log);
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_NE(out.find("interrupted: "), std::string::npos) << out;
+  EXPECT_NE(out.find("run the same command to resume"), std::string::npos) << out;
+
+  Result again = RunTunedb(args);
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_NE(again.out.find("resuming a session with"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("48/48 trials"), std::string::npos) << again.out;
+  Result stats = RunTunedb("db stats --db " + db);
+  EXPECT_NE(stats.out.find("records:   48\n"), std::string::npos) << stats.out;
+  EXPECT_NE(stats.out.find("sessions:  1\n"), std::string::npos) << stats.out;
 }
 
 }  // namespace

@@ -1,0 +1,159 @@
+// The tuning loop end to end: real SQLite file, real JIT, real workers.
+#include "search/tuner.h"
+
+#include <filesystem>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "db/sqlite_database.h"
+#include "ir/structural.h"
+#include "ir/workloads.h"
+
+namespace tunedb::search {
+namespace {
+
+std::string FreshDb(const std::string& name) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  return path;
+}
+
+TuneOptions SmallTune(const std::string& workload, int trials) {
+  TuneOptions o;
+  o.workloads = {workload};
+  o.trials = trials;
+  o.batch = 8;
+  o.chunk = 8;
+  o.seed = 3;
+  o.evolutionary.population = 48;
+  o.evolutionary.init_min_unmeasured = 16;
+  o.evolutionary.generations = 2;
+  o.measure.worker_path = TUNEDB_WORKER;
+  o.measure.workers = 2;
+  o.measure.repeat = 2;
+  o.measure.min_repeat_ms = 1;
+  o.model_min_samples = 16;
+  o.command = "test " + workload + " " + std::to_string(trials);
+  return o;
+}
+
+std::vector<db::TuningRecord> AllRecords(db::Database& database) {
+  db::RecordQuery q;
+  q.limit = 100000;
+  return database.Records(q);
+}
+
+// Programs measured, by structural hash: never the same one twice.
+void ExpectNoProgramMeasuredTwice(db::Database& database, const std::string& spec) {
+  ir::Workload w = ir::BuildWorkload(spec);
+  std::set<std::uint64_t> seen;
+  for (const db::TuningRecord& r : AllRecords(database)) {
+    if (r.workload_hash != ir::WorkloadHash(w.func)) continue;
+    ir::Schedule sch = ir::ReplayTrace(w.func, ir::Trace::FromJsonText(r.trace), 0);
+    EXPECT_TRUE(seen.insert(ir::StructuralHash(sch.func())).second) << "measured twice: " << r.trace;
+  }
+}
+
+TEST(Tuner, TunesASmallMatmulIntoARealDatabaseAndResumesWithoutRemeasuring) {
+  std::string path = FreshDb("tuner_matmul.sqlite");
+  const std::string spec = "matmul:M=32,N=32,K=32";
+  {
+    db::SqliteDatabase database(path);
+    TuneReport r = Tune(database, SmallTune(spec, 24));
+    ASSERT_EQ(r.tasks.size(), 1u);
+    const TaskStatus& t = r.tasks[0];
+    EXPECT_FALSE(r.interrupted);
+    EXPECT_EQ(t.trials, 24);
+    EXPECT_EQ(database.Size(), 24);
+    EXPECT_LT(t.failures, 24);
+    ASSERT_GT(t.baseline_secs, 0);
+    EXPECT_LT(t.best_secs, t.baseline_secs) << "the best schedule is not faster than the unscheduled program";
+    EXPECT_FALSE(database.TopK(t.hash, TuneOptions{}.measure.target.ToString(), 1).empty());
+    EXPECT_FALSE(database.Models().empty()) << "the cost model is stored back";
+  }
+  {
+    // A new session on the same database: warm start, nothing re-measured.
+    db::SqliteDatabase database(path);
+    TuneOptions o = SmallTune(spec, 16);
+    o.seed = 4;
+    TuneReport r = Tune(database, o);
+    EXPECT_EQ(r.tasks[0].history, 24);
+    EXPECT_EQ(database.Size(), 40);
+    EXPECT_EQ(database.Sessions().size(), 2u);
+    ExpectNoProgramMeasuredTwice(database, spec);
+  }
+}
+
+TEST(Tuner, InterruptedSessionResumesWithTheTrialsItHasLeft) {
+  std::string path = FreshDb("tuner_resume.sqlite");
+  const std::string spec = "matmul:M=16,N=32,K=16";
+  TuneOptions o = SmallTune(spec, 24);
+  {
+    db::SqliteDatabase database(path);
+    std::atomic<bool> stop{false};
+    // What Ctrl-C does: the flag is set while a chunk is being measured.
+    TuneReport r = Tune(
+        database, o, [&](const TuneEvent& e, const std::vector<TaskStatus>&) {
+          if (e.kind == TuneEvent::kMeasured) stop = true;
+        },
+        &stop);
+    EXPECT_TRUE(r.interrupted);
+    EXPECT_EQ(database.Size(), 8) << "the chunk in flight is committed";
+    ASSERT_EQ(database.Sessions().size(), 1u);
+    EXPECT_EQ(database.Sessions()[0].ended, 0) << "an interrupted session stays open";
+  }
+  {
+    db::SqliteDatabase database(path);
+    TuneReport r = Tune(database, o);
+    EXPECT_TRUE(r.resumed);
+    EXPECT_FALSE(r.interrupted);
+    EXPECT_EQ(r.tasks[0].trials, 24);
+    EXPECT_EQ(database.Size(), 24);
+    ASSERT_EQ(database.Sessions().size(), 1u);
+    EXPECT_GT(database.Sessions()[0].ended, 0);
+    ExpectNoProgramMeasuredTwice(database, spec);
+  }
+}
+
+TEST(Tuner, SeveralWorkloadsShareTheBudgetAndOtherShapesTransfer) {
+  std::string path = FreshDb("tuner_tasks.sqlite");
+  db::SqliteDatabase database(path);
+  TuneOptions o = SmallTune("matmul:M=16,N=16,K=16", 16);
+  o.workloads.push_back("dense_bias_relu:B=8,IN=16,OUT=8");
+  o.measure_baseline = false;
+  TuneReport r = Tune(database, o);
+  ASSERT_EQ(r.tasks.size(), 2u);
+  EXPECT_EQ(r.tasks[0].trials + r.tasks[1].trials, 16);
+  EXPECT_GT(r.tasks[0].trials, 0);
+  EXPECT_GT(r.tasks[1].trials, 0);
+
+  TuneOptions other = SmallTune("matmul:M=32,N=16,K=16", 8);
+  other.measure_baseline = false;
+  TuneReport t = Tune(database, other);
+  EXPECT_GT(t.tasks[0].transferred, 0) << "matmul 16x16x16's best traces replay onto 32x16x16";
+}
+
+TEST(Tuner, RandomStrategyAndBadSetupErrors) {
+  std::string path = FreshDb("tuner_random.sqlite");
+  db::SqliteDatabase database(path);
+  TuneOptions o = SmallTune("reduce_sum:M=8,N=64", 8);
+  o.strategy = "random";
+  o.measure_baseline = false;
+  TuneReport r = Tune(database, o);
+  EXPECT_EQ(r.tasks[0].trials, 8);
+
+  TuneOptions bad = o;
+  bad.strategy = "annealing";
+  EXPECT_THROW(Tune(database, bad), std::invalid_argument);
+  bad = o;
+  bad.workloads = {"matmul:M=0"};
+  EXPECT_THROW(Tune(database, bad), ir::IrError);
+  bad = o;
+  bad.space = "/nonexistent/space.py";
+  EXPECT_THROW(Tune(database, bad), std::invalid_argument);
+  EXPECT_EQ(database.Size(), 8) << "a refused setup writes nothing";
+}
+
+}  // namespace
+}  // namespace tunedb::search
