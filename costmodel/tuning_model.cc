@@ -23,9 +23,15 @@ TuningCostModel::TuningCostModel(Options options) : options_(std::move(options))
 
 double TuningCostModel::Heuristic(const std::vector<FeatureRow>& rows) {
   static const std::size_t vec_len = Col("vec_len"), par = Col("parallel_prod"), local = Col("alloc_local"),
+                           alloc_bytes = Col("alloc_bytes"), unroll = Col("unroll_num"),
                            contiguous = Col("buf0_innermost_contiguous");
+  // Feature values are log2(1 + x); 2 KiB is 32 AVX-512 registers.
+  static const float register_file = static_cast<float>(std::log2(1.0 + 2048));
   double score = 0;
-  for (const FeatureRow& r : rows) score += r[vec_len] + r[par] + 2 * r[local] + r[contiguous];
+  for (const FeatureRow& r : rows) {
+    score += r[vec_len] + r[par] + r[contiguous] + (r[unroll] > 0 ? 1 : 0);
+    if (r[local] > 0) score += 2 + (r[alloc_bytes] <= register_file ? 3 : 0);
+  }
   return score;
 }
 

@@ -6,9 +6,13 @@
 // no model is trained): per candidate, the sum over its rows of
 //   log2(1 + innermost vector length) + log2(1 + parallel extent product)
 //   + 2 * (the stored buffer is a compacted local accumulator)
+//   + 3 * (... and the allocations around it fit in 2 KiB, the 32 vector
+//          registers of AVX-512: a register-blocked micro-kernel)
+//   + (some loop around it is unrolled)
 //   + (the innermost loop walks the largest buffer contiguously),
-// i.e. it prefers vectorized, parallel, register-blocked candidates with
-// contiguous inner accesses, which is what a tuned CPU kernel looks like.
+// i.e. it prefers vectorized, parallel, register-blocked, unrolled
+// candidates with contiguous inner accesses, which is what a tuned CPU
+// kernel looks like. The first batch of a cold session is ranked by it.
 #pragma once
 
 #include <string>

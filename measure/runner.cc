@@ -256,7 +256,7 @@ Runner::~Runner() {
 const MeasureConfig& Runner::config() const { return impl_->config; }
 const std::string& Runner::reference_check() const { return impl_->reference_check; }
 
-std::vector<MeasureResult> Runner::Measure(const std::vector<ir::PrimFunc>& candidates) {
+std::vector<MeasureResult> Runner::Measure(const std::vector<ir::PrimFunc>& candidates, double slow_cutoff_secs) {
   const MeasureConfig& c = impl_->config;
   auto& workers = impl_->workers;
   std::vector<MeasureResult> results(candidates.size());
@@ -335,7 +335,8 @@ std::vector<MeasureResult> Runner::Measure(const std::vector<ir::PrimFunc>& cand
             {"repeat", c.repeat},
             {"number", c.number},
             {"min_repeat_ms", c.min_repeat_ms},
-            {"flush_cache", c.flush_cache}});
+            {"flush_cache", c.flush_cache},
+            {"slow_cutoff_secs", slow_cutoff_secs}});
     Reply r = w.Receive(Clock::now() +
                         std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c.run_timeout_s)));
     MeasureResult& res = results[i];

@@ -97,7 +97,8 @@ std::optional<ir::Trace> MutateParallel(const ir::Trace& design, std::int64_t ma
     const auto* current = std::get_if<std::int64_t>(&inst.inputs[1]);
     if (!current) return std::nullopt;
     std::vector<std::int64_t> choices;
-    for (std::int64_t v = 2; v < max_jobs; v *= 2) {
+    // 1 leaves the program serial: tiny workloads lose to the fork-join.
+    for (std::int64_t v = 1; v < max_jobs; v *= 2) {
       if (v != *current) choices.push_back(v);
     }
     if (max_jobs != *current && max_jobs > 1) choices.push_back(max_jobs);

@@ -5,7 +5,7 @@
 //   tile size         0.90  move a factor between two tiles of one loop
 //   compute location  0.05  pick another legal location for a stage
 //   unroll            0.03  pick another max unroll step
-//   parallel          0.02  pick another parallel job limit
+//   parallel          0.02  pick another parallel job limit (1: serial)
 //
 // A mutator returns nullopt when the trace has nothing it can change. The
 // result is a design trace; Realize (space.h) replays it and refuses what
@@ -32,7 +32,8 @@ struct MutatorProbabilities {
 
 std::optional<ir::Trace> MutateTileSize(const ir::Trace& design, std::mt19937_64& rng);
 std::optional<ir::Trace> MutateUnroll(const ir::Trace& design, std::mt19937_64& rng);
-// New limits are powers of two up to max_jobs (and max_jobs itself).
+// New limits are powers of two up to max_jobs (and max_jobs itself); 1
+// leaves the program serial.
 std::optional<ir::Trace> MutateParallel(const ir::Trace& design, std::int64_t max_jobs, std::mt19937_64& rng);
 // Replays the trace up to the sampling instruction to learn which locations
 // are legal there.

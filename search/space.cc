@@ -89,9 +89,36 @@ std::optional<std::vector<IterKind>> LoopKinds(Schedule& sch, BlockRV b, const s
   return kinds;
 }
 
+// Inputs reused across some spatial loop (matmul's A across j, B across i):
+// the candidates for a read cache.
+std::vector<int> ReusedInputs(const BlockNode& b) {
+  std::vector<int> out;
+  for (std::size_t r = 0; r < b.reads.size(); ++r) {
+    bool reused = false;
+    for (const ir::IterVar& iv : b.iter_vars) {
+      if (iv.kind != IterKind::kSpatial || iv.extent == 1) continue;
+      bool used = false;
+      for (const ir::Range& range : b.reads[r].ranges) used = used || UsesVar(range.min, iv.var.get());
+      reused = reused || !used;
+    }
+    bool is_output = !b.writes.empty() && b.reads[r].buffer.get() == b.writes[0].buffer.get();
+    if (reused && !is_output) out.push_back(static_cast<int>(r));
+  }
+  return out;
+}
+
+struct TilingVariant {
+  int write_cache_level = 0;  // 0: none; 1 or 2: a local accumulator at that level
+  int read_cache = -1;        // read buffer index packed per outer tile, or -1
+};
+
 // SSRSRS tiling; write_cache_level 0 = no cache, 1 or 2 = a "local"
-// accumulator written back at the end of that spatial tile level.
-void MultiLevelTiling(Schedule& sch, const std::string& name, int write_cache_level, int max_innermost) {
+// accumulator written back at the end of that spatial tile level. With a
+// read cache, one input's tile is copied to a contiguous buffer at the end
+// of the outermost spatial level (BLAS's packing: a panel of B read with a
+// row stride of 4 KiB conflicts in the caches; its packed copy does not).
+void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant variant, int max_innermost) {
+  const int write_cache_level = variant.write_cache_level;
   BlockRV b = sch.GetBlock(name);
   std::vector<LoopRV> loops = sch.GetLoops(b);
   auto kinds = LoopKinds(sch, b, loops);
@@ -114,6 +141,10 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, int write_cache_le
   if (at_level.empty()) throw ScheduleError("multi-level tiling: no spatial loop to put the write cache under");
   BlockRV cache = sch.CacheWrite(b, 0, "local");
   sch.ReverseComputeAt(cache, at_level.back(), /*preserve_unit_loops=*/true);
+  if (variant.read_cache >= 0) {
+    BlockRV packed = sch.CacheRead(b, variant.read_cache, "global");
+    sch.ComputeAt(packed, levels[spatial_levels[0]].back(), /*preserve_unit_loops=*/true);
+  }
   // An elementwise consumer (bias, relu) is fused into the write-back, so
   // the result goes to memory once, as TVM's MultiLevelTilingWithFusion does.
   std::vector<BlockRV> consumers = sch.GetConsumers(cache);
@@ -224,8 +255,15 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
     }
     const BlockNode& node = probe.Get(block);
     if (NeedsMultiLevelTiling(node)) {
-      partial = Branch(partial, {0, 1, 2}, false, [&](Schedule& s, int level) {
-        MultiLevelTiling(s, name, level, options.max_vectorize);
+      std::vector<TilingVariant> variants = {{0, -1}, {1, -1}, {2, -1}};
+      for (int input : ReusedInputs(node)) {
+        variants.push_back({1, input});
+        variants.push_back({2, input});
+      }
+      std::vector<int> indices;
+      for (std::size_t v = 0; v < variants.size(); ++v) indices.push_back(static_cast<int>(v));
+      partial = Branch(partial, indices, false, [&](Schedule& s, int v) {
+        MultiLevelTiling(s, name, variants[static_cast<std::size_t>(v)], options.max_vectorize);
       });
     } else if (NeedsRFactor(node, options)) {
       partial = Branch(partial, {0, 1}, true, [&](Schedule& s, int part) {

@@ -280,7 +280,9 @@ class Tuner {
       std::size_t end = std::min(batch.size(), begin + static_cast<std::size_t>(o_.chunk));
       std::vector<ir::PrimFunc> programs;
       for (std::size_t i = begin; i < end; ++i) programs.push_back(batch[i].program);
-      std::vector<measure::MeasureResult> results = task.runner->Measure(programs);
+      // Candidates 10x slower than the best are timed by their check run only.
+      double cutoff = std::isfinite(status.best_secs) ? 10 * status.best_secs : 0;
+      std::vector<measure::MeasureResult> results = task.runner->Measure(programs, cutoff);
       std::vector<db::TuningRecord> records;
       for (std::size_t i = begin; i < end; ++i) {
         const measure::MeasureResult& r = results[i - begin];
@@ -310,9 +312,10 @@ class Tuner {
   }
 
   void MeasureBaselines() {
+    // Timed like the candidates (runs per repeat grown to min_repeat_ms), but
+    // one repeat: the unscheduled program of a large workload takes seconds.
     measure::MeasureConfig config = o_.measure;
     config.repeat = 1;
-    config.min_repeat_ms = 0;
     for (std::size_t t = 0; t < tasks_.size(); ++t) {
       if (Stopped()) return;
       measure::Runner runner(tasks_[t]->workload.func, config);

@@ -50,6 +50,19 @@ TEST(RunnerTest, MeasuresAndVerifies) {
   }
 }
 
+TEST(RunnerTest, SlowCandidatesAreTimedByTheirCheckRunOnly) {
+  PrimFunc f = BuildWorkload("matmul:M=32,N=32,K=32").func;
+  Runner runner(f, QuickConfig());
+  // A cutoff no run can beat: one timing each, still verified and ok.
+  std::vector<MeasureResult> slow = runner.Measure({f, Tiled(f)}, 1e-12);
+  for (const MeasureResult& r : slow) {
+    EXPECT_EQ(r.status, MeasureStatus::kOk) << r.error;
+    EXPECT_EQ(r.run_secs.size(), 1u);
+  }
+  // A generous cutoff changes nothing.
+  for (const MeasureResult& r : runner.Measure({f}, 10.0)) EXPECT_EQ(r.run_secs.size(), 3u);
+}
+
 TEST(RunnerTest, WrongResultsAreCaught) {
   PrimFunc f = BuildWorkload("matmul:M=16,N=16,K=16").func;
   // Same parameters, different computation: A * B^T instead of A * B.

@@ -25,12 +25,17 @@ const char* kSmallWorkloads[] = {
     "reduce_sum:M=2,N=256",
 };
 
-TEST(DesignSpace, MatmulHasThreeTilingVariants) {
+TEST(DesignSpace, MatmulHasSevenTilingVariants) {
+  // no write cache; a local accumulator at level 1 or 2; and the latter two
+  // with A or B packed per outer tile.
   ir::Workload w = ir::BuildWorkload("matmul:M=64,N=64,K=64");
   SpaceOptions o;
   o.cores = 2;
   std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, o);
-  ASSERT_EQ(spaces.size(), 3u);
+  ASSERT_EQ(spaces.size(), 7u);
+  int packed = 0;
+  for (const ir::Trace& t : spaces) packed += t.AsScript().find("cache_read") != std::string::npos;
+  EXPECT_EQ(packed, 4);
   for (const ir::Trace& t : spaces) {
     std::string script = t.AsScript();
     EXPECT_NE(script.find("sample_perfect_tile"), std::string::npos) << script;

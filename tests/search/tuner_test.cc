@@ -57,7 +57,7 @@ void ExpectNoProgramMeasuredTwice(db::Database& database, const std::string& spe
 
 TEST(Tuner, TunesASmallMatmulIntoARealDatabaseAndResumesWithoutRemeasuring) {
   std::string path = FreshDb("tuner_matmul.sqlite");
-  const std::string spec = "matmul:M=32,N=32,K=32";
+  const std::string spec = "matmul:M=64,N=64,K=64";
   {
     db::SqliteDatabase database(path);
     TuneReport r = Tune(database, SmallTune(spec, 24));
