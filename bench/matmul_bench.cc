@@ -12,8 +12,6 @@
 //
 // Usage: matmul_bench [--sizes 128,512,1024] [--repeat 5] [--rounds 3] [--schedules DIR]
 //        matmul_bench --blas-only N   (child mode: prints "GFLOPS <x> CORETYPE <name>")
-#include <cblas.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,41 +21,16 @@
 #include <string>
 #include <vector>
 
+#include "bench/blas_reference.h"
 #include "ir/flops.h"
 #include "ir/schedule/schedule.h"
 #include "ir/schedule/script.h"
 #include "ir/workloads.h"
 #include "measure/runner.h"
 
-extern "C" char* openblas_get_corename(void);
 extern "C" void openblas_set_num_threads(int);
 
 namespace {
-
-double BlasGflops(int n, int repeat) {
-  std::vector<float> a(static_cast<std::size_t>(n) * n), b(a.size()), c(a.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    a[i] = static_cast<float>((i * 7919) % 1000) / 1000.0f - 0.5f;
-    b[i] = static_cast<float>((i * 104729) % 1000) / 1000.0f - 0.5f;
-  }
-  auto run = [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
-  };
-  run();  // warm-up
-  // Runs per repeat: at least 50 ms.
-  auto t0 = std::chrono::steady_clock::now();
-  run();
-  double once = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  int number = std::max(1, static_cast<int>(0.05 / std::max(once, 1e-9)));
-  std::vector<double> secs;
-  for (int r = 0; r < repeat; ++r) {
-    auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < number; ++i) run();
-    secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / number);
-  }
-  std::sort(secs.begin(), secs.end());
-  return 2.0 * n * n * n / secs[secs.size() / 2] / 1e9;
-}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -68,20 +41,6 @@ std::string ReadFile(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-// OpenBLAS in a child process with a chosen kernel; returns GFLOP/s and the kernel's name.
-std::pair<double, std::string> ChildBlas(const std::string& self, int n, int repeat, const char* coretype) {
-  std::string cmd = "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ";
-  if (coretype) cmd += std::string("OPENBLAS_CORETYPE=") + coretype + " ";
-  cmd += self + " --blas-only " + std::to_string(n) + " --repeat " + std::to_string(repeat);
-  FILE* p = popen(cmd.c_str(), "r");
-  char line[256] = {0};
-  double gflops = 0;
-  char core[64] = "?";
-  if (p && std::fgets(line, sizeof line, p)) std::sscanf(line, "GFLOPS %lf CORETYPE %63s", &gflops, core);
-  if (p) pclose(p);
-  return {gflops, core};
 }
 
 }  // namespace
@@ -98,9 +57,7 @@ int main(int argc, char** argv) {
       for (int j = i + 1; j + 1 < argc; ++j) {
         if (std::string(argv[j]) == "--repeat") repeat = std::atoi(argv[j + 1]);
       }
-      double g = BlasGflops(n, repeat);
-      std::printf("GFLOPS %.3f CORETYPE %s\n", g, openblas_get_corename());
-      return 0;
+      return tunedb::bench::BlasOnlyMain(n, repeat);
     } else if (a == "--sizes" && i + 1 < argc) {
       sizes.clear();
       std::stringstream s(argv[++i]);
@@ -162,15 +119,13 @@ int main(int argc, char** argv) {
       results = runner.Measure(candidates);
       lecture_g.push_back(gflops_of(results[0]));
       tuned_g.push_back(gflops_of(results[1]));
-      auto a = ChildBlas(self, n, repeat, nullptr);
-      auto b = ChildBlas(self, n, repeat, "SkylakeX");
-      auto best = a.first >= b.first ? a : b;
-      auto other = a.first >= b.first ? b : a;
-      blas_g.push_back(best.first);
-      other_g.push_back(other.first);
-      blas_kernel = best.second;
-      other_kernel = other.second;
-      ratio.push_back(tuned_g.back() / best.first);
+      tunedb::bench::BlasResult other;
+      tunedb::bench::BlasResult best = tunedb::bench::BestBlas(self, n, repeat, &other);
+      blas_g.push_back(best.gflops);
+      other_g.push_back(other.gflops);
+      blas_kernel = best.kernel;
+      other_kernel = other.kernel;
+      ratio.push_back(tuned_g.back() / best.gflops);
     }
     std::printf("| %d | %.2f | %.1f | %.1f | %.1f (%s; %s: %.1f) | %.2f (rounds: ", n, gflops_of(unscheduled),
                 median(lecture_g), median(tuned_g), median(blas_g), blas_kernel.c_str(), other_kernel.c_str(),

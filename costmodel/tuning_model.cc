@@ -22,16 +22,10 @@ std::size_t Col(const char* name) {
 TuningCostModel::TuningCostModel(Options options) : options_(std::move(options)) {}
 
 double TuningCostModel::Heuristic(const std::vector<FeatureRow>& rows) {
-  static const std::size_t vec_len = Col("vec_len"), par = Col("parallel_prod"), local = Col("alloc_local"),
-                           alloc_bytes = Col("alloc_bytes"), unroll = Col("unroll_num"),
+  static const std::size_t vec_len = Col("vec_len"), local = Col("alloc_local"), unroll = Col("unroll_prod"),
                            contiguous = Col("buf0_innermost_contiguous");
-  // Feature values are log2(1 + x); 2 KiB is 32 AVX-512 registers.
-  static const float register_file = static_cast<float>(std::log2(1.0 + 2048));
   double score = 0;
-  for (const FeatureRow& r : rows) {
-    score += r[vec_len] + r[par] + r[contiguous] + (r[unroll] > 0 ? 1 : 0);
-    if (r[local] > 0) score += 2 + (r[alloc_bytes] <= register_file ? 3 : 0);
-  }
+  for (const FeatureRow& r : rows) score += r[vec_len] + r[contiguous] + r[local] - 0.2 * r[unroll];
   return score;
 }
 

@@ -4,15 +4,15 @@
 //
 // The heuristic (until min_samples measured candidates exist, and whenever
 // no model is trained): per candidate, the sum over its rows of
-//   log2(1 + innermost vector length) + log2(1 + parallel extent product)
-//   + 2 * (the stored buffer is a compacted local accumulator)
-//   + 3 * (... and the allocations around it fit in 2 KiB, the 32 vector
-//          registers of AVX-512: a register-blocked micro-kernel)
-//   + (some loop around it is unrolled)
-//   + (the innermost loop walks the largest buffer contiguously),
-// i.e. it prefers vectorized, parallel, register-blocked, unrolled
-// candidates with contiguous inner accesses, which is what a tuned CPU
-// kernel looks like. The first batch of a cold session is ranked by it.
+//   log2(1 + innermost vector length)
+//   + (the innermost loop walks the largest buffer contiguously)
+//   + (the stored buffer is a compacted local accumulator)
+//   - 0.2 * log2(1 + product of the unrolled loops' extents),
+// i.e. long vectors over contiguous data into register-resident
+// accumulators, without the code bloat of unrolling large nests. The terms
+// were chosen by their pairwise ranking accuracy on random design-space
+// samples (docs/COSTMODEL.md): 0.63, where vector length alone gives 0.63
+// and the parallel extent and unrolling rank worse than chance.
 #pragma once
 
 #include <string>

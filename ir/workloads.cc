@@ -39,6 +39,17 @@ PrimFunc BatchMatmul(const WorkloadParams& p) {
   return b.Build({A, B, C});
 }
 
+// TOPI's dense: Y = X W^T, W stored as [OUT, IN].
+PrimFunc Dense(const WorkloadParams& p) {
+  std::int64_t B = p.at("B"), IN = p.at("IN"), OUT = p.at("OUT");
+  te::Builder b;
+  auto X = b.Placeholder("X", {B, IN});
+  auto W = b.Placeholder("W", {OUT, IN});
+  auto mm = b.Reduce("T_matmul_NT", {{"i", B}, {"j", OUT}}, ReduceOp::kSum, {{"k", IN}},
+                     [&](const Vars& s, const Vars& r) { return X(s[0], r[0]) * W(s[1], r[0]); });
+  return b.Build({X, W, mm});
+}
+
 PrimFunc DenseBiasRelu(const WorkloadParams& p) {
   std::int64_t B = p.at("B"), IN = p.at("IN"), OUT = p.at("OUT");
   te::Builder b;
@@ -173,6 +184,9 @@ const std::vector<WorkloadDef>& BuiltinWorkloads() {
       {"batch_matmul", "C[b, i, j] = sum_k A[b, i, k] * B[b, k, j]",
        {{"B", 8, "batch"}, {"M", 128, "rows"}, {"N", 128, "columns"}, {"K", 128, "reduction length"}},
        BatchMatmul},
+      {"dense", "Y = X W^T (TOPI's dense: W is [OUT, IN])",
+       {{"B", 128, "batch (rows of X)"}, {"IN", 784, "input features"}, {"OUT", 128, "output features"}},
+       Dense},
       {"dense_bias_relu", "Y = relu(X W^T + bias): matmul, bias add and relu as three stages",
        {{"B", 128, "batch (rows of X)"}, {"IN", 784, "input features"}, {"OUT", 128, "output features"}},
        DenseBiasRelu},

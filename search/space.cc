@@ -5,7 +5,9 @@
 #include "search/space.h"
 #include "search/space_internal.h"
 
+#include <algorithm>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ir/schedule/script.h"
@@ -304,9 +306,33 @@ std::optional<Candidate> Realize(const ir::PrimFunc& workload, const ir::Trace& 
     c.program = sch.func();
     c.program_hash = ir::StructuralHash(c.program);
     return c;
-  } catch (const ir::IrError&) {
+  } catch (const std::exception&) {
+    // IrError is the expected refusal; anything else is a bug in a rule or
+    // primitive, and still only costs this candidate.
     return std::nullopt;
   }
+}
+
+std::vector<std::optional<Candidate>> RealizeBatch(const ir::PrimFunc& workload,
+                                                   const std::vector<RealizeRequest>& requests, int threads) {
+  std::vector<std::optional<Candidate>> out(requests.size());
+  int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  n = std::min<int>(n, static_cast<int>(requests.size()));
+  // Each Schedule clones the workload; the threads share only immutable
+  // expressions. Work is dealt round robin, so results are in request order.
+  auto work = [&](int t) {
+    for (std::size_t i = static_cast<std::size_t>(t); i < requests.size(); i += static_cast<std::size_t>(std::max(1, n))) {
+      out[i] = Realize(workload, *requests[i].design, requests[i].seed);
+    }
+  };
+  if (n <= 1) {
+    work(0);
+    return out;
+  }
+  std::vector<std::thread> pool;
+  for (int t = 0; t < n; ++t) pool.emplace_back(work, t);
+  for (std::thread& th : pool) th.join();
+  return out;
 }
 
 std::optional<ir::Trace> DesignOf(const ir::PrimFunc& workload, const ir::Trace& stored) {

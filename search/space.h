@@ -78,6 +78,15 @@ struct Candidate {
 // postprocessing refuses the candidate.
 std::optional<Candidate> Realize(const ir::PrimFunc& workload, const ir::Trace& design, std::uint64_t seed);
 
+// Realize for many (design, seed) pairs, spread over `threads` threads (0:
+// one per core); the result does not depend on the thread count.
+struct RealizeRequest {
+  const ir::Trace* design;
+  std::uint64_t seed;
+};
+std::vector<std::optional<Candidate>> RealizeBatch(const ir::PrimFunc& workload,
+                                                   const std::vector<RealizeRequest>& requests, int threads = 0);
+
 // A design trace without its decisions: replaying it samples afresh.
 ir::Trace WithoutDecisions(const ir::Trace& design);
 

@@ -12,18 +12,25 @@ std::vector<Candidate> SampleRandom(const SearchContext& context, int n, std::un
                                     std::mt19937_64& rng) {
   std::vector<Candidate> out;
   if (context.spaces.empty() || n <= 0) return out;
-  // Small spaces run dry: give up after a bounded number of draws that
-  // bring nothing new.
+  std::vector<ir::Trace> fresh;
+  for (const ir::Trace& space : context.spaces) fresh.push_back(WithoutDecisions(space));
+  // Draws are prepared in rounds and realized in parallel; small spaces run
+  // dry, so give up after a bounded number of draws that bring nothing new.
   int misses = 0;
   const int max_misses = std::max(64, 4 * n);
   while (static_cast<int>(out.size()) < n && misses < max_misses) {
-    const ir::Trace& space = context.spaces[std::uniform_int_distribution<std::size_t>(0, context.spaces.size() - 1)(rng)];
-    std::optional<Candidate> c = Realize(*context.workload, WithoutDecisions(space), rng());
-    if (!c || context.measured->count(c->program_hash) || !exclude.insert(c->program_hash).second) {
-      ++misses;
-      continue;
+    std::vector<RealizeRequest> round;
+    for (int i = static_cast<int>(out.size()); i < n; ++i) {
+      round.push_back({&fresh[std::uniform_int_distribution<std::size_t>(0, fresh.size() - 1)(rng)], rng()});
     }
-    out.push_back(std::move(*c));
+    for (std::optional<Candidate>& c : RealizeBatch(*context.workload, round, context.threads)) {
+      if (!c || context.measured->count(c->program_hash) || !exclude.insert(c->program_hash).second ||
+          static_cast<int>(out.size()) >= n) {
+        ++misses;
+        continue;
+      }
+      out.push_back(std::move(*c));
+    }
   }
   return out;
 }
@@ -139,21 +146,43 @@ class EvolutionarySearch : public SearchStrategy {
     std::discrete_distribution<std::size_t> parent(weights.begin(), weights.end());
     std::bernoulli_distribution mutate(options_.mutate_probability);
 
+    // Children are prepared in rounds (parent, mutation and seed drawn in
+    // order from the generator) and realized in parallel; a slot whose
+    // attempt fails gets another in the next round, up to max_fail_count.
     std::vector<Candidate> next;
     std::unordered_set<std::uint64_t> seen;
-    for (int i = 0; i < options_.population; ++i) {
-      for (int attempt = 0; attempt < options_.max_fail_count; ++attempt) {
+    int open_slots = options_.population;
+    for (int round = 0; round < options_.max_fail_count && open_slots > 0; ++round) {
+      std::vector<ir::Trace> designs;
+      std::vector<const Candidate*> kept;  // unmutated parents, by attempt
+      std::vector<std::uint64_t> seeds;
+      std::vector<bool> failed;  // no mutator applied
+      designs.reserve(static_cast<std::size_t>(open_slots));
+      for (int i = 0; i < open_slots; ++i) {
         const Candidate& p = population[parent(rng_)];
-        if (!mutate(rng_)) {
-          if (seen.insert(p.program_hash).second) next.push_back(p);
-          break;
-        }
-        std::optional<ir::Trace> design = Mutate(p.design, *context.workload, context.max_jobs, options_.mutators, rng_);
-        if (!design) continue;
-        std::optional<Candidate> child = Realize(*context.workload, *design, rng_());
-        if (!child || !seen.insert(child->program_hash).second) continue;
-        next.push_back(std::move(*child));
-        break;
+        bool mutated = mutate(rng_);
+        std::optional<ir::Trace> design;
+        if (mutated) design = Mutate(p.design, *context.workload, context.max_jobs, options_.mutators, rng_);
+        kept.push_back(mutated ? nullptr : &p);
+        designs.push_back(design ? std::move(*design) : ir::Trace{});
+        failed.push_back(mutated && !design);
+        seeds.push_back(rng_());
+      }
+      std::vector<RealizeRequest> requests;
+      std::vector<std::size_t> request_of;
+      for (std::size_t i = 0; i < designs.size(); ++i) {
+        if (kept[i] || failed[i]) continue;
+        request_of.push_back(i);
+        requests.push_back({&designs[i], seeds[i]});
+      }
+      std::vector<std::optional<Candidate>> children = RealizeBatch(*context.workload, requests, context.threads);
+      std::vector<std::optional<Candidate>> by_attempt(designs.size());
+      for (std::size_t r = 0; r < requests.size(); ++r) by_attempt[request_of[r]] = std::move(children[r]);
+      for (std::size_t i = 0; i < designs.size(); ++i) {
+        const Candidate* c = kept[i] ? kept[i] : (by_attempt[i] ? &*by_attempt[i] : nullptr);
+        if (!c || !seen.insert(c->program_hash).second) continue;
+        next.push_back(*c);
+        --open_slots;
       }
     }
     return next;

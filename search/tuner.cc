@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <future>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -268,12 +269,20 @@ class Tuner {
   void TuneBatch(std::size_t t, int n) {
     Task& task = *tasks_[t];
     TaskStatus& status = status_[t];
+    // The first batch of a task: its workers start (and build and check the
+    // reference) while the search runs.
+    std::future<std::unique_ptr<measure::Runner>> starting;
+    if (!task.runner) {
+      starting = std::async(std::launch::async, [&task, this] {
+        return std::make_unique<measure::Runner>(task.workload.func, o_.measure);
+      });
+    }
     std::vector<Candidate> batch = task.strategy->NextBatch(task.context, n);
+    if (starting.valid()) task.runner = starting.get();
     if (batch.empty()) {
       status.done = task.progress.done = true;
       return;
     }
-    if (!task.runner) task.runner = std::make_unique<measure::Runner>(task.workload.func, o_.measure);
     std::vector<ir::PrimFunc> measured_programs;
     std::vector<double> medians;
     for (std::size_t begin = 0; begin < batch.size() && !Stopped(); begin += static_cast<std::size_t>(o_.chunk)) {

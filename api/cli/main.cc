@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   tunedb::cli::AddDbCommands(app);
   tunedb::cli::AddModelCommands(app);
   tunedb::cli::AddTuneCommand(app);
+  tunedb::cli::AddE2eCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -38,6 +38,7 @@ struct TuneCliOptions {
   int population = 512;
   int repeat = 3;
   double min_repeat_ms = 20;
+  int model_min_samples = 64;
   bool no_transfer = false;
   bool no_baseline = false;
 };
@@ -99,6 +100,7 @@ void RunTune(const TuneCliOptions& o) {
   options.seed = o.seed;
   options.evolutionary.population = o.population;
   options.transfer = !o.no_transfer;
+  options.model_min_samples = o.model_min_samples;
   options.measure_baseline = !o.no_baseline;
   if (o.repeat < 1) throw UsageError("--repeat must be at least 1");
   options.measure.repeat = o.repeat;
@@ -195,6 +197,9 @@ void AddTuneCommand(CLI::App& app) {
   cmd->add_option("--population", o->population, "Evolutionary population size")->capture_default_str();
   cmd->add_option("--repeat", o->repeat, "Timed repeats per candidate")->capture_default_str();
   cmd->add_option("--min-repeat-ms", o->min_repeat_ms, "Minimum duration of one repeat")->capture_default_str();
+  cmd->add_option("--model-min-samples", o->model_min_samples,
+                  "Measured candidates before the cost model is trained (the heuristic ranks until then)")
+      ->capture_default_str();
   cmd->add_flag("--no-transfer", o->no_transfer, "Do not seed the search with other shapes' best schedules");
   cmd->add_flag("--no-baseline", o->no_baseline, "Do not time the unscheduled program at the end");
   cmd->callback([o] { RunTune(*o); });

@@ -47,7 +47,7 @@ void ExpectError(const std::string& spec, const std::string& message) {
 
 TEST(WorkloadsTest, BadSpecsNameTheProblem) {
   ExpectError("matmull", "unknown workload 'matmull' (built-in workloads: matmul, batch_matmul, "
-                         "dense_bias_relu, conv2d_nhwc, depthwise_conv2d_nhwc, softmax, reduce_sum; "
+                         "dense, dense_bias_relu, conv2d_nhwc, depthwise_conv2d_nhwc, softmax, reduce_sum; "
                          "or give the path of a workload file)");
   ExpectError("matmul:Q=4", "workload matmul has no parameter 'Q' (parameters: M, N, K)");
   ExpectError("matmul:M=abc", "workload matmul parameter M: 'abc' is not a positive integer");

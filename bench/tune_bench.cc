@@ -1,0 +1,280 @@
+// Tuning benchmark (issue 7): tuning curves of `tunedb tune` and the best
+// kernels against OpenBLAS, in one run.
+//
+// For each workload, three sessions of --trials trials each, through the
+// same library call as `tunedb tune` (real SQLite files, real JIT, real
+// worker processes):
+//   cold    an empty database, evolutionary search, seed 0;
+//   warm    a copy of the cold session's database, evolutionary, seed 1
+//           (a later session with another seed);
+//   random  an empty database, random search, seed 0.
+// A curve is the best GFLOP/s among the session's own measurements after
+// each trial (from the records in commit order), against trials and
+// against wall time (each record gets the time its chunk was committed).
+// For the matmuls, the cold session's best kernel is measured again (5
+// repeats of >= 50 ms) next to OpenBLAS cblas_sgemm (the faster of its
+// kernel choices, see blas_reference.h).
+//
+// Writes DIR/tune_curves.csv and DIR/tune_curves.svg and prints a markdown
+// table for bench/RESULTS.md.
+//
+// Usage: tune_bench [--trials 64] [--only matmul128,matmul512,...] [--out DIR]
+//        tune_bench --blas-only N --repeat R   (child mode, see blas_reference.h)
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/blas_reference.h"
+#include "db/sqlite_database.h"
+#include "ir/flops.h"
+#include "ir/structural.h"
+#include "ir/workloads.h"
+#include "measure/runner.h"
+#include "search/tuner.h"
+
+namespace {
+
+using tunedb::search::TuneEvent;
+using tunedb::search::TaskStatus;
+
+struct BenchWorkload {
+  std::string id, spec;
+  int blas_n = 0;  // square matmul size, 0: no OpenBLAS reference
+};
+
+const std::vector<BenchWorkload> kWorkloads = {
+    {"matmul128", "matmul:M=128,N=128,K=128", 128},
+    {"matmul512", "matmul:M=512,N=512,K=512", 512},
+    {"matmul1024", "matmul:M=1024,N=1024,K=1024", 1024},
+    {"dense_bias_relu", "dense_bias_relu:B=128,IN=784,OUT=128", 0},
+    {"conv2d_resnet", "conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,KH=3,KW=3,stride=1,pad=1", 0},
+};
+
+struct Point {
+  int trial;
+  double secs;
+  double gflops;
+};
+
+struct Session {
+  std::vector<Point> curve;
+  double wall_secs = 0;
+  double best_gflops = 0;
+  std::string best_trace;
+};
+
+void RemoveDb(const std::string& path) {
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+}
+
+Session RunSession(const std::string& db_path, const BenchWorkload& w, const std::string& strategy,
+                   std::uint64_t seed, int trials) {
+  tunedb::db::SqliteDatabase database(db_path);
+  tunedb::search::TuneOptions o;
+  o.workloads = {w.spec};
+  o.trials = trials;
+  o.strategy = strategy;
+  o.seed = seed;
+  o.measure.repeat = 3;
+  o.measure.min_repeat_ms = 20;
+  o.measure_baseline = false;
+  o.measure.worker_path = TUNEDB_WORKER;
+  std::vector<std::pair<int, double>> commits;  // trials done -> seconds
+  tunedb::search::TuneReport report =
+      tunedb::search::Tune(database, o, [&](const TuneEvent& e, const std::vector<TaskStatus>&) {
+        if (e.kind == TuneEvent::kMeasured) commits.push_back({e.trials_done, e.elapsed_secs});
+      });
+  Session s;
+  s.wall_secs = report.wall_secs;
+  double flops = static_cast<double>(report.tasks[0].flops);
+  tunedb::db::RecordQuery q;
+  q.workload_hash = report.tasks[0].hash;
+  q.limit = 1000000;
+  double best = 0;
+  int trial = 0;
+  for (const tunedb::db::TuningRecord& r : database.Records(q)) {
+    if (r.session_id != report.session_id) continue;
+    ++trial;
+    double g = r.status == tunedb::db::RecordStatus::kOk ? flops / r.Median() / 1e9 : 0;
+    if (g > best) {
+      best = g;
+      s.best_trace = r.trace;
+    }
+    double at = 0;
+    for (const auto& [done, secs] : commits) {
+      if (done >= trial) {
+        at = secs;
+        break;
+      }
+    }
+    s.curve.push_back({trial, at, best});
+  }
+  s.best_gflops = best;
+  return s;
+}
+
+// Trials the session needed to reach `fraction` of `target` GFLOP/s; -1: never.
+int TrialsToReach(const Session& s, double target, double fraction) {
+  for (const Point& p : s.curve) {
+    if (p.gflops >= fraction * target) return p.trial;
+  }
+  return -1;
+}
+
+std::string TrialsText(int trials) { return trials < 0 ? "not reached" : std::to_string(trials); }
+
+double GflopsAt(const Session& s, int trial) {
+  double g = 0;
+  for (const Point& p : s.curve) {
+    if (p.trial <= trial) g = p.gflops;
+  }
+  return g;
+}
+
+// One SVG: a row of panels against trials, a row against wall time.
+void WriteSvg(const std::string& path, const std::vector<BenchWorkload>& workloads,
+              const std::map<std::string, std::map<std::string, Session>>& sessions) {
+  const int pw = 300, ph = 220, margin = 50;
+  int width = static_cast<int>(workloads.size()) * (pw + margin) + margin;
+  int height = 2 * (ph + margin) + margin + 30;
+  std::ofstream svg(path);
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+      << "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  const std::map<std::string, std::string> colors = {{"cold", "#1f77b4"}, {"warm", "#2ca02c"}, {"random", "#d62728"}};
+  for (std::size_t c = 0; c < workloads.size(); ++c) {
+    const auto& modes = sessions.at(workloads[c].id);
+    double ymax = 1, tmax = 1, xmax = 1;
+    for (const auto& [mode, s] : modes) {
+      for (const Point& p : s.curve) {
+        ymax = std::max(ymax, p.gflops);
+        tmax = std::max(tmax, p.secs);
+        xmax = std::max(xmax, static_cast<double>(p.trial));
+      }
+    }
+    ymax *= 1.1;
+    for (int row = 0; row < 2; ++row) {
+      double x0 = margin + static_cast<double>(c) * (pw + margin), y0 = margin + row * (ph + margin);
+      double span = row == 0 ? xmax : tmax;
+      svg << "<rect x=\"" << x0 << "\" y=\"" << y0 << "\" width=\"" << pw << "\" height=\"" << ph
+          << "\" fill=\"none\" stroke=\"#999\"/>\n";
+      svg << "<text x=\"" << x0 << "\" y=\"" << y0 - 8 << "\">" << workloads[c].id
+          << (row == 0 ? ": GFLOP/s vs trials" : ": GFLOP/s vs seconds") << "</text>\n";
+      svg << "<text x=\"" << x0 - 4 << "\" y=\"" << y0 + 10 << "\" text-anchor=\"end\">" << static_cast<int>(ymax)
+          << "</text>\n<text x=\"" << x0 + pw << "\" y=\"" << y0 + ph + 14 << "\" text-anchor=\"end\">"
+          << static_cast<int>(span) << (row == 0 ? " trials" : " s") << "</text>\n";
+      for (const auto& [mode, s] : modes) {
+        svg << "<polyline fill=\"none\" stroke-width=\"1.8\" stroke=\"" << colors.at(mode) << "\" points=\"";
+        for (const Point& p : s.curve) {
+          double x = x0 + pw * (row == 0 ? p.trial : p.secs) / span;
+          double y = y0 + ph - ph * p.gflops / ymax;
+          svg << x << "," << y << " ";
+        }
+        svg << "\"/>\n";
+      }
+    }
+  }
+  int lx = margin;
+  for (const auto& [mode, color] : colors) {
+    svg << "<rect x=\"" << lx << "\" y=\"" << height - 22 << "\" width=\"14\" height=\"4\" fill=\"" << color
+        << "\"/><text x=\"" << lx + 18 << "\" y=\"" << height - 16 << "\">" << mode << "</text>\n";
+    lx += 90;
+  }
+  svg << "</svg>\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int trials = 64;
+  std::set<std::string> only;
+  std::string out = ".";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--blas-only" && i + 1 < argc) {
+      int n = std::atoi(argv[++i]);
+      int repeat = 5;
+      if (i + 2 < argc && std::string(argv[i + 1]) == "--repeat") repeat = std::atoi(argv[i + 2]);
+      return tunedb::bench::BlasOnlyMain(n, repeat);
+    } else if (a == "--trials" && i + 1 < argc) {
+      trials = std::atoi(argv[++i]);
+    } else if (a == "--only" && i + 1 < argc) {
+      std::stringstream s(argv[++i]);
+      std::string item;
+      while (std::getline(s, item, ',')) only.insert(item);
+    } else if (a == "--out" && i + 1 < argc) {
+      out = argv[++i];
+    } else {
+      std::fprintf(stderr, "usage: tune_bench [--trials N] [--only ID,...] [--out DIR]\n");
+      return 2;
+    }
+  }
+  std::filesystem::create_directories(out);
+  std::vector<BenchWorkload> workloads;
+  for (const BenchWorkload& w : kWorkloads) {
+    if (only.empty() || only.count(w.id)) workloads.push_back(w);
+  }
+  std::string self = argv[0];
+  std::map<std::string, std::map<std::string, Session>> sessions;
+  std::ofstream csv(out + "/tune_curves.csv");
+  csv << "workload,mode,trial,elapsed_s,best_gflops\n";
+  std::printf("| workload | cold best GFLOP/s @%d | cold wall s | random best @%d | evolutionary / random | warm trials to cold best (100%% / 95%%) | best re-measured | OpenBLAS GFLOP/s (kernel) | best / OpenBLAS |\n",
+              trials, trials);
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  std::fflush(stdout);
+  for (const BenchWorkload& w : workloads) {
+    std::string cold_db = out + "/tune_" + w.id + "_cold.sqlite", warm_db = out + "/tune_" + w.id + "_warm.sqlite",
+                random_db = out + "/tune_" + w.id + "_random.sqlite";
+    RemoveDb(cold_db);
+    RemoveDb(warm_db);
+    RemoveDb(random_db);
+    auto& s = sessions[w.id];
+    s["cold"] = RunSession(cold_db, w, "evolutionary", 0, trials);
+    std::filesystem::copy_file(cold_db, warm_db);
+    s["warm"] = RunSession(warm_db, w, "evolutionary", 1, trials);
+    s["random"] = RunSession(random_db, w, "random", 0, trials);
+    for (const auto& [mode, session] : s) {
+      for (const Point& p : session.curve) {
+        csv << w.id << "," << mode << "," << p.trial << "," << p.secs << "," << p.gflops << "\n";
+      }
+    }
+    csv.flush();
+    const Session& cold = s["cold"];
+    int warm100 = TrialsToReach(s["warm"], cold.best_gflops, 1.0), warm95 = TrialsToReach(s["warm"], cold.best_gflops, 0.95);
+    double random_best = GflopsAt(s["random"], trials);
+    std::string blas = "-", ratio = "-", remeasured = "-";
+    if (w.blas_n > 0) {
+      // The cold best again, next to OpenBLAS: both measured now.
+      tunedb::ir::Workload wl = tunedb::ir::BuildWorkload(w.spec);
+      tunedb::measure::MeasureConfig config;
+      config.worker_path = TUNEDB_WORKER;
+      config.repeat = 5;
+      config.min_repeat_ms = 50;
+      config.workers = 1;
+      tunedb::ir::Schedule best = tunedb::ir::ReplayTrace(wl.func, tunedb::ir::Trace::FromJsonText(cold.best_trace), 0);
+      tunedb::measure::MeasureResult r = tunedb::measure::Runner(wl.func, config).Measure({best.func()})[0];
+      double g = static_cast<double>(tunedb::ir::CountFlops(wl.func)) / r.MedianSecs() / 1e9;
+      tunedb::bench::BlasResult b = tunedb::bench::BestBlas(self, w.blas_n, 5);
+      blas = std::to_string(static_cast<int>(b.gflops + 0.5)) + " (" + b.kernel + ")";
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.1f", g);
+      remeasured = buf;
+      std::snprintf(buf, sizeof buf, "%.2f", g / b.gflops);
+      ratio = buf;
+    }
+    std::printf("| %s | %.1f | %.1f | %.1f | %.2f | %s / %s | %s | %s | %s |\n", w.id.c_str(), cold.best_gflops,
+                cold.wall_secs, random_best, random_best > 0 ? cold.best_gflops / random_best : 0.0,
+                TrialsText(warm100).c_str(), TrialsText(warm95).c_str(), remeasured.c_str(), blas.c_str(),
+                ratio.c_str());
+    std::fflush(stdout);
+  }
+  WriteSvg(out + "/tune_curves.svg", workloads, sessions);
+  std::printf("\ncurves: %s/tune_curves.csv, %s/tune_curves.svg\n", out.c_str(), out.c_str());
+  return 0;
+}
