@@ -103,7 +103,12 @@ class Tuner {
       int next = NextTask(scheduler, progress, last);
       if (next < 0) break;
       last = next;
-      TuneBatch(static_cast<std::size_t>(next), std::min(o_.batch, o_.trials - spent_));
+      // Until every workload has had a batch, the budget left is shared
+      // among those still waiting, so a small budget reaches all of them.
+      int waiting = 0;
+      for (const auto& t : tasks_) waiting += !t->progress.done && t->progress.best_after_batch.empty();
+      int share = waiting > 0 ? std::max(1, (o_.trials - spent_) / waiting) : o_.trials - spent_;
+      TuneBatch(static_cast<std::size_t>(next), std::min({o_.batch, share, o_.trials - spent_}));
     }
     report_.interrupted = Stopped() && spent_ < o_.trials;
     if (!report_.interrupted) {

@@ -128,6 +128,16 @@ TEST(Tuner, SeveralWorkloadsShareTheBudgetAndOtherShapesTransfer) {
   EXPECT_GT(r.tasks[0].trials, 0);
   EXPECT_GT(r.tasks[1].trials, 0);
 
+  // A budget below one batch still reaches every workload.
+  std::string small_path = FreshDb("tuner_small_budget.sqlite");
+  db::SqliteDatabase small(small_path);
+  TuneOptions tiny = o;
+  tiny.trials = 6;
+  tiny.batch = 64;
+  TuneReport split = Tune(small, tiny);
+  EXPECT_EQ(split.tasks[0].trials, 3);
+  EXPECT_EQ(split.tasks[1].trials, 3);
+
   TuneOptions other = SmallTune("matmul:M=32,N=16,K=16", 8);
   other.measure_baseline = false;
   TuneReport t = Tune(database, other);

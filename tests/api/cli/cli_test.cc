@@ -289,3 +289,24 @@ TEST(CliTune, CtrlCCommitsAndTheSameCommandResumes) {
 }
 
 }  // namespace
+
+namespace {
+
+// The lecture's end-to-end case: layers tuned into the database the first
+// time, taken from it the second; the tuned model computes the same output.
+TEST(CliE2e, MlpRunsWithTunedKernelsAndTheSameOutput) {
+  std::string db = TuneDb("cli_e2e.sqlite");
+  std::string args = "e2e mlp --batch-size 16 --in 32 --hidden 16 --out 8 --trials 8 --repeat 2 --db " + db;
+  Result first = RunTunedb(args);
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  EXPECT_NE(first.out.find("tuning 2 layer(s)"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("outputs: identical"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("end to end, unscheduled kernels:"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("end to end, tuned kernels:"), std::string::npos) << first.out;
+  Result second = RunTunedb(args);
+  ASSERT_EQ(second.exit_code, 0) << second.out;
+  EXPECT_EQ(second.out.find("tuning"), std::string::npos) << "schedules come from the database:\n" << second.out;
+  EXPECT_EQ(RunTunedb("e2e resnet --db " + db).exit_code, 2);
+}
+
+}  // namespace
