@@ -28,6 +28,7 @@ void AddDbCommands(CLI::App& app);     // `db ...` and `best`
 void AddModelCommands(CLI::App& app);  // `train` and `model ...`
 void AddTuneCommand(CLI::App& app);
 void AddE2eCommand(CLI::App& app);    // `e2e mlp`
+void AddServeCommand(CLI::App& app);
 
 // Reads a whole text file; UsageError when it cannot.
 std::string ReadTextFile(const std::string& path);

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   tunedb::cli::AddModelCommands(app);
   tunedb::cli::AddTuneCommand(app);
   tunedb::cli::AddE2eCommand(app);
+  tunedb::cli::AddServeCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

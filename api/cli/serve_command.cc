@@ -1,0 +1,73 @@
+// `tunedb serve`: the REST server (api/server/server.h) on a database file.
+#include <cstdio>
+#include <fstream>
+#include <mutex>
+
+#include <fmt/core.h>
+
+#include "api/cli/commands.h"
+#include "api/server/server.h"
+
+namespace tunedb::cli {
+namespace {
+
+struct ServeOptions {
+  std::string db = "tunedb.sqlite";
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int threads = 2;
+  std::string token_file;
+  std::size_t body_limit = 8 << 20;
+  bool quiet = false;
+};
+
+std::string ReadToken(const std::string& path) {
+  std::string token = ReadTextFile(path);
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  if (token.empty()) throw UsageError("the token file " + path + " is empty");
+  return token;
+}
+
+void RunServe(const ServeOptions& o) {
+  if (o.port < 0 || o.port > 65535) throw UsageError("--port must be in [0, 65535]");
+  if (o.threads < 1) throw UsageError("--threads must be at least 1");
+  api::ServerOptions s;
+  s.db_path = o.db;
+  s.host = o.host;
+  s.port = o.port;
+  s.io_threads = o.threads;
+  s.worker_threads = o.threads;
+  s.body_limit = o.body_limit;
+  if (!o.token_file.empty()) s.token = ReadToken(o.token_file);
+  static std::mutex log_mutex;
+  if (!o.quiet) {
+    s.access_log = [](const std::string& line) {
+      std::lock_guard<std::mutex> lock(log_mutex);
+      std::fprintf(stderr, "%s\n", line.c_str());
+    };
+  }
+  api::Server server(s);
+  // The first line says where it listens (--port 0 picks a free port).
+  fmt::print("tunedb serve: listening on http://{}:{} (database {}, {} threads, writes {})\n", o.host, server.port(),
+             o.db, o.threads, s.token.empty() ? "open" : "need the token");
+  std::fflush(stdout);
+  server.Run();
+  fmt::print("tunedb serve: stopped\n");
+}
+
+}  // namespace
+
+void AddServeCommand(CLI::App& app) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand("serve", "Serve the database over HTTP (REST API and dashboard)");
+  cmd->add_option("--db", o->db, "The SQLite database file")->capture_default_str();
+  cmd->add_option("--host", o->host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", o->port, "Port (0: any free port, printed at start)")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "I/O threads, and as many database worker threads")->capture_default_str();
+  cmd->add_option("--token-file", o->token_file, "Write routes need Authorization: Bearer <the file's token>");
+  cmd->add_option("--body-limit", o->body_limit, "Largest request body in bytes")->capture_default_str();
+  cmd->add_flag("--quiet", o->quiet, "No access log");
+  cmd->callback([o] { RunServe(*o); });
+}
+
+}  // namespace tunedb::cli

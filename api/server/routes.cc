@@ -1,0 +1,429 @@
+#include "api/server/routes.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "costmodel/dataset.h"
+#include "costmodel/model.h"
+#include "ir/flops.h"
+#include "ir/json.h"
+#include "ir/printer.h"
+#include "ir/schedule/trace.h"
+#include "ir/structural.h"
+#include "ir/workload_lang.h"
+#include "ir/workloads.h"
+
+namespace tunedb::api {
+
+using nlohmann::json;
+
+// The newest stored model, loaded once per model id; and FLOP counts per
+// workload, so that the hot route (best) parses no program.
+struct Routes::ModelCache {
+  std::mutex mutex;
+  std::int64_t model_id = 0;
+  std::shared_ptr<costmodel::CostModel> model;
+  std::map<std::string, std::int64_t> flops;  // workload hash -> FLOPs (-1: opaque)
+};
+
+namespace {
+
+// A client error: becomes a 4xx response with this message.
+struct BadRequest {
+  int status;
+  std::string message;
+};
+
+[[noreturn]] void Fail(int status, const std::string& message) { throw BadRequest{status, message}; }
+
+HttpResponse Json(const json& body, int status = 200) {
+  HttpResponse r;
+  r.status = status;
+  r.body = body.dump();
+  return r;
+}
+
+json ParseBody(const HttpRequest& req) {
+  if (req.body.empty()) Fail(400, "the request needs a JSON body");
+  try {
+    json j = json::parse(req.body);
+    if (!j.is_object()) Fail(400, "the body must be a JSON object");
+    return j;
+  } catch (const json::parse_error& e) {
+    Fail(400, std::string("malformed JSON body: ") + e.what());
+  }
+}
+
+std::int64_t IntParam(const HttpRequest& req, const std::string& name, std::int64_t fallback, std::int64_t lo,
+                      std::int64_t hi) {
+  auto it = req.query.find(name);
+  if (it == req.query.end() || it->second.empty()) return fallback;
+  std::size_t used = 0;
+  std::int64_t v = 0;
+  try {
+    v = std::stoll(it->second, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != it->second.size() || v < lo || v > hi) {
+    Fail(400, "query parameter " + name + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) +
+                  "], got '" + it->second + "'");
+  }
+  return v;
+}
+
+// A workload given as a library spec, a program (JSON) or workload-language
+// text. Files are never read: a request names no path on the server.
+ir::Workload WorkloadFromBody(const json& body) {
+  try {
+    if (body.contains("spec")) {
+      if (!body["spec"].is_string()) Fail(400, "spec must be a string");
+      return ir::BuildWorkload(body["spec"].get<std::string>());
+    }
+    ir::Workload w;
+    if (body.contains("program")) {
+      const json& p = body["program"];
+      w.func = ir::ProgramFromJson(p.is_string() ? p.get<std::string>() : p.dump());
+    } else if (body.contains("text")) {
+      if (!body["text"].is_string()) Fail(400, "text must be a string");
+      w.func = ir::ParseWorkloadText(body["text"].get<std::string>(), "<request>");
+    } else {
+      Fail(400, "give the workload as spec (\"matmul:M=512\"), program (tunedb JSON) or text (workload language)");
+    }
+    w.spec = body.value("name", std::string("custom:") + ir::WorkloadHash(w.func));
+    w.name = w.spec;
+    return w;
+  } catch (const ir::IrError& e) {
+    Fail(400, std::string("bad workload: ") + e.what());
+  }
+}
+
+db::WorkloadInput AsInput(const ir::Workload& w) {
+  return {ir::WorkloadHash(w.func), w.spec, "tunedb", ir::CanonicalEncoding(w.func), ir::ProgramToJson(w.func)};
+}
+
+json RecordJson(const db::TuningRecord& r, std::int64_t flops, bool with_script) {
+  json j = {{"id", r.id},
+            {"workload_hash", r.workload_hash},
+            {"target", r.target},
+            {"status", db::StatusName(r.status)},
+            {"run_secs", r.run_secs},
+            {"created", r.created},
+            {"session_id", r.session_id}};
+  double median = r.Median();
+  j["median_secs"] = std::isfinite(median) ? json(median) : json(nullptr);
+  j["gflops"] = flops > 0 && std::isfinite(median) && median > 0 ? json(static_cast<double>(flops) / median / 1e9)
+                                                                  : json(nullptr);
+  if (!r.error.empty()) j["error"] = r.error;
+  try {
+    json trace = json::parse(r.trace);
+    j["trace"] = trace;
+    if (with_script) j["script"] = ir::Trace::FromJson(trace).AsScript();
+  } catch (const std::exception&) {
+    j["trace"] = r.trace;  // kept verbatim (e.g. an imported TVM trace tunedb cannot read)
+  }
+  return j;
+}
+
+// "-mcpu=X" of a target string.
+std::string CpuOf(const std::string& target) {
+  std::size_t at = target.find("-mcpu=");
+  if (at == std::string::npos) return "";
+  std::size_t end = target.find(' ', at);
+  return target.substr(at + 6, end == std::string::npos ? std::string::npos : end - at - 6);
+}
+
+bool IsWriteRoute(const std::string& method, const std::string& route) {
+  return method == "POST" && (route == "/v1/workloads" || route == "/v1/records");
+}
+
+bool TokenMatches(const std::string& header, const std::string& token) {
+  const std::string expected = "Bearer " + token;
+  if (header.size() != expected.size()) return false;
+  unsigned diff = 0;  // constant time in the header's content
+  for (std::size_t i = 0; i < header.size(); ++i) diff |= static_cast<unsigned>(header[i] ^ expected[i]);
+  return diff == 0;
+}
+
+}  // namespace
+
+Routes::Routes(std::string token) : token_(std::move(token)), models_(std::make_unique<ModelCache>()) {}
+Routes::~Routes() = default;
+
+std::string Routes::RouteName(const std::string& path) {
+  static const std::string kPrefix = "/v1/workloads/";
+  if (path.rfind(kPrefix, 0) == 0 && path.size() > kPrefix.size()) {
+    std::string rest = path.substr(kPrefix.size());
+    std::size_t slash = rest.find('/');
+    if (slash == std::string::npos) return "/v1/workloads/{hash}";
+    if (rest.substr(slash) == "/best") return "/v1/workloads/{hash}/best";
+    return "unknown";
+  }
+  for (const char* known : {"/", "/metrics", "/v1/health", "/v1/workloads", "/v1/query", "/v1/records", "/v1/predict"}) {
+    if (path == known) return path;
+  }
+  return "unknown";
+}
+
+HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
+  const std::string route = RouteName(req.path);
+  static const std::map<std::string, std::string> kMethods = {
+      {"/v1/health", "GET"},   {"/v1/workloads", "GET, POST"},       {"/v1/workloads/{hash}", "GET"},
+      {"/v1/workloads/{hash}/best", "GET"}, {"/v1/query", "POST"},   {"/v1/records", "GET, POST"},
+      {"/v1/predict", "POST"}};
+  auto allowed = kMethods.find(route);
+  if (allowed == kMethods.end()) return JsonError(404, "no route " + req.path);
+  if (allowed->second.find(req.method) == std::string::npos) {
+    HttpResponse r = JsonError(405, req.method + " is not allowed on " + route + " (allowed: " + allowed->second + ")");
+    r.headers.push_back({"Allow", allowed->second});
+    return r;
+  }
+  if (!token_.empty() && IsWriteRoute(req.method, route) && !TokenMatches(req.authorization, token_)) {
+    HttpResponse r = JsonError(401, req.authorization.empty() ? "this route needs Authorization: Bearer <token>"
+                                                              : "wrong token");
+    r.headers.push_back({"WWW-Authenticate", "Bearer"});
+    return r;
+  }
+  try {
+    auto flops_of = [&](const std::string& hash) -> std::int64_t {
+      {
+        std::lock_guard<std::mutex> lock(models_->mutex);
+        auto it = models_->flops.find(hash);
+        if (it != models_->flops.end()) return it->second;
+      }
+      std::int64_t flops = -1;
+      std::optional<db::Workload> w = database.FindWorkload(hash);
+      if (w && w->input.kind == "tunedb") {
+        try {
+          flops = ir::CountFlops(ir::ProgramFromJson(w->input.program));
+        } catch (const ir::IrError&) {
+        }
+      }
+      std::lock_guard<std::mutex> lock(models_->mutex);
+      models_->flops[hash] = flops;
+      return flops;
+    };
+    auto best = [&](const std::string& hash, const std::string& target, int k) {
+      json out = {{"workload_hash", hash}, {"target", target}, {"exact", true}};
+      std::vector<db::TuningRecord> records = database.TopK(hash, target, k);
+      if (records.empty()) {
+        // The compiler's target has nothing: offer the nearest target's best
+        // (same CPU first), flagged, rather than nothing.
+        std::vector<std::string> targets = database.Targets(hash);
+        std::string nearest;
+        for (const std::string& t : targets) {
+          if (!database.TopK(hash, t, 1).empty() && (nearest.empty() || (CpuOf(t) == CpuOf(target) && CpuOf(nearest) != CpuOf(target)))) {
+            nearest = t;
+          }
+        }
+        out["exact"] = false;
+        if (!nearest.empty()) {
+          out["nearest_target"] = nearest;
+          out["note"] = "no valid record for target \"" + target + "\"; these are the nearest target's";
+          records = database.TopK(hash, nearest, k);
+        } else {
+          out["note"] = "no valid record for this workload on any target";
+        }
+      }
+      std::int64_t flops = flops_of(hash);
+      json list = json::array();
+      for (const db::TuningRecord& r : records) list.push_back(RecordJson(r, flops, true));
+      out["records"] = std::move(list);
+      return out;
+    };
+
+    if (route == "/v1/health") return Json({{"status", "ok"}});
+
+    if (route == "/v1/workloads" && req.method == "GET") {
+      std::int64_t limit = IntParam(req, "limit", 100, 1, 1000), after = IntParam(req, "after", 0, 0,
+                                                                                   std::numeric_limits<std::int64_t>::max());
+      json list = json::array();
+      std::int64_t last = 0;
+      for (const db::WorkloadStats& s : database.Workloads()) {
+        if (s.workload.id <= after) continue;
+        if (static_cast<std::int64_t>(list.size()) >= limit) break;
+        json best = json::array();
+        for (const auto& [target, secs] : s.best) best.push_back({{"target", target}, {"median_secs", secs}});
+        list.push_back({{"hash", s.workload.input.hash},
+                        {"name", s.workload.input.name},
+                        {"kind", s.workload.input.kind},
+                        {"records", s.records},
+                        {"ok_records", s.ok_records},
+                        {"best", best}});
+        last = s.workload.id;
+      }
+      json out = {{"workloads", list}};
+      out["next_after"] = static_cast<std::int64_t>(list.size()) == limit ? json(last) : json(nullptr);
+      return Json(out);
+    }
+
+    if (route == "/v1/workloads/{hash}") {
+      std::string hash = req.path.substr(std::string("/v1/workloads/").size());
+      std::optional<db::Workload> w = database.FindWorkload(hash);
+      if (!w) Fail(404, "no workload with hash " + hash);
+      json out = {{"hash", hash}, {"name", w->input.name}, {"kind", w->input.kind}};
+      if (w->input.kind == "tunedb") {
+        ir::PrimFunc f = ir::ProgramFromJson(w->input.program);
+        out["program"] = json::parse(w->input.program);
+        out["printed"] = ir::PrintProgram(f);
+        out["flops"] = ir::CountFlops(f);
+      } else {
+        out["program"] = w->input.program;  // TVM's workload blob, verbatim
+      }
+      return Json(out);
+    }
+
+    if (route == "/v1/workloads/{hash}/best") {
+      std::string rest = req.path.substr(std::string("/v1/workloads/").size());
+      std::string hash = rest.substr(0, rest.find('/'));
+      auto target = req.query.find("target");
+      if (target == req.query.end() || target->second.empty()) {
+        Fail(400, "query parameter target is required, e.g. target=llvm -mcpu=znver4 -num-cores=2");
+      }
+      int k = static_cast<int>(IntParam(req, "k", 1, 1, 100));
+      if (!database.FindWorkload(hash)) Fail(404, "no workload with hash " + hash);
+      return Json(best(hash, target->second, k));
+    }
+
+    if (route == "/v1/query") {
+      json body = ParseBody(req);
+      ir::Workload w = WorkloadFromBody(body);
+      std::string hash = ir::WorkloadHash(w.func);
+      if (!body.contains("target") || !body["target"].is_string()) Fail(400, "target (a string) is required");
+      int k = body.value("k", 1);
+      if (k < 1 || k > 100) Fail(400, "k must be in [1, 100]");
+      json out = {{"workload_hash", hash}, {"known", database.FindWorkload(hash).has_value()}};
+      if (out["known"].get<bool>()) {
+        out.update(best(hash, body["target"].get<std::string>(), k));
+      } else {
+        out["records"] = json::array();
+        out["note"] = "the database has no such workload";
+      }
+      return Json(out);
+    }
+
+    if (route == "/v1/records" && req.method == "GET") {
+      db::RecordQuery q;
+      if (auto it = req.query.find("workload"); it != req.query.end() && !it->second.empty()) q.workload_hash = it->second;
+      if (auto it = req.query.find("target"); it != req.query.end() && !it->second.empty()) q.target = it->second;
+      if (auto it = req.query.find("status"); it != req.query.end() && !it->second.empty()) {
+        try {
+          q.status = db::ParseStatus(it->second);
+        } catch (const db::DatabaseError& e) {
+          Fail(400, std::string("query parameter status: ") + e.what());
+        }
+      }
+      q.limit = IntParam(req, "limit", 100, 1, 1000);
+      q.after_id = IntParam(req, "after", 0, 0, std::numeric_limits<std::int64_t>::max());
+      json list = json::array();
+      std::vector<db::TuningRecord> records = database.Records(q);
+      for (const db::TuningRecord& r : records) list.push_back(RecordJson(r, flops_of(r.workload_hash), false));
+      json out = {{"records", list}};
+      out["next_after"] = static_cast<std::int64_t>(records.size()) == q.limit ? json(records.back().id) : json(nullptr);
+      return Json(out);
+    }
+
+    if (route == "/v1/workloads" && req.method == "POST") {
+      ir::Workload w = WorkloadFromBody(ParseBody(req));
+      db::WorkloadInput in = AsInput(w);
+      std::int64_t id = database.CommitWorkload(in);
+      return Json({{"hash", in.hash}, {"id", id}, {"name", in.name}}, 201);
+    }
+
+    if (route == "/v1/records" && req.method == "POST") {
+      json body = ParseBody(req);
+      if (!body.contains("records") || !body["records"].is_array()) Fail(400, "records must be a list");
+      if (body["records"].size() > 10000) Fail(400, "at most 10000 records per request");
+      std::vector<db::TuningRecord> records;
+      for (std::size_t i = 0; i < body["records"].size(); ++i) {
+        const json& j = body["records"][i];
+        const std::string at = "records[" + std::to_string(i) + "]";
+        if (!j.is_object()) Fail(400, at + " must be an object");
+        db::TuningRecord r;
+        if (!j.contains("workload_hash") || !j["workload_hash"].is_string()) Fail(400, at + ".workload_hash is required");
+        r.workload_hash = j["workload_hash"].get<std::string>();
+        if (!database.FindWorkload(r.workload_hash)) Fail(400, at + ": no workload with hash " + r.workload_hash);
+        if (!j.contains("target") || !j["target"].is_string()) Fail(400, at + ".target is required");
+        r.target = j["target"].get<std::string>();
+        if (!j.contains("trace")) Fail(400, at + ".trace is required");
+        try {
+          const json& t = j["trace"];
+          r.trace = ir::Trace::FromJson(t.is_string() ? json::parse(t.get<std::string>()) : t).ToJson().dump();
+        } catch (const std::exception& e) {
+          Fail(400, at + ".trace: " + e.what());
+        }
+        try {
+          r.status = db::ParseStatus(j.value("status", std::string("ok")));
+        } catch (const db::DatabaseError& e) {
+          Fail(400, at + ".status: " + e.what());
+        }
+        if (j.contains("run_secs")) {
+          if (!j["run_secs"].is_array()) Fail(400, at + ".run_secs must be a list of seconds");
+          for (const json& s : j["run_secs"]) {
+            if (!s.is_number() || !(s.get<double>() > 0) || !std::isfinite(s.get<double>())) {
+              Fail(400, at + ".run_secs must hold positive numbers");
+            }
+            r.run_secs.push_back(s.get<double>());
+          }
+        }
+        if (r.status == db::RecordStatus::kOk && r.run_secs.empty()) Fail(400, at + ": an ok record needs run_secs");
+        r.error = j.value("error", std::string());
+        r.hardware = j.value("hardware", std::string());
+        records.push_back(std::move(r));
+      }
+      return Json({{"added", database.CommitRecords(records)}}, 201);
+    }
+
+    if (route == "/v1/predict") {
+      json body = ParseBody(req);
+      if (!body.contains("workload") || !body["workload"].is_string()) Fail(400, "workload (a hash) is required");
+      if (!body.contains("traces") || !body["traces"].is_array()) Fail(400, "traces must be a list of traces");
+      std::string hash = body["workload"].get<std::string>();
+      std::optional<db::Workload> w = database.FindWorkload(hash);
+      if (!w) Fail(404, "no workload with hash " + hash);
+      if (w->input.kind != "tunedb") Fail(400, "workload " + hash + " is an imported TVM workload; tunedb cannot featurize it");
+      ir::PrimFunc func = ir::ProgramFromJson(w->input.program);
+      std::vector<std::vector<costmodel::FeatureRow>> features;
+      for (std::size_t i = 0; i < body["traces"].size(); ++i) {
+        const json& t = body["traces"][i];
+        try {
+          features.push_back(costmodel::CandidateFeatures(
+              func, ir::Trace::FromJson(t.is_string() ? json::parse(t.get<std::string>()) : t)));
+        } catch (const std::exception& e) {
+          Fail(400, "traces[" + std::to_string(i) + "]: " + e.what());
+        }
+      }
+      std::vector<db::StoredModel> stored = database.Models();
+      if (stored.empty()) Fail(409, "the database has no cost model yet (run tunedb train or tunedb tune)");
+      std::shared_ptr<costmodel::CostModel> model;
+      {
+        std::lock_guard<std::mutex> lock(models_->mutex);
+        if (models_->model_id != stored[0].id) {
+          std::optional<db::StoredModel> blob = database.LoadModel(stored[0].id);
+          if (!blob) Fail(409, "the newest model disappeared; retry");
+          models_->model = std::make_shared<costmodel::CostModel>(costmodel::CostModel::Load(blob->blob));
+          models_->model_id = stored[0].id;
+        }
+        model = models_->model;
+        // XGBoost predictions on one booster are serialized.
+        std::vector<double> scores = features.empty() ? std::vector<double>{} : model->Predict(features);
+        return Json({{"workload_hash", hash}, {"model_id", models_->model_id}, {"scores", scores}});
+      }
+    }
+  } catch (const BadRequest& e) {
+    return JsonError(e.status, e.message);
+  } catch (const costmodel::CostModelError& e) {
+    return JsonError(409, std::string("cost model: ") + e.what());
+  } catch (const ir::IrError& e) {
+    return JsonError(400, e.what());
+  } catch (const db::DatabaseError& e) {
+    return JsonError(500, std::string("database: ") + e.what());
+  }
+  return JsonError(404, "no route " + req.path);
+}
+
+}  // namespace tunedb::api

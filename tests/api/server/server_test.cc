@@ -1,0 +1,392 @@
+// The REST server over real HTTP: a real Server on an ephemeral loopback
+// port, a real SQLite file, a small Beast client.
+#include "api/server/server.h"
+
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "api/server/http.h"
+#include "costmodel/dataset.h"
+#include "costmodel/model.h"
+#include "db/sqlite_database.h"
+#include "ir/json.h"
+#include "ir/structural.h"
+#include "ir/workloads.h"
+#include "search/space.h"
+
+namespace tunedb::api {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using nlohmann::json;
+
+const char* kTarget = "llvm -mcpu=znver4 -num-cores=2";
+
+struct Reply {
+  int status = 0;
+  std::string body;
+  http::response<http::string_body> raw;
+  json Json() const { return json::parse(body); }
+};
+
+Reply Call(int port, http::verb method, const std::string& target, const std::string& body = "",
+           const std::string& token = "") {
+  net::io_context ioc;
+  tcp::socket socket(ioc);
+  socket.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
+  http::request<http::string_body> req(method, target, 11);
+  req.set(http::field::host, "127.0.0.1");
+  if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+  if (!body.empty()) {
+    req.set(http::field::content_type, "application/json");
+    req.body() = body;
+  }
+  req.prepare_payload();
+  http::write(socket, req);
+  beast::flat_buffer buffer;
+  Reply r;
+  http::read(socket, buffer, r.raw);
+  r.status = r.raw.result_int();
+  r.body = r.raw.body();
+  return r;
+}
+
+// Raw bytes in, whatever comes back out (until the server closes).
+std::string RawExchange(int port, const std::string& bytes) {
+  net::io_context ioc;
+  tcp::socket socket(ioc);
+  socket.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
+  net::write(socket, net::buffer(bytes));
+  std::string out;
+  beast::error_code ec;
+  char buf[4096];
+  for (;;) {
+    std::size_t n = socket.read_some(net::buffer(buf), ec);
+    if (ec) break;
+    out.append(buf, n);
+  }
+  return out;
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = ::testing::TempDir() + "/server_test_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".sqlite";
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);
+    db::SqliteDatabase database(path_);
+    workload_ = ir::BuildWorkload("matmul:M=32,N=32,K=32");
+    hash_ = ir::WorkloadHash(workload_.func);
+    database.CommitWorkload({hash_, workload_.spec, "tunedb", ir::CanonicalEncoding(workload_.func),
+                             ir::ProgramToJson(workload_.func)});
+    // Real design-space traces with made-up timings: the server serves what
+    // the database holds, it measures nothing.
+    std::vector<ir::Trace> spaces = search::DefaultDesignSpace(workload_.func, search::SpaceOptions{});
+    std::vector<db::TuningRecord> records;
+    for (int i = 0; i < 12; ++i) {
+      auto c = search::Realize(workload_.func, search::WithoutDecisions(spaces[static_cast<std::size_t>(i) % spaces.size()]),
+                               static_cast<std::uint64_t>(i));
+      ASSERT_TRUE(c);
+      db::TuningRecord r;
+      r.workload_hash = hash_;
+      r.target = kTarget;
+      r.trace = c->trace.ToJson().dump();
+      r.run_secs = {1e-6 * (i + 1), 1.1e-6 * (i + 1)};
+      records.push_back(r);
+      traces_.push_back(r.trace);
+    }
+    database.CommitRecords(records);
+  }
+
+  void StartServer(std::string token = "", std::size_t body_limit = 8 << 20) {
+    ServerOptions o;
+    o.db_path = path_;
+    o.port = 0;
+    o.token = std::move(token);
+    o.body_limit = body_limit;
+    o.access_log = [this](const std::string& line) {
+      std::lock_guard<std::mutex> lock(log_mutex_);
+      log_.push_back(line);
+    };
+    server_ = std::make_unique<Server>(o);
+    server_->Start();
+    port_ = server_->port();
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+  }
+
+  std::string path_, hash_;
+  ir::Workload workload_;
+  std::vector<std::string> traces_;
+  std::unique_ptr<Server> server_;
+  int port_ = 0;
+  std::mutex log_mutex_;
+  std::vector<std::string> log_;
+};
+
+TEST_F(ServerTest, HealthAndAccessLog) {
+  StartServer();
+  Reply r = Call(port_, http::verb::get, "/v1/health");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.Json()["status"], "ok");
+  server_->Stop();
+  ASSERT_EQ(log_.size(), 1u);
+  EXPECT_NE(log_[0].find("GET /v1/health 200"), std::string::npos) << log_[0];
+}
+
+TEST_F(ServerTest, WorkloadsAndOneWorkload) {
+  StartServer();
+  json list = Call(port_, http::verb::get, "/v1/workloads").Json();
+  ASSERT_EQ(list["workloads"].size(), 1u);
+  EXPECT_EQ(list["workloads"][0]["hash"], hash_);
+  EXPECT_EQ(list["workloads"][0]["records"], 12);
+  EXPECT_EQ(list["workloads"][0]["best"][0]["target"], kTarget);
+  EXPECT_TRUE(list["next_after"].is_null());
+  json one = Call(port_, http::verb::get, "/v1/workloads/" + hash_).Json();
+  EXPECT_EQ(one["name"], "matmul:M=32,N=32,K=32");
+  EXPECT_EQ(one["flops"], 2 * 32 * 32 * 32);
+  EXPECT_NE(one["printed"].get<std::string>().find("T.block(\"C\")"), std::string::npos);
+  EXPECT_EQ(one["program"]["format"], "tunedb.program/1");
+  EXPECT_EQ(Call(port_, http::verb::get, "/v1/workloads/123").status, 404);
+  EXPECT_EQ(Call(port_, http::verb::get, "/v1/workloads?limit=0").status, 400);
+}
+
+TEST_F(ServerTest, BestForTheExactTargetAndTheNearestOne) {
+  StartServer();
+  std::string base = "/v1/workloads/" + hash_ + "/best?target=llvm%20-mcpu%3Dznver4%20-num-cores%3D2";
+  json best = Call(port_, http::verb::get, base + "&k=3").Json();
+  EXPECT_TRUE(best["exact"].get<bool>());
+  ASSERT_EQ(best["records"].size(), 3u);
+  EXPECT_NEAR(best["records"][0]["median_secs"].get<double>(), 1.05e-6, 1e-12);  // median of 1.0 and 1.1 us
+  EXPECT_NEAR(best["records"][0]["gflops"].get<double>(), 65536 / 1.05e-6 / 1e9, 1e-6);
+  EXPECT_NE(best["records"][0]["script"].get<std::string>().find("sch.split("), std::string::npos);
+  EXPECT_TRUE(best["records"][0]["trace"].is_array());
+  // Another core count: nothing exact, the znver4 records offered, flagged.
+  json near = Call(port_, http::verb::get, "/v1/workloads/" + hash_ + "/best?target=llvm+-mcpu%3Dznver4+-num-cores%3D8").Json();
+  EXPECT_FALSE(near["exact"].get<bool>());
+  EXPECT_EQ(near["nearest_target"], kTarget);
+  EXPECT_EQ(near["records"].size(), 1u);
+  Reply no_target = Call(port_, http::verb::get, "/v1/workloads/" + hash_ + "/best");
+  EXPECT_EQ(no_target.status, 400);
+  EXPECT_NE(no_target.Json()["error"].get<std::string>().find("target"), std::string::npos);
+}
+
+TEST_F(ServerTest, QueryByWorkloadSpecOrText) {
+  StartServer();
+  json q = Call(port_, http::verb::post, "/v1/query",
+                json{{"spec", "matmul:M=32,N=32,K=32"}, {"target", kTarget}, {"k", 2}}.dump())
+               .Json();
+  EXPECT_EQ(q["workload_hash"], hash_);
+  EXPECT_TRUE(q["known"].get<bool>());
+  EXPECT_EQ(q["records"].size(), 2u);
+  json text = Call(port_, http::verb::post, "/v1/query",
+                   json{{"text", "input A: f32[4, 4]\ninput B: f32[4, 4]\nC[i, j] = sum(k in 4) A[i, k] * B[k, j]\n"},
+                        {"target", kTarget}}
+                       .dump())
+                  .Json();
+  EXPECT_FALSE(text["known"].get<bool>());
+  Reply bad = Call(port_, http::verb::post, "/v1/query", json{{"text", "C[i] = nonsense("}, {"target", kTarget}}.dump());
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.Json()["error"].get<std::string>().find("bad workload"), std::string::npos) << bad.body;
+}
+
+TEST_F(ServerTest, RecordsWithFiltersAndPaging) {
+  StartServer();
+  json page = Call(port_, http::verb::get, "/v1/records?workload=" + hash_ + "&limit=5").Json();
+  ASSERT_EQ(page["records"].size(), 5u);
+  std::int64_t after = page["next_after"].get<std::int64_t>();
+  json rest = Call(port_, http::verb::get, "/v1/records?workload=" + hash_ + "&limit=100&after=" + std::to_string(after)).Json();
+  EXPECT_EQ(rest["records"].size(), 7u);
+  EXPECT_TRUE(rest["next_after"].is_null());
+  EXPECT_EQ(Call(port_, http::verb::get, "/v1/records?status=ok&target=nope").Json()["records"].size(), 0u);
+  EXPECT_EQ(Call(port_, http::verb::get, "/v1/records?status=great").status, 400);
+}
+
+TEST_F(ServerTest, WritesNeedTheTokenAndValidInput) {
+  StartServer("s3cret");
+  std::string workload = json{{"spec", "matmul:M=16,N=16,K=16"}}.dump();
+  Reply none = Call(port_, http::verb::post, "/v1/workloads", workload);
+  EXPECT_EQ(none.status, 401);
+  EXPECT_EQ(Call(port_, http::verb::post, "/v1/workloads", workload, "wrong").status, 401);
+  Reply ok = Call(port_, http::verb::post, "/v1/workloads", workload, "s3cret");
+  ASSERT_EQ(ok.status, 201) << ok.body;
+  std::string hash = ok.Json()["hash"];
+  // Reads stay open.
+  EXPECT_EQ(Call(port_, http::verb::get, "/v1/workloads/" + hash).status, 200);
+
+  json record = {{"workload_hash", hash_}, {"target", kTarget}, {"trace", json::parse(traces_[0])},
+                 {"run_secs", {0.5e-6}}, {"status", "ok"}};
+  Reply added = Call(port_, http::verb::post, "/v1/records", json{{"records", {record}}}.dump(), "s3cret");
+  ASSERT_EQ(added.status, 201) << added.body;
+  EXPECT_EQ(added.Json()["added"], 1);
+  json best = Call(port_, http::verb::get, "/v1/workloads/" + hash_ + "/best?target=" + std::string("llvm%20-mcpu%3Dznver4%20-num-cores%3D2")).Json();
+  EXPECT_NEAR(best["records"][0]["median_secs"].get<double>(), 0.5e-6, 1e-12);
+
+  json bad_trace = record;
+  bad_trace["trace"] = json::array({1, 2});
+  Reply r = Call(port_, http::verb::post, "/v1/records", json{{"records", {record, bad_trace}}}.dump(), "s3cret");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.Json()["error"].get<std::string>().find("records[1].trace"), std::string::npos) << r.body;
+  Reply malformed = Call(port_, http::verb::post, "/v1/records", "{\"records\": [", "s3cret");
+  EXPECT_EQ(malformed.status, 400);
+  EXPECT_NE(malformed.Json()["error"].get<std::string>().find("malformed JSON"), std::string::npos);
+  // Nothing of the refused batches was stored.
+  db::SqliteDatabase check(path_);
+  EXPECT_EQ(check.Size(), 13);
+  EXPECT_EQ(check.IntegrityCheck(), "ok");
+}
+
+TEST_F(ServerTest, PredictUsesTheStoredModel) {
+  StartServer();
+  json request = {{"workload", hash_}, {"traces", {json::parse(traces_[0]), json::parse(traces_[1])}}};
+  Reply none = Call(port_, http::verb::post, "/v1/predict", request.dump());
+  EXPECT_EQ(none.status, 409);
+  {
+    // A real model trained on the records.
+    db::SqliteDatabase database(path_);
+    costmodel::Dataset data = costmodel::LoadDataset(database);
+    costmodel::CostModel model;
+    costmodel::TrainOptions options;
+    options.max_rounds = 5;
+    model.Train(data.samples, options);
+    database.SaveModel({0, costmodel::kFeatureVersion, "rank", model.Save(), 12, "{}", 0});
+  }
+  Reply r = Call(port_, http::verb::post, "/v1/predict", request.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Json()["scores"].size(), 2u);
+  json bogus_trace = json::array({json::array({json::array({"Nope", json::array(), json::array(), json::array()})}),
+                                   json::array()});
+  json bad = {{"workload", hash_}, {"traces", json::array({bogus_trace})}};
+  Reply refused = Call(port_, http::verb::post, "/v1/predict", bad.dump());
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_NE(refused.Json()["error"].get<std::string>().find("traces[0]"), std::string::npos) << refused.body;
+}
+
+TEST_F(ServerTest, MetricsAndDashboard) {
+  StartServer();
+  Call(port_, http::verb::get, "/v1/health");
+  Call(port_, http::verb::get, "/v1/nope");
+  Reply metrics = Call(port_, http::verb::get, "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("tunedb_requests_total{route=\"/v1/health\",status=\"200\"} 1"), std::string::npos)
+      << metrics.body;
+  EXPECT_NE(metrics.body.find("tunedb_requests_total{route=\"unknown\",status=\"404\"} 1"), std::string::npos);
+  EXPECT_NE(metrics.body.find("tunedb_request_seconds_bucket{le=\"+Inf\"} 2"), std::string::npos);
+  EXPECT_NE(metrics.body.find("tunedb_records 12"), std::string::npos);
+  Reply page = Call(port_, http::verb::get, "/");
+  EXPECT_EQ(page.status, 200);
+  EXPECT_NE(std::string(page.raw[http::field::content_type]).find("text/html"), std::string::npos);
+  EXPECT_NE(page.body.find("matmul:M=32,N=32,K=32"), std::string::npos);
+  EXPECT_NE(page.body.find("<svg"), std::string::npos);
+  EXPECT_NE(page.body.find("sch.split("), std::string::npos);
+}
+
+TEST_F(ServerTest, UnknownRoutesWrongMethodsAndBadRequests) {
+  StartServer("", 1024);
+  EXPECT_EQ(Call(port_, http::verb::get, "/v2/anything").status, 404);
+  Reply wrong = Call(port_, http::verb::delete_, "/v1/workloads");
+  EXPECT_EQ(wrong.status, 405);
+  EXPECT_EQ(std::string(wrong.raw[http::field::allow]), "GET, POST");
+  EXPECT_EQ(Call(port_, http::verb::post, "/v1/query", std::string(2000, 'x')).status, 413);
+  EXPECT_EQ(Call(port_, http::verb::get, "/v1/records?workload=%zz").status, 400);
+  std::string garbage = RawExchange(port_, "THIS IS NOT HTTP\r\n\r\n");
+  EXPECT_NE(garbage.find("400"), std::string::npos) << garbage;
+  // A truncated request (the client goes away mid-header) costs nothing.
+  {
+    net::io_context ioc;
+    tcp::socket s(ioc);
+    s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port_)));
+    net::write(s, net::buffer(std::string("GET /v1/health HTTP/1.1\r\nHost: x\r\n")));
+  }
+  EXPECT_EQ(Call(port_, http::verb::get, "/v1/health").status, 200);
+}
+
+TEST_F(ServerTest, KeepAliveAndManyConcurrentClients) {
+  StartServer();
+  {
+    // Two requests on one connection.
+    net::io_context ioc;
+    tcp::socket socket(ioc);
+    socket.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port_)));
+    beast::flat_buffer buffer;
+    for (int i = 0; i < 2; ++i) {
+      http::request<http::string_body> req(http::verb::get, "/v1/health", 11);
+      req.set(http::field::host, "x");
+      http::write(socket, req);
+      http::response<http::string_body> res;
+      http::read(socket, buffer, res);
+      EXPECT_EQ(res.result_int(), 200);
+      EXPECT_TRUE(res.keep_alive());
+    }
+  }
+  std::atomic<int> ok{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 8; ++t) {
+    clients.emplace_back([&] {
+      for (int i = 0; i < 25; ++i) {
+        Reply r = Call(port_, http::verb::get, "/v1/workloads/" + hash_ + "/best?target=llvm%20-mcpu%3Dznver4%20-num-cores%3D2");
+        ok += r.status == 200;
+      }
+    });
+  }
+  for (auto& c : clients) c.join();
+  EXPECT_EQ(ok.load(), 200);
+}
+
+TEST_F(ServerTest, StopDuringLoadAnswersWhatItAccepted) {
+  StartServer();
+  std::atomic<bool> done{false};
+  std::atomic<int> answered{0}, refused{0}, bad{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&] {
+      while (!done) {
+        try {
+          Reply r = Call(port_, http::verb::get, "/v1/records?limit=50");
+          (r.status == 200 ? answered : bad)++;
+        } catch (const std::exception&) {
+          refused++;  // connection refused or closed once the server stopped
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto start = std::chrono::steady_clock::now();
+  server_->Stop();
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  done = true;
+  for (auto& c : clients) c.join();
+  EXPECT_GT(answered.load(), 0);
+  EXPECT_EQ(bad.load(), 0) << "every accepted request got a full answer";
+  EXPECT_LT(secs, 5.0);
+  db::SqliteDatabase check(path_);
+  EXPECT_EQ(check.IntegrityCheck(), "ok");
+}
+
+TEST(HttpParsing, TargetsAndEscapes) {
+  auto t = ParseTarget("/v1/records?workload=12&target=llvm+-mcpu%3Dx&flag");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->first, "/v1/records");
+  EXPECT_EQ(t->second.at("workload"), "12");
+  EXPECT_EQ(t->second.at("target"), "llvm -mcpu=x");
+  EXPECT_EQ(t->second.at("flag"), "");
+  EXPECT_FALSE(ParseTarget("/a?b=%4"));
+  EXPECT_FALSE(ParseTarget("/a%zz"));
+  EXPECT_EQ(*PercentDecode("a+b%20c", false), "a+b c");
+}
+
+}  // namespace
+}  // namespace tunedb::api
