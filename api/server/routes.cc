@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +29,9 @@ struct Routes::ModelCache {
   std::int64_t model_id = 0;
   std::shared_ptr<costmodel::CostModel> model;
   std::map<std::string, std::int64_t> flops;  // workload hash -> FLOPs (-1: opaque)
+  // Rendered records of the best route, by record id. Records never change
+  // once stored, so an entry never goes stale; the map is bounded.
+  std::unordered_map<std::int64_t, std::string> best_records;
 };
 
 namespace {
@@ -229,11 +233,30 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
           out["note"] = "no valid record for this workload on any target";
         }
       }
+      if (records.empty() && !database.FindWorkload(hash)) Fail(404, "no workload with hash " + hash);
+      // The hot route: each record is rendered once (its trace parsed and
+      // printed as a script) and then served from the cache.
       std::int64_t flops = flops_of(hash);
-      json list = json::array();
-      for (const db::TuningRecord& r : records) list.push_back(RecordJson(r, flops, true));
-      out["records"] = std::move(list);
-      return out;
+      std::string list = "[";
+      for (const db::TuningRecord& r : records) {
+        std::string rendered;
+        {
+          std::lock_guard<std::mutex> lock(models_->mutex);
+          auto it = models_->best_records.find(r.id);
+          if (it != models_->best_records.end()) rendered = it->second;
+        }
+        if (rendered.empty()) {
+          rendered = RecordJson(r, flops, true).dump();
+          std::lock_guard<std::mutex> lock(models_->mutex);
+          if (models_->best_records.size() >= 100000) models_->best_records.clear();
+          models_->best_records.emplace(r.id, rendered);
+        }
+        list += (list.size() > 1 ? "," : "") + rendered;
+      }
+      list += "]";
+      std::string body = out.dump();
+      body.pop_back();  // the closing brace
+      return body + ",\"records\":" + list + "}";
     };
 
     if (route == "/v1/health") return Json({{"status", "ok"}});
@@ -285,8 +308,9 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
         Fail(400, "query parameter target is required, e.g. target=llvm -mcpu=znver4 -num-cores=2");
       }
       int k = static_cast<int>(IntParam(req, "k", 1, 1, 100));
-      if (!database.FindWorkload(hash)) Fail(404, "no workload with hash " + hash);
-      return Json(best(hash, target->second, k));
+      HttpResponse r;
+      r.body = best(hash, target->second, k);
+      return r;
     }
 
     if (route == "/v1/query") {
@@ -298,7 +322,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       if (k < 1 || k > 100) Fail(400, "k must be in [1, 100]");
       json out = {{"workload_hash", hash}, {"known", database.FindWorkload(hash).has_value()}};
       if (out["known"].get<bool>()) {
-        out.update(best(hash, body["target"].get<std::string>(), k));
+        out.update(json::parse(best(hash, body["target"].get<std::string>(), k)));
       } else {
         out["records"] = json::array();
         out["note"] = "the database has no such workload";
@@ -386,6 +410,8 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       std::optional<db::Workload> w = database.FindWorkload(hash);
       if (!w) Fail(404, "no workload with hash " + hash);
       if (w->input.kind != "tunedb") Fail(400, "workload " + hash + " is an imported TVM workload; tunedb cannot featurize it");
+      std::vector<db::StoredModel> stored = database.Models();
+      if (stored.empty()) Fail(409, "the database has no cost model yet (run tunedb train or tunedb tune)");
       ir::PrimFunc func = ir::ProgramFromJson(w->input.program);
       std::vector<std::vector<costmodel::FeatureRow>> features;
       for (std::size_t i = 0; i < body["traces"].size(); ++i) {
@@ -397,8 +423,6 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
           Fail(400, "traces[" + std::to_string(i) + "]: " + e.what());
         }
       }
-      std::vector<db::StoredModel> stored = database.Models();
-      if (stored.empty()) Fail(409, "the database has no cost model yet (run tunedb train or tunedb tune)");
       std::shared_ptr<costmodel::CostModel> model;
       {
         std::lock_guard<std::mutex> lock(models_->mutex);
