@@ -11,7 +11,7 @@
 #include <fmt/core.h>
 
 #include "api/cli/commands.h"
-#include "db/sqlite_database.h"
+#include "api/remote/remote_database.h"
 #include "ir/schedule/trace.h"
 #include "search/tuner.h"
 
@@ -39,6 +39,7 @@ struct TuneCliOptions {
   int repeat = 3;
   double min_repeat_ms = 20;
   int model_min_samples = 64;
+  std::string token_file;
   bool no_transfer = false;
   bool no_baseline = false;
 };
@@ -87,8 +88,8 @@ std::string CommandKey(const TuneCliOptions& o, const std::string& target) {
 }
 
 void RunTune(const TuneCliOptions& o) {
-  if (o.db.rfind("http://", 0) == 0 || o.db.rfind("https://", 0) == 0) {
-    throw UsageError("--db " + o.db + ": remote databases need the REST server, which is not built yet; use a file");
+  if (o.db.rfind("https://", 0) == 0) {
+    throw UsageError("--db " + o.db + ": tunedb serve speaks plain HTTP; put a TLS proxy in front and use http://");
   }
   search::TuneOptions options;
   options.workloads = o.workloads;
@@ -112,7 +113,10 @@ void RunTune(const TuneCliOptions& o) {
   }
   options.command = CommandKey(o, options.measure.target.ToString());
 
-  db::SqliteDatabase database(o.db);
+  std::string token = o.token_file.empty() ? "" : ReadTextFile(o.token_file);
+  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
+  std::unique_ptr<db::Database> opened = api::OpenDatabase(o.db, token);
+  db::Database& database = *opened;
   bool tty = ::isatty(STDERR_FILENO) != 0;
   bool progress_open = false;
   auto observer = [&](const search::TuneEvent& e, const std::vector<search::TaskStatus>& tasks) {
@@ -186,7 +190,9 @@ void AddTuneCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("tune", "Tune workloads by searching their schedules into the database");
   cmd->add_option("--workload", o->workloads, "Workload spec or file (repeat for several)")->required();
   cmd->add_option("--trials", o->trials, "Candidates to measure, shared by all workloads")->capture_default_str();
-  cmd->add_option("--db", o->db, "The SQLite database file")->capture_default_str();
+  cmd->add_option("--db", o->db, "The SQLite database file, or a tunedb server's http://HOST:PORT")
+      ->capture_default_str();
+  cmd->add_option("--token-file", o->token_file, "Bearer token for a server's write routes");
   cmd->add_option("--strategy", o->strategy, "evolutionary or random")->capture_default_str();
   cmd->add_option("--space", o->space, "default, or a stochastic schedule script")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of every random choice")->capture_default_str();

@@ -142,7 +142,31 @@ std::string CpuOf(const std::string& target) {
 }
 
 bool IsWriteRoute(const std::string& method, const std::string& route) {
-  return method == "POST" && (route == "/v1/workloads" || route == "/v1/records");
+  return method == "POST" && (route == "/v1/workloads" || route == "/v1/records" || route == "/v1/sessions" ||
+                              route == "/v1/sessions/{id}/end" || route == "/v1/models");
+}
+
+std::int64_t IdInPath(const std::string& path, const std::string& prefix) {
+  std::string digits = path.substr(prefix.size(), path.find('/', prefix.size()) - prefix.size());
+  if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 18) {
+    Fail(404, "no such id: " + digits);
+  }
+  return std::stoll(digits);
+}
+
+json SessionJson(const db::Session& s) {
+  return {{"id", s.id},           {"command", s.command}, {"host", s.host},     {"target", s.target},
+          {"strategy", s.strategy}, {"seed", s.seed},     {"trials", s.trials}, {"started", s.started},
+          {"ended", s.ended}};
+}
+
+json ModelJson(const db::StoredModel& m) {
+  return {{"id", m.id},
+          {"feature_version", m.feature_version},
+          {"objective", m.objective},
+          {"training_rows", m.training_rows},
+          {"metrics", m.metrics},
+          {"created", m.created}};
 }
 
 bool TokenMatches(const std::string& header, const std::string& token) {
@@ -167,7 +191,15 @@ std::string Routes::RouteName(const std::string& path) {
     if (rest.substr(slash) == "/best") return "/v1/workloads/{hash}/best";
     return "unknown";
   }
-  for (const char* known : {"/", "/metrics", "/v1/health", "/v1/workloads", "/v1/query", "/v1/records", "/v1/predict"}) {
+  static const std::string kSessions = "/v1/sessions/", kModels = "/v1/models/";
+  if (path.rfind(kSessions, 0) == 0 && path.size() > kSessions.size() + 4 && path.substr(path.size() - 4) == "/end") {
+    return "/v1/sessions/{id}/end";
+  }
+  if (path.rfind(kModels, 0) == 0 && path.size() > kModels.size() && path.find('/', kModels.size()) == std::string::npos) {
+    return "/v1/models/{id}";
+  }
+  for (const char* known : {"/", "/metrics", "/v1/health", "/v1/stats", "/v1/workloads", "/v1/query", "/v1/records",
+                            "/v1/predict", "/v1/sessions", "/v1/models"}) {
     if (path == known) return path;
   }
   return "unknown";
@@ -178,7 +210,8 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
   static const std::map<std::string, std::string> kMethods = {
       {"/v1/health", "GET"},   {"/v1/workloads", "GET, POST"},       {"/v1/workloads/{hash}", "GET"},
       {"/v1/workloads/{hash}/best", "GET"}, {"/v1/query", "POST"},   {"/v1/records", "GET, POST"},
-      {"/v1/predict", "POST"}};
+      {"/v1/predict", "POST"},  {"/v1/stats", "GET"},                {"/v1/sessions", "GET, POST"},
+      {"/v1/sessions/{id}/end", "POST"}, {"/v1/models", "GET, POST"}, {"/v1/models/{id}", "GET"}};
   auto allowed = kMethods.find(route);
   if (allowed == kMethods.end()) return JsonError(404, "no route " + req.path);
   if (allowed->second.find(req.method) == std::string::npos) {
@@ -211,10 +244,10 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       models_->flops[hash] = flops;
       return flops;
     };
-    auto best = [&](const std::string& hash, const std::string& target, int k) {
+    auto best = [&](const std::string& hash, const std::string& target, int k, bool allow_nearest) {
       json out = {{"workload_hash", hash}, {"target", target}, {"exact", true}};
       std::vector<db::TuningRecord> records = database.TopK(hash, target, k);
-      if (records.empty()) {
+      if (records.empty() && allow_nearest) {
         // The compiler's target has nothing: offer the nearest target's best
         // (same CPU first), flagged, rather than nothing.
         std::vector<std::string> targets = database.Targets(hash);
@@ -271,7 +304,8 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
         if (static_cast<std::int64_t>(list.size()) >= limit) break;
         json best = json::array();
         for (const auto& [target, secs] : s.best) best.push_back({{"target", target}, {"median_secs", secs}});
-        list.push_back({{"hash", s.workload.input.hash},
+        list.push_back({{"id", s.workload.id},
+                        {"hash", s.workload.input.hash},
                         {"name", s.workload.input.name},
                         {"kind", s.workload.input.kind},
                         {"records", s.records},
@@ -288,7 +322,8 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       std::string hash = req.path.substr(std::string("/v1/workloads/").size());
       std::optional<db::Workload> w = database.FindWorkload(hash);
       if (!w) Fail(404, "no workload with hash " + hash);
-      json out = {{"hash", hash}, {"name", w->input.name}, {"kind", w->input.kind}};
+      json out = {{"hash", hash}, {"id", w->id}, {"name", w->input.name}, {"kind", w->input.kind},
+                  {"targets", database.Targets(hash)}};
       if (w->input.kind == "tunedb") {
         ir::PrimFunc f = ir::ProgramFromJson(w->input.program);
         out["program"] = json::parse(w->input.program);
@@ -309,7 +344,8 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       }
       int k = static_cast<int>(IntParam(req, "k", 1, 1, 100));
       HttpResponse r;
-      r.body = best(hash, target->second, k);
+      auto nearest = req.query.find("nearest");
+      r.body = best(hash, target->second, k, nearest == req.query.end() || nearest->second != "0");
       return r;
     }
 
@@ -322,7 +358,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       if (k < 1 || k > 100) Fail(400, "k must be in [1, 100]");
       json out = {{"workload_hash", hash}, {"known", database.FindWorkload(hash).has_value()}};
       if (out["known"].get<bool>()) {
-        out.update(json::parse(best(hash, body["target"].get<std::string>(), k)));
+        out.update(json::parse(best(hash, body["target"].get<std::string>(), k, true)));
       } else {
         out["records"] = json::array();
         out["note"] = "the database has no such workload";
@@ -397,9 +433,78 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
         if (r.status == db::RecordStatus::kOk && r.run_secs.empty()) Fail(400, at + ": an ok record needs run_secs");
         r.error = j.value("error", std::string());
         r.hardware = j.value("hardware", std::string());
+        if (j.contains("session_id")) {
+          if (!j["session_id"].is_number_integer()) Fail(400, at + ".session_id must be an integer");
+          r.session_id = j["session_id"].get<std::int64_t>();
+        }
         records.push_back(std::move(r));
       }
       return Json({{"added", database.CommitRecords(records)}}, 201);
+    }
+
+    if (route == "/v1/stats") {
+      return Json({{"records", database.Size()}, {"workloads", database.Workloads().size()}});
+    }
+
+    if (route == "/v1/sessions" && req.method == "GET") {
+      json list = json::array();
+      for (const db::Session& s : database.Sessions()) list.push_back(SessionJson(s));
+      return Json({{"sessions", list}});
+    }
+
+    if (route == "/v1/sessions" && req.method == "POST") {
+      json body = ParseBody(req);
+      db::Session s;
+      try {
+        s.command = body.value("command", std::string());
+        s.host = body.value("host", std::string());
+        s.target = body.value("target", std::string());
+        s.strategy = body.value("strategy", std::string());
+        s.seed = body.value("seed", std::uint64_t{0});
+        s.trials = body.value("trials", std::int64_t{0});
+        s.started = body.value("started", 0.0);
+      } catch (const json::exception& e) {
+        Fail(400, std::string("session: ") + e.what());
+      }
+      return Json({{"id", database.StartSession(s)}}, 201);
+    }
+
+    if (route == "/v1/sessions/{id}/end") {
+      std::int64_t id = IdInPath(req.path, "/v1/sessions/");
+      json body = ParseBody(req);
+      if (!body.contains("ended") || !body["ended"].is_number()) Fail(400, "ended (unix seconds) is required");
+      database.EndSession(id, body["ended"].get<double>());
+      return Json({{"id", id}});
+    }
+
+    if (route == "/v1/models" && req.method == "GET") {
+      json list = json::array();
+      for (const db::StoredModel& m : database.Models()) list.push_back(ModelJson(m));
+      return Json({{"models", list}});
+    }
+
+    if (route == "/v1/models/{id}") {
+      std::optional<db::StoredModel> m = database.LoadModel(IdInPath(req.path, "/v1/models/"));
+      if (!m) Fail(404, "no model " + req.path.substr(std::string("/v1/models/").size()));
+      json out = ModelJson(*m);
+      out["blob"] = m->blob;
+      return Json(out);
+    }
+
+    if (route == "/v1/models" && req.method == "POST") {
+      json body = ParseBody(req);
+      db::StoredModel m;
+      if (!body.contains("blob") || !body["blob"].is_string()) Fail(400, "blob (the model's text) is required");
+      try {
+        m.blob = body["blob"].get<std::string>();
+        m.feature_version = body.value("feature_version", 0);
+        m.objective = body.value("objective", std::string());
+        m.training_rows = body.value("training_rows", std::int64_t{0});
+        m.metrics = body.value("metrics", std::string("{}"));
+      } catch (const json::exception& e) {
+        Fail(400, std::string("model: ") + e.what());
+      }
+      return Json({{"id", database.SaveModel(m)}}, 201);
     }
 
     if (route == "/v1/predict") {

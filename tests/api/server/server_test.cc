@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "api/remote/remote_database.h"
 #include "api/server/http.h"
 #include "costmodel/dataset.h"
 #include "costmodel/model.h"
@@ -22,6 +23,7 @@
 #include "ir/structural.h"
 #include "ir/workloads.h"
 #include "search/space.h"
+#include "search/tuner.h"
 
 namespace tunedb::api {
 namespace {
@@ -374,6 +376,62 @@ TEST_F(ServerTest, StopDuringLoadAnswersWhatItAccepted) {
   EXPECT_LT(secs, 5.0);
   db::SqliteDatabase check(path_);
   EXPECT_EQ(check.IntegrityCheck(), "ok");
+}
+
+// `tunedb tune --db http://...`: the tuning loop against a server instead of
+// a file; records, session and model land in the server's database.
+TEST_F(ServerTest, TuneThroughTheServer) {
+  StartServer("tok");
+  std::string url = "http://127.0.0.1:" + std::to_string(port_);
+  EXPECT_THROW(RemoteDatabase(url, "wrong").StartSession(db::Session{}), db::DatabaseError);
+  search::TuneOptions o;
+  o.workloads = {"matmul:M=16,N=32,K=16"};
+  o.trials = 16;
+  o.batch = 8;
+  o.chunk = 8;
+  o.model_min_samples = 8;
+  o.evolutionary.population = 32;
+  o.evolutionary.generations = 2;
+  o.measure.worker_path = TUNEDB_WORKER;
+  o.measure.repeat = 2;
+  o.measure.min_repeat_ms = 1;
+  o.measure_baseline = false;
+  o.command = "remote test";
+  {
+    RemoteDatabase remote(url, "tok");
+    search::TuneReport r = search::Tune(remote, o);
+    EXPECT_EQ(r.tasks[0].trials, 16);
+  }
+  db::SqliteDatabase local(path_);
+  std::string hash = ir::WorkloadHash(ir::BuildWorkload("matmul:M=16,N=32,K=16").func);
+  db::RecordQuery q;
+  q.workload_hash = hash;
+  q.limit = 100;
+  EXPECT_EQ(local.Records(q).size(), 16u);
+  ASSERT_EQ(local.Sessions().size(), 1u);
+  EXPECT_GT(local.Sessions()[0].ended, 0);
+  EXPECT_EQ(local.Records(q)[0].session_id, local.Sessions()[0].id);
+  EXPECT_FALSE(local.Models().empty());
+  // A second session through the server starts from what the first stored.
+  RemoteDatabase remote(url, "tok");
+  o.seed = 9;
+  o.trials = 8;
+  search::TuneReport again = search::Tune(remote, o);
+  EXPECT_EQ(again.tasks[0].history, 16);
+  EXPECT_EQ(remote.Size(), 12 + 24);
+  EXPECT_EQ(remote.Targets(hash).size(), 1u);
+  EXPECT_TRUE(remote.FindWorkload(hash).has_value());
+  EXPECT_FALSE(remote.FindWorkload("1").has_value());
+  EXPECT_TRUE(remote.LoadModel(0).has_value());
+}
+
+TEST(RemoteDatabaseTest, UnreachableServerIsAClearError) {
+  try {
+    RemoteDatabase remote("http://127.0.0.1:1", "");
+    FAIL() << "connected to port 1?";
+  } catch (const db::DatabaseError& e) {
+    EXPECT_NE(std::string(e.what()).find("http://127.0.0.1:1: cannot connect"), std::string::npos) << e.what();
+  }
 }
 
 TEST(HttpParsing, TargetsAndEscapes) {

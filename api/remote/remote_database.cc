@@ -1,0 +1,313 @@
+#include "api/remote/remote_database.h"
+
+#include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
+
+#include "db/sqlite_database.h"
+#include "ir/json.h"
+#include "ir/structural.h"
+
+namespace tunedb::api {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+using nlohmann::json;
+
+bool IsRemoteDatabase(const std::string& location) { return location.rfind("http://", 0) == 0; }
+
+std::unique_ptr<db::Database> OpenDatabase(const std::string& location, const std::string& token) {
+  if (IsRemoteDatabase(location)) return std::make_unique<RemoteDatabase>(location, token);
+  return std::make_unique<db::SqliteDatabase>(location);
+}
+
+namespace {
+
+std::string Escape(const std::string& s) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+db::TuningRecord RecordFrom(const json& j) {
+  db::TuningRecord r;
+  r.id = j.at("id").get<std::int64_t>();
+  r.workload_hash = j.at("workload_hash").get<std::string>();
+  r.target = j.at("target").get<std::string>();
+  r.trace = j.at("trace").is_string() ? j.at("trace").get<std::string>() : j.at("trace").dump();
+  r.run_secs = j.at("run_secs").get<std::vector<double>>();
+  r.status = db::ParseStatus(j.at("status").get<std::string>());
+  r.error = j.value("error", std::string());
+  r.session_id = j.value("session_id", std::int64_t{0});
+  r.created = j.value("created", 0.0);
+  return r;
+}
+
+json RecordToJson(const db::TuningRecord& r) {
+  json j = {{"workload_hash", r.workload_hash}, {"target", r.target},         {"trace", json::parse(r.trace)},
+            {"run_secs", r.run_secs},           {"status", db::StatusName(r.status)}, {"error", r.error},
+            {"hardware", r.hardware}};
+  if (r.session_id != 0) j["session_id"] = r.session_id;
+  return j;
+}
+
+}  // namespace
+
+struct RemoteDatabase::Impl {
+  std::string url, host, port, token;
+  net::io_context ioc;
+  std::optional<beast::tcp_stream> stream;
+  beast::flat_buffer buffer;
+
+  [[noreturn]] void Fail(const std::string& what) const { throw db::DatabaseError(url + ": " + what); }
+
+  void Connect() {
+    tcp::resolver resolver(ioc);
+    beast::error_code ec;
+    auto endpoints = resolver.resolve(host, port, ec);
+    if (ec) Fail("cannot resolve " + host + ": " + ec.message());
+    stream.emplace(ioc);
+    stream->expires_after(std::chrono::seconds(30));
+    stream->connect(endpoints, ec);
+    if (ec) {
+      stream.reset();
+      Fail("cannot connect: " + ec.message());
+    }
+    buffer.clear();
+  }
+
+  // One request; a kept-alive connection the server closed meanwhile is
+  // reopened once. Returns the parsed JSON body of a 2xx answer.
+  json Call(http::verb method, const std::string& target, const json* body = nullptr) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      if (!stream) Connect();
+      http::request<http::string_body> req(method, target, 11);
+      req.set(http::field::host, host);
+      req.keep_alive(true);
+      if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
+      if (body) {
+        req.set(http::field::content_type, "application/json");
+        req.body() = body->dump();
+      }
+      req.prepare_payload();
+      beast::error_code ec;
+      stream->expires_after(std::chrono::seconds(120));
+      http::write(*stream, req, ec);
+      http::response<http::string_body> res;
+      if (!ec) http::read(*stream, buffer, res, ec);
+      if (ec) {
+        stream.reset();
+        if (attempt == 0 && (ec == http::error::end_of_stream || ec == net::error::connection_reset ||
+                             ec == net::error::broken_pipe || ec == net::error::eof)) {
+          continue;  // the server closed an idle connection: once more on a new one
+        }
+        Fail(std::string(http::to_string(method)) + " " + target + ": " + ec.message());
+      }
+      if (!res.keep_alive()) stream.reset();
+      json answer;
+      try {
+        answer = json::parse(res.body());
+      } catch (const json::exception&) {
+        Fail(std::string(http::to_string(method)) + " " + target + ": HTTP " + std::to_string(res.result_int()) +
+             " with a body that is not JSON");
+      }
+      if (res.result_int() / 100 != 2) {
+        Fail(std::string(http::to_string(method)) + " " + target + ": HTTP " + std::to_string(res.result_int()) + ": " +
+             answer.value("error", std::string("?")));
+      }
+      return answer;
+    }
+    Fail("unreachable");
+  }
+};
+
+RemoteDatabase::RemoteDatabase(const std::string& url, std::string token) : impl_(std::make_unique<Impl>()) {
+  impl_->url = url;
+  impl_->token = std::move(token);
+  std::string rest = url.substr(std::string("http://").size());
+  rest = rest.substr(0, rest.find('/'));
+  std::size_t colon = rest.rfind(':');
+  impl_->host = rest.substr(0, colon);
+  impl_->port = colon == std::string::npos ? "80" : rest.substr(colon + 1);
+  if (impl_->host.empty()) throw db::DatabaseError(url + ": expected http://HOST:PORT");
+  impl_->Call(http::verb::get, "/v1/health");  // fail now, not in the middle of a session
+}
+
+RemoteDatabase::~RemoteDatabase() = default;
+
+std::int64_t RemoteDatabase::CommitWorkload(const db::WorkloadInput& w) {
+  if (w.kind != "tunedb") throw db::DatabaseError(impl_->url + ": only tunedb workloads can be committed remotely");
+  json body = {{"program", json::parse(w.program)}, {"name", w.name}};
+  json answer = impl_->Call(http::verb::post, "/v1/workloads", &body);
+  if (answer.at("hash").get<std::string>() != w.hash) {
+    throw db::DatabaseError(impl_->url + ": the server hashes workload " + w.name + " as " +
+                            answer.at("hash").get<std::string>() + ", this build as " + w.hash +
+                            " (different tunedb versions?)");
+  }
+  return answer.at("id").get<std::int64_t>();
+}
+
+std::int64_t RemoteDatabase::CommitRecords(const std::vector<db::TuningRecord>& records) {
+  json list = json::array();
+  for (const db::TuningRecord& r : records) list.push_back(RecordToJson(r));
+  json body = {{"records", list}};
+  return impl_->Call(http::verb::post, "/v1/records", &body).at("added").get<std::int64_t>();
+}
+
+std::vector<db::TuningRecord> RemoteDatabase::TopK(const std::string& hash, const std::string& target, int k) {
+  json answer = impl_->Call(http::verb::get, "/v1/workloads/" + Escape(hash) + "/best?nearest=0&k=" +
+                                                 std::to_string(k) + "&target=" + Escape(target));
+  std::vector<db::TuningRecord> out;
+  for (const json& r : answer.at("records")) out.push_back(RecordFrom(r));
+  return out;
+}
+
+std::vector<db::TuningRecord> RemoteDatabase::Records(const db::RecordQuery& q) {
+  std::string target = "/v1/records?limit=" + std::to_string(std::min<std::int64_t>(q.limit, 1000)) +
+                       "&after=" + std::to_string(q.after_id);
+  if (q.workload_hash) target += "&workload=" + Escape(*q.workload_hash);
+  if (q.target) target += "&target=" + Escape(*q.target);
+  if (q.status) target += "&status=" + std::string(db::StatusName(*q.status));
+  // The answer must outlive the loop: a range-for over a member of a
+  // temporary would dangle.
+  json answer = impl_->Call(http::verb::get, target);
+  std::vector<db::TuningRecord> out;
+  for (const json& r : answer.at("records")) out.push_back(RecordFrom(r));
+  return out;
+}
+
+std::optional<db::Workload> RemoteDatabase::FindWorkload(const std::string& hash) {
+  json answer;
+  try {
+    answer = impl_->Call(http::verb::get, "/v1/workloads/" + Escape(hash));
+  } catch (const db::DatabaseError& e) {
+    if (std::string(e.what()).find("HTTP 404") != std::string::npos) return std::nullopt;
+    throw;
+  }
+  db::Workload w;
+  w.id = answer.at("id").get<std::int64_t>();
+  w.input.hash = hash;
+  w.input.name = answer.at("name").get<std::string>();
+  w.input.kind = answer.at("kind").get<std::string>();
+  if (w.input.kind == "tunedb") {
+    w.input.program = answer.at("program").dump();
+    w.input.structure = ir::CanonicalEncoding(ir::ProgramFromJson(w.input.program));
+  } else {
+    w.input.program = answer.at("program").get<std::string>();
+  }
+  return w;
+}
+
+std::vector<db::WorkloadStats> RemoteDatabase::Workloads() {
+  std::vector<db::WorkloadStats> out;
+  std::string after = "0";
+  for (;;) {
+    json answer = impl_->Call(http::verb::get, "/v1/workloads?limit=1000&after=" + after);
+    for (const json& j : answer.at("workloads")) {
+      db::WorkloadStats s;
+      s.workload.id = j.at("id").get<std::int64_t>();
+      s.workload.input.hash = j.at("hash").get<std::string>();
+      s.workload.input.name = j.at("name").get<std::string>();
+      s.workload.input.kind = j.at("kind").get<std::string>();
+      s.records = j.at("records").get<std::int64_t>();
+      s.ok_records = j.at("ok_records").get<std::int64_t>();
+      for (const json& b : j.at("best")) s.best.push_back({b.at("target").get<std::string>(), b.at("median_secs").get<double>()});
+      out.push_back(std::move(s));
+    }
+    if (answer.at("next_after").is_null()) return out;
+    after = std::to_string(answer.at("next_after").get<std::int64_t>());
+  }
+}
+
+std::int64_t RemoteDatabase::Size() { return impl_->Call(http::verb::get, "/v1/stats").at("records").get<std::int64_t>(); }
+
+std::vector<std::string> RemoteDatabase::Targets(const std::string& hash) {
+  std::optional<db::Workload> w = FindWorkload(hash);
+  if (!w) return {};
+  return impl_->Call(http::verb::get, "/v1/workloads/" + Escape(hash)).at("targets").get<std::vector<std::string>>();
+}
+
+std::int64_t RemoteDatabase::StartSession(const db::Session& s) {
+  json body = {{"command", s.command}, {"host", s.host},     {"target", s.target}, {"strategy", s.strategy},
+               {"seed", s.seed},       {"trials", s.trials}, {"started", s.started}};
+  return impl_->Call(http::verb::post, "/v1/sessions", &body).at("id").get<std::int64_t>();
+}
+
+void RemoteDatabase::EndSession(std::int64_t id, double ended) {
+  json body = {{"ended", ended}};
+  impl_->Call(http::verb::post, "/v1/sessions/" + std::to_string(id) + "/end", &body);
+}
+
+std::vector<db::Session> RemoteDatabase::Sessions() {
+  json answer = impl_->Call(http::verb::get, "/v1/sessions");
+  std::vector<db::Session> out;
+  for (const json& j : answer.at("sessions")) {
+    db::Session s;
+    s.id = j.at("id").get<std::int64_t>();
+    s.command = j.at("command").get<std::string>();
+    s.host = j.at("host").get<std::string>();
+    s.target = j.at("target").get<std::string>();
+    s.strategy = j.at("strategy").get<std::string>();
+    s.seed = j.at("seed").get<std::uint64_t>();
+    s.trials = j.at("trials").get<std::int64_t>();
+    s.started = j.at("started").get<double>();
+    s.ended = j.at("ended").get<double>();
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::int64_t RemoteDatabase::SaveModel(const db::StoredModel& m) {
+  json body = {{"blob", m.blob},
+               {"feature_version", m.feature_version},
+               {"objective", m.objective},
+               {"training_rows", m.training_rows},
+               {"metrics", m.metrics}};
+  return impl_->Call(http::verb::post, "/v1/models", &body).at("id").get<std::int64_t>();
+}
+
+namespace {
+db::StoredModel ModelFrom(const json& j) {
+  db::StoredModel m;
+  m.id = j.at("id").get<std::int64_t>();
+  m.feature_version = j.at("feature_version").get<int>();
+  m.objective = j.at("objective").get<std::string>();
+  m.training_rows = j.at("training_rows").get<std::int64_t>();
+  m.metrics = j.at("metrics").get<std::string>();
+  m.created = j.at("created").get<double>();
+  if (j.contains("blob")) m.blob = j.at("blob").get<std::string>();
+  return m;
+}
+}  // namespace
+
+std::vector<db::StoredModel> RemoteDatabase::Models() {
+  json answer = impl_->Call(http::verb::get, "/v1/models");
+  std::vector<db::StoredModel> out;
+  for (const json& j : answer.at("models")) out.push_back(ModelFrom(j));
+  return out;
+}
+
+std::optional<db::StoredModel> RemoteDatabase::LoadModel(std::int64_t id) {
+  try {
+    return ModelFrom(impl_->Call(http::verb::get, "/v1/models/" + std::to_string(id)));
+  } catch (const db::DatabaseError& e) {
+    if (std::string(e.what()).find("HTTP 404") != std::string::npos) return std::nullopt;
+    throw;
+  }
+}
+
+}  // namespace tunedb::api

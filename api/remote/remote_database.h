@@ -1,0 +1,54 @@
+// A tuning database on a tunedb server: the db::Database interface over the
+// REST API, so that `tunedb tune --db http://HOST:PORT` tunes into a shared
+// database from any machine (warm start, commits and models go through the
+// server).
+//
+// Each call is one HTTP request on a kept-alive connection (reconnected
+// when the server closed it). Failures - the server unreachable, an error
+// answer - throw db::DatabaseError naming the URL and the server's message.
+//
+// Thread-safety: one RemoteDatabase per thread, as for every Database.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "db/database.h"
+
+namespace tunedb::api {
+
+class RemoteDatabase : public db::Database {
+ public:
+  // url: "http://host:port"; token: for the write routes (may be empty).
+  RemoteDatabase(const std::string& url, std::string token);
+  ~RemoteDatabase() override;
+
+  std::int64_t CommitWorkload(const db::WorkloadInput& workload) override;
+  std::int64_t CommitRecords(const std::vector<db::TuningRecord>& records) override;
+  std::vector<db::TuningRecord> TopK(const std::string& workload_hash, const std::string& target, int k) override;
+  std::vector<db::TuningRecord> Records(const db::RecordQuery& query) override;
+  std::optional<db::Workload> FindWorkload(const std::string& hash) override;
+  std::vector<db::WorkloadStats> Workloads() override;
+  std::int64_t Size() override;
+  std::vector<std::string> Targets(const std::string& workload_hash) override;
+
+  std::int64_t StartSession(const db::Session& session) override;
+  void EndSession(std::int64_t id, double ended) override;
+  std::vector<db::Session> Sessions() override;
+
+  std::int64_t SaveModel(const db::StoredModel& model) override;
+  std::vector<db::StoredModel> Models() override;
+  std::optional<db::StoredModel> LoadModel(std::int64_t id) override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// True for "http://..." database locations.
+bool IsRemoteDatabase(const std::string& location);
+
+// A database by location: a server URL or an SQLite file.
+std::unique_ptr<db::Database> OpenDatabase(const std::string& location, const std::string& token = "");
+
+}  // namespace tunedb::api
