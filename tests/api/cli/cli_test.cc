@@ -246,7 +246,7 @@ TEST(CliTune, BadOptionsAreOneLineErrors) {
   EXPECT_EQ(r.out, "tunedb: error: unknown strategy 'annealing' (choose evolutionary or random)\n");
   r = RunTunedb("tune --workload matmul:M=32 --db http://127.0.0.1:1/");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.out.find("remote databases"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out, "tunedb: error: http://127.0.0.1:1/: cannot connect: Connection refused\n");
 }
 
 // Ctrl-C as a terminal sends it: SIGINT to the whole foreground process
@@ -255,6 +255,7 @@ TEST(CliTune, BadOptionsAreOneLineErrors) {
 TEST(CliTune, CtrlCCommitsAndTheSameCommandResumes) {
   std::string db = TuneDb("cli_tune_interrupt.sqlite");
   std::string log = ::testing::TempDir() + "/cli_tune_interrupt.log";
+  std::filesystem::remove(log);  // a previous run's log would be read as this one's progress
   std::string args = "tune --workload matmul:M=32,N=32,K=32 --trials 48 --batch 16 --db " + db + kSmallTune;
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
