@@ -1,12 +1,13 @@
-// Cost-model benchmark: data made by tunedb itself (random schedules of
-// built-in workloads, measured by the real Runner), then
+// Cost-model benchmark: data made by tunedb itself (samples of the default
+// design space of built-in workloads - or, with --data random, random
+// primitive sequences - measured by the real Runner), then
 //  - features + prediction throughput (candidates/s), from scheduled
 //    programs to scores;
 //  - training time against dataset size;
 //  - held-out ranking quality on (a) records of workloads seen in training
 //    and (b) workloads left out entirely.
 //
-// Usage: costmodel_bench [--per-workload 150] [--seed 0]
+// Usage: costmodel_bench [--per-workload 150] [--seed 0] [--data space|random]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include "ir/workloads.h"
 #include "measure/lower.h"
 #include "measure/runner.h"
+#include "search/space.h"
 #include "tests/ir/schedule/random_scheduler.h"
 
 namespace {
@@ -34,13 +36,28 @@ struct Measured {
   std::vector<double> medians;
 };
 
-Measured MeasureRandomSchedules(const std::string& spec, int n, std::uint64_t seed) {
+// n candidates of a workload: samples of the default design space (what
+// the tuner's model ranks), or random sequences of 10 primitives.
+Measured MeasureRandomSchedules(const std::string& spec, int n, std::uint64_t seed, bool design_space) {
   ir::Workload w = ir::BuildWorkload(spec);
   measure::MeasureConfig config;
   config.worker_path = TUNEDB_WORKER;
   config.repeat = 3;
   config.min_repeat_ms = 5;
   Measured m;
+  if (design_space) {
+    search::SpaceOptions options;
+    options.cores = config.target.num_cores;
+    std::vector<ir::Trace> spaces = search::DefaultDesignSpace(w.func, options);
+    std::mt19937_64 rng(seed);
+    for (int attempt = 0; static_cast<int>(m.programs.size()) < n && attempt < 20 * n; ++attempt) {
+      auto c = search::Realize(w.func, search::WithoutDecisions(spaces[rng() % spaces.size()]), rng());
+      if (c) m.programs.push_back(c->program);
+    }
+    measure::Runner runner(w.func, config);
+    for (const measure::MeasureResult& r : runner.Measure(m.programs)) m.medians.push_back(r.MedianSecs());
+    return m;
+  }
   for (int i = 0; i < n; ++i) {
     ir::Schedule sch(w.func, seed * 100000 + static_cast<std::uint64_t>(i));
     ir::testing::RandomScheduler random(sch, seed * 100000 + static_cast<std::uint64_t>(i));
@@ -81,18 +98,21 @@ void Report(const char* what, const costmodel::CostModel& model, const std::vect
 int main(int argc, char** argv) {
   int per_workload = 150;
   std::uint64_t seed = 0;
+  bool design_space = true;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--per-workload") per_workload = std::stoi(argv[i + 1]);
     if (a == "--seed") seed = std::stoull(argv[i + 1]);
+    if (a == "--data") design_space = std::string(argv[i + 1]) != "random";
   }
   std::vector<std::string> seen = {"matmul:M=128,N=128,K=128", "dense_bias_relu:B=64,IN=128,OUT=64",
                                    "conv2d_nhwc:N=1,H=14,W=14,CI=16,CO=16,KH=3,KW=3,stride=1,pad=1",
                                    "softmax:M=64,N=256"};
   std::vector<std::string> unseen = {"batch_matmul:B=4,M=64,N=64,K=64",
                                      "depthwise_conv2d_nhwc:N=1,H=28,W=28,C=32,KH=3,KW=3,stride=1,pad=1"};
-  std::printf("data: %d random schedules per workload, measured by the Runner (%zu seen workloads, %zu unseen)\n\n",
-              per_workload, seen.size(), unseen.size());
+  std::printf("data: %d %s per workload, measured by the Runner (%zu seen workloads, %zu unseen)\n\n", per_workload,
+              design_space ? "samples of the default design space" : "random 10-primitive schedules", seen.size(),
+              unseen.size());
   // Measure, featurize, label.
   std::vector<costmodel::Sample> train, seen_test, unseen_test;
   std::vector<ir::PrimFunc> all_programs;
@@ -102,7 +122,7 @@ int main(int argc, char** argv) {
   for (const auto* set : {&seen, &unseen}) {
     for (const std::string& spec : *set) {
       auto t0 = Clock::now();
-      Measured m = MeasureRandomSchedules(spec, per_workload, seed + static_cast<std::uint64_t>(group));
+      Measured m = MeasureRandomSchedules(spec, per_workload, seed + static_cast<std::uint64_t>(group), design_space);
       measure_secs += std::chrono::duration<double>(Clock::now() - t0).count();
       std::vector<int> groups(m.medians.size(), group);
       std::vector<double> labels = costmodel::NormalizedThroughput(m.medians, groups);

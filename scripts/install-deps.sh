@@ -14,6 +14,7 @@ packages=(
   libgtest-dev libgmock-dev
   libopenblas-dev wrk
   python3
+  chromium
 )
 
 missing=()
