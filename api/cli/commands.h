@@ -32,5 +32,8 @@ void AddServeCommand(CLI::App& app);
 
 // Reads a whole text file; UsageError when it cannot.
 std::string ReadTextFile(const std::string& path);
+// A bearer token from a file, without trailing whitespace; UsageError when
+// the file cannot be read or holds no token.
+std::string ReadTokenFile(const std::string& path);
 
 }  // namespace tunedb::cli

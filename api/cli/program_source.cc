@@ -1,5 +1,6 @@
 #include "api/cli/program_source.h"
 
+#include <cctype>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -16,6 +17,13 @@ std::string ReadTextFile(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+std::string ReadTokenFile(const std::string& path) {
+  std::string token = ReadTextFile(path);
+  while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  if (token.empty()) throw UsageError("the token file " + path + " is empty");
+  return token;
 }
 
 void AddProgramSourceOptions(CLI::App* cmd, ProgramSource* source) {

@@ -21,13 +21,6 @@ struct ServeOptions {
   bool quiet = false;
 };
 
-std::string ReadToken(const std::string& path) {
-  std::string token = ReadTextFile(path);
-  while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
-  if (token.empty()) throw UsageError("the token file " + path + " is empty");
-  return token;
-}
-
 void RunServe(const ServeOptions& o) {
   if (o.port < 0 || o.port > 65535) throw UsageError("--port must be in [0, 65535]");
   if (o.threads < 1) throw UsageError("--threads must be at least 1");
@@ -38,7 +31,7 @@ void RunServe(const ServeOptions& o) {
   s.io_threads = o.threads;
   s.worker_threads = o.threads;
   s.body_limit = o.body_limit;
-  if (!o.token_file.empty()) s.token = ReadToken(o.token_file);
+  if (!o.token_file.empty()) s.token = ReadTokenFile(o.token_file);
   static std::mutex log_mutex;
   if (!o.quiet) {
     s.access_log = [](const std::string& line) {
