@@ -112,12 +112,15 @@ class ServerTest : public ::testing::Test {
     database.CommitRecords(records);
   }
 
-  void StartServer(std::string token = "", std::size_t body_limit = 8 << 20) {
+  void StartServer(std::string token = "", std::size_t body_limit = 8 << 20, double read_timeout_s = 30,
+                   int max_connections = 1024) {
     ServerOptions o;
     o.db_path = path_;
     o.port = 0;
     o.token = std::move(token);
     o.body_limit = body_limit;
+    o.read_timeout_s = read_timeout_s;
+    o.max_connections = max_connections;
     o.access_log = [this](const std::string& line) {
       std::lock_guard<std::mutex> lock(log_mutex_);
       log_.push_back(line);
@@ -313,6 +316,30 @@ TEST_F(ServerTest, UnknownRoutesWrongMethodsAndBadRequests) {
     s.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port_)));
     net::write(s, net::buffer(std::string("GET /v1/health HTTP/1.1\r\nHost: x\r\n")));
   }
+  EXPECT_EQ(Call(port_, http::verb::get, "/v1/health").status, 200);
+}
+
+TEST_F(ServerTest, StalledClientsAreCutAndTheConnectionCapHolds) {
+  StartServer("", 8 << 20, /*read_timeout_s=*/0.3, /*max_connections=*/2);
+  // A client that sends half a header and waits is closed at the deadline.
+  auto start = std::chrono::steady_clock::now();
+  std::string answer = RawExchange(port_, "GET /v1/health HTTP/1.1\r\nHost: x\r\n");
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(answer, "");
+  EXPECT_GT(secs, 0.2);
+  EXPECT_LT(secs, 5.0);
+  // Two idle connections fill the cap: the third is told so and closed.
+  net::io_context ioc;
+  tcp::socket a(ioc), b(ioc);
+  tcp::endpoint at(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port_));
+  a.connect(at);
+  b.connect(at);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::string third = RawExchange(port_, "GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_NE(third.find("503"), std::string::npos) << third;
+  a.close();
+  b.close();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(Call(port_, http::verb::get, "/v1/health").status, 200);
 }
 
