@@ -7,7 +7,7 @@
 //  - held-out ranking quality on (a) records of workloads seen in training
 //    and (b) workloads left out entirely.
 //
-// Usage: costmodel_bench [--per-workload 150] [--seed 0] [--data space|random]
+// Usage: costmodel_bench [--per-workload 150] [--seed 0] [--data space|random] [--patience 20]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -99,11 +99,13 @@ int main(int argc, char** argv) {
   int per_workload = 150;
   std::uint64_t seed = 0;
   bool design_space = true;
+  int patience = costmodel::TrainOptions{}.early_stopping_rounds;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--per-workload") per_workload = std::stoi(argv[i + 1]);
     if (a == "--seed") seed = std::stoull(argv[i + 1]);
     if (a == "--data") design_space = std::string(argv[i + 1]) != "random";
+    if (a == "--patience") patience = std::stoi(argv[i + 1]);
   }
   std::vector<std::string> seen = {"matmul:M=128,N=128,K=128", "dense_bias_relu:B=64,IN=128,OUT=64",
                                    "conv2d_nhwc:N=1,H=14,W=14,CI=16,CO=16,KH=3,KW=3,stride=1,pad=1",
@@ -149,6 +151,7 @@ int main(int argc, char** argv) {
     std::vector<costmodel::Sample> part(train.begin(), train.begin() + static_cast<std::ptrdiff_t>(n));
     costmodel::TrainOptions o;
     o.seed = seed;
+    o.early_stopping_rounds = patience;
     auto t0 = Clock::now();
     costmodel::CostModel rm;
     costmodel::TrainReport rr = rm.Train(part, o);
