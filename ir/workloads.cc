@@ -1,10 +1,12 @@
 #include "ir/workloads.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "ir/error.h"
+#include "ir/interpreter.h"
 #include "ir/te.h"
 #include "ir/workload_lang.h"
 
@@ -259,21 +261,78 @@ Workload BuildWorkload(std::string_view spec) {
   return w;
 }
 
+namespace {
+
+std::string ReadWorkloadFile(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw IrError("cannot read workload file " + path.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The text with its `output` lines blanked (line numbers stay) and one
+// `output NAME` appended: the program of that output alone.
+std::string WithOnlyOutput(const std::string& text, const std::string& output) {
+  std::stringstream in(text);
+  std::string line, out;
+  while (std::getline(in, line)) {
+    std::size_t first = line.find_first_not_of(" \t");
+    bool is_output = first != std::string::npos && line.compare(first, 6, "output") == 0 &&
+                     (line.size() == first + 6 || line[first + 6] == ' ' || line[first + 6] == '\t');
+    out += (is_output ? "" : line) + "\n";
+  }
+  return out + "output " + output + "\n";
+}
+
+std::vector<std::string> OutputNames(const PrimFunc& func) {
+  std::vector<std::string> names;
+  for (int i : OutputParams(func)) names.push_back(func.params[static_cast<std::size_t>(i)]->name);
+  return names;
+}
+
+}  // namespace
+
 Workload LoadWorkload(std::string_view spec_or_path) {
   std::filesystem::path path(spec_or_path);
   std::error_code ec;
   if (std::filesystem::is_regular_file(path, ec)) {
-    std::ifstream in(path);
-    if (!in) throw IrError("cannot read workload file " + path.string());
-    std::stringstream text;
-    text << in.rdbuf();
     Workload w;
     w.spec = path.string();
     w.name = path.stem().string();
-    w.func = ParseWorkloadText(text.str(), path.string());
+    w.func = ParseWorkloadText(ReadWorkloadFile(path), path.string());
+    return w;
+  }
+  // "file.tw#NAME": the program of one output of a file.
+  std::size_t hash = spec_or_path.rfind('#');
+  if (hash != std::string_view::npos && std::filesystem::is_regular_file(spec_or_path.substr(0, hash), ec)) {
+    std::filesystem::path file(spec_or_path.substr(0, hash));
+    std::string output(spec_or_path.substr(hash + 1));
+    std::string text = ReadWorkloadFile(file);
+    std::vector<std::string> outputs = OutputNames(ParseWorkloadText(text, file.string()));
+    if (std::find(outputs.begin(), outputs.end(), output) == outputs.end()) {
+      std::string list;
+      for (const std::string& o : outputs) list += (list.empty() ? "" : ", ") + o;
+      throw IrError("workload file " + file.string() + " has no output '" + output + "' (outputs: " + list + ")");
+    }
+    Workload w;
+    w.spec = std::string(spec_or_path);
+    w.name = file.stem().string() + "#" + output;
+    w.func = ParseWorkloadText(WithOnlyOutput(text, output), file.string());
     return w;
   }
   return BuildWorkload(spec_or_path);
+}
+
+std::vector<Workload> LoadWorkloads(std::string_view spec_or_path) {
+  Workload whole = LoadWorkload(spec_or_path);
+  std::filesystem::path path(spec_or_path);
+  std::error_code ec;
+  std::vector<std::string> outputs = OutputNames(whole.func);
+  if (!std::filesystem::is_regular_file(path, ec) || outputs.size() < 2) return {whole};
+  std::vector<Workload> parts;
+  for (const std::string& o : outputs) parts.push_back(LoadWorkload(path.string() + "#" + o));
+  return parts;
 }
 
 }  // namespace tunedb::ir

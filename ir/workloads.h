@@ -47,7 +47,13 @@ struct Workload {
 // parameter, or the malformed value.
 Workload BuildWorkload(std::string_view spec);
 
-// A library spec, or else an existing file in the workload language.
+// A library spec, or else an existing file in the workload language, or
+// "FILE#OUTPUT": the program of one output of such a file (the stages it
+// needs, that output alone as result).
 Workload LoadWorkload(std::string_view spec_or_path);
+
+// The tasks of a spec or file: a file with several outputs gives one
+// workload per output ("FILE#OUTPUT"), anything else itself.
+std::vector<Workload> LoadWorkloads(std::string_view spec_or_path);
 
 }  // namespace tunedb::ir

@@ -83,7 +83,12 @@ class Tuner {
     TaskSchedulerKind scheduler = ParseTaskScheduler(o_.task_scheduler);
     FindSessionToResume();
     std::string model_note = LoadModel();
-    for (std::size_t i = 0; i < o_.workloads.size(); ++i) SetUpTask(i);
+    // A workload file with several outputs is one task per output.
+    std::vector<ir::Workload> workloads;
+    for (const std::string& spec : o_.workloads) {
+      for (ir::Workload& w : ir::LoadWorkloads(spec)) workloads.push_back(std::move(w));
+    }
+    for (std::size_t i = 0; i < workloads.size(); ++i) SetUpTask(i, std::move(workloads[i]));
     Emit({TuneEvent::kSetup, -1, spent_, o_.trials, Elapsed(), model_note});
     if (report_.session_id == 0) {
       db::Session s;
@@ -159,9 +164,9 @@ class Tuner {
     }
   }
 
-  void SetUpTask(std::size_t index) {
+  void SetUpTask(std::size_t index, ir::Workload workload) {
     auto task = std::make_unique<Task>();
-    task->workload = ir::LoadWorkload(o_.workloads[index]);
+    task->workload = std::move(workload);
     const ir::PrimFunc& func = task->workload.func;
     task->hash = ir::WorkloadHash(func);
     db_.CommitWorkload({task->hash, task->workload.spec, "tunedb", ir::CanonicalEncoding(func),

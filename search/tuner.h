@@ -37,7 +37,7 @@
 namespace tunedb::search {
 
 struct TuneOptions {
-  std::vector<std::string> workloads;  // library specs or workload files
+  std::vector<std::string> workloads;  // library specs or workload files (one task per output)
   int trials = 64;                     // measured candidates, shared by all workloads
   int batch = 64;
   std::string strategy = "evolutionary";  // or "random"

@@ -2,6 +2,7 @@
 #include "search/tuner.h"
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -142,6 +143,30 @@ TEST(Tuner, SeveralWorkloadsShareTheBudgetAndOtherShapesTransfer) {
   other.measure_baseline = false;
   TuneReport t = Tune(database, other);
   EXPECT_GT(t.tasks[0].transferred, 0) << "matmul 16x16x16's best traces replay onto 32x16x16";
+}
+
+TEST(Tuner, AWorkloadFileWithSeveralOutputsIsOneTaskPerOutput) {
+  std::string file = ::testing::TempDir() + "/two_outputs.tw";
+  std::ofstream(file) << "input X: f32[16, 32]\ninput W: f32[8, 32]\n"
+                         "Y[i, j] = sum(k in 32) X[i, k] * W[j, k]\n"
+                         "S[i] = sum(k in 32) X[i, k]\n"
+                         "output Y, S\n";
+  std::string path = FreshDb("tuner_outputs.sqlite");
+  db::SqliteDatabase database(path);
+  TuneOptions o = SmallTune(file, 8);
+  o.measure_baseline = false;
+  TuneReport r = Tune(database, o);
+  ASSERT_EQ(r.tasks.size(), 2u);
+  EXPECT_EQ(r.tasks[0].name, file + "#Y");
+  EXPECT_EQ(r.tasks[1].name, file + "#S");
+  EXPECT_EQ(r.tasks[0].trials + r.tasks[1].trials, 8);
+  EXPECT_GT(r.tasks[0].trials, 0);
+  EXPECT_GT(r.tasks[1].trials, 0);
+  EXPECT_EQ(database.Workloads().size(), 2u);
+  // One output alone is a workload of its own, addressable as FILE#OUTPUT.
+  ir::Workload s = ir::LoadWorkload(file + "#S");
+  EXPECT_EQ(s.func.params.size(), 3u);
+  EXPECT_THROW(ir::LoadWorkload(file + "#Z"), ir::IrError);
 }
 
 TEST(Tuner, RandomStrategyAndBadSetupErrors) {
