@@ -79,18 +79,8 @@ struct Split {
 };
 
 void Report(const char* what, const costmodel::CostModel& model, const std::vector<costmodel::Sample>& test) {
-  std::vector<std::vector<costmodel::FeatureRow>> rows;
-  std::vector<double> labels;
-  std::vector<int> groups;
-  for (const auto& s : test) {
-    rows.push_back(s.rows);
-    labels.push_back(s.label);
-    groups.push_back(s.group);
-  }
-  std::vector<double> scores = model.Predict(rows);
-  std::printf("| %s | %zu | %.3f | %.3f | %.3f | %.3f |\n", what, test.size(),
-              costmodel::PairwiseAccuracy(scores, labels, groups), costmodel::TopKScore(scores, labels, groups, 1),
-              costmodel::TopKScore(scores, labels, groups, 5), costmodel::APeak32(scores, labels, groups));
+  costmodel::RankingMetrics m = costmodel::Evaluate(model, test);
+  std::printf("| %s | %zu | %.3f | %.3f | %.3f | %.3f |\n", what, m.samples, m.pairwise, m.top1, m.top5, m.apeak32);
 }
 
 }  // namespace

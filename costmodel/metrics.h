@@ -1,7 +1,10 @@
 // Ranking metrics of a cost model on held-out records.
 #pragma once
 
+#include <cstddef>
 #include <vector>
+
+#include "costmodel/model.h"
 
 namespace tunedb::costmodel {
 
@@ -20,5 +23,12 @@ inline double APeak32(const std::vector<double>& scores, const std::vector<doubl
                       const std::vector<int>& groups) {
   return TopKScore(scores, labels, groups, 32);
 }
+
+// All four metrics of a model on labelled samples (zeros when there are none).
+struct RankingMetrics {
+  double pairwise = 0, top1 = 0, top5 = 0, apeak32 = 0;
+  std::size_t samples = 0;
+};
+RankingMetrics Evaluate(const CostModel& model, const std::vector<Sample>& samples);
 
 }  // namespace tunedb::costmodel

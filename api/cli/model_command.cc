@@ -26,32 +26,11 @@ struct ModelOptions {
   std::int64_t model = 0;
 };
 
-struct Metrics {
-  double pairwise = 0, top1 = 0, top5 = 0, apeak32 = 0;
-  std::size_t samples = 0;
-  nlohmann::json ToJson() const {
-    return {{"pairwise_accuracy", pairwise}, {"top1", top1}, {"top5", top5}, {"apeak32", apeak32}, {"samples", samples}};
-  }
-};
+using Metrics = costmodel::RankingMetrics;
 
-Metrics Evaluate(const costmodel::CostModel& model, const std::vector<costmodel::Sample>& samples) {
-  std::vector<std::vector<costmodel::FeatureRow>> rows;
-  std::vector<double> labels;
-  std::vector<int> groups;
-  for (const auto& s : samples) {
-    rows.push_back(s.rows);
-    labels.push_back(s.label);
-    groups.push_back(s.group);
-  }
-  Metrics m;
-  m.samples = samples.size();
-  if (samples.empty()) return m;
-  std::vector<double> scores = model.Predict(rows);
-  m.pairwise = costmodel::PairwiseAccuracy(scores, labels, groups);
-  m.top1 = costmodel::TopKScore(scores, labels, groups, 1);
-  m.top5 = costmodel::TopKScore(scores, labels, groups, 5);
-  m.apeak32 = costmodel::APeak32(scores, labels, groups);
-  return m;
+nlohmann::json MetricsJson(const Metrics& m) {
+  return {{"pairwise_accuracy", m.pairwise}, {"top1", m.top1}, {"top5", m.top5}, {"apeak32", m.apeak32},
+          {"samples", m.samples}};
 }
 
 void PrintMetrics(const Metrics& m) {
@@ -90,7 +69,7 @@ void Train(const ModelOptions& o) {
   if (train.empty()) throw UsageError("every record was held out; lower --holdout");
   costmodel::CostModel trained;
   costmodel::TrainReport report = trained.Train(train, train_options);
-  Metrics m = Evaluate(trained, test);
+  Metrics m = costmodel::Evaluate(trained, test);
   fmt::print("database:           {}\nrecords used:       {} ({} skipped)\ngroups:             {}\ntrained on:         {} "
              "(early stopping on {}), {} rounds\nobjective:          {}\n",
              o.db, data.samples.size(), data.skipped, data.group_names.size(), report.train_samples,
@@ -101,7 +80,7 @@ void Train(const ModelOptions& o) {
   stored.objective = o.objective;
   stored.blob = trained.Save();
   stored.training_rows = static_cast<std::int64_t>(train.size());
-  nlohmann::json metrics = m.ToJson();
+  nlohmann::json metrics = MetricsJson(m);
   metrics["rounds"] = report.rounds;
   stored.metrics = metrics.dump();
   std::int64_t id = d.SaveModel(stored);
@@ -139,7 +118,7 @@ void Eval(const ModelOptions& o) {
   costmodel::Dataset data = Load(d, o.db);
   fmt::print("model {} ({}, trained on {} records) on all {} records of {}:\n", stored->id, stored->objective,
              stored->training_rows, data.samples.size(), o.db);
-  PrintMetrics(Evaluate(model, data.samples));
+  PrintMetrics(costmodel::Evaluate(model, data.samples));
 }
 
 }  // namespace
