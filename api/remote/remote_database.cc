@@ -236,9 +236,12 @@ std::vector<db::WorkloadStats> RemoteDatabase::Workloads() {
 std::int64_t RemoteDatabase::Size() { return impl_->Call(http::verb::get, "/v1/stats").at("records").get<std::int64_t>(); }
 
 std::vector<std::string> RemoteDatabase::Targets(const std::string& hash) {
-  std::optional<db::Workload> w = FindWorkload(hash);
-  if (!w) return {};
-  return impl_->Call(http::verb::get, "/v1/workloads/" + Escape(hash)).at("targets").get<std::vector<std::string>>();
+  try {
+    return impl_->Call(http::verb::get, "/v1/workloads/" + Escape(hash)).at("targets").get<std::vector<std::string>>();
+  } catch (const db::DatabaseError& e) {
+    if (std::string(e.what()).find("HTTP 404") != std::string::npos) return {};
+    throw;
+  }
 }
 
 std::int64_t RemoteDatabase::StartSession(const db::Session& s) {
