@@ -93,6 +93,13 @@ struct RemoteDatabase::Impl {
   // One request; a kept-alive connection the server closed meanwhile is
   // reopened once. Returns the parsed JSON body of a 2xx answer.
   json Call(http::verb method, const std::string& target, const json* body = nullptr) {
+    std::optional<json> answer = CallOrNotFound(method, target, body);
+    if (!answer) Fail(std::string(http::to_string(method)) + " " + target + ": HTTP 404: not found");
+    return *answer;
+  }
+
+  // As Call, but a 404 answer (no such workload or model) is nullopt.
+  std::optional<json> CallOrNotFound(http::verb method, const std::string& target, const json* body = nullptr) {
     for (int attempt = 0; attempt < 2; ++attempt) {
       if (!stream) Connect();
       http::request<http::string_body> req(method, target, 11);
@@ -125,6 +132,7 @@ struct RemoteDatabase::Impl {
         Fail(std::string(http::to_string(method)) + " " + target + ": HTTP " + std::to_string(res.result_int()) +
              " with a body that is not JSON");
       }
+      if (res.result_int() == 404) return std::nullopt;
       if (res.result_int() / 100 != 2) {
         Fail(std::string(http::to_string(method)) + " " + target + ": HTTP " + std::to_string(res.result_int()) + ": " +
              answer.value("error", std::string("?")));
@@ -191,13 +199,9 @@ std::vector<db::TuningRecord> RemoteDatabase::Records(const db::RecordQuery& q) 
 }
 
 std::optional<db::Workload> RemoteDatabase::FindWorkload(const std::string& hash) {
-  json answer;
-  try {
-    answer = impl_->Call(http::verb::get, "/v1/workloads/" + Escape(hash));
-  } catch (const db::DatabaseError& e) {
-    if (std::string(e.what()).find("HTTP 404") != std::string::npos) return std::nullopt;
-    throw;
-  }
+  std::optional<json> found = impl_->CallOrNotFound(http::verb::get, "/v1/workloads/" + Escape(hash));
+  if (!found) return std::nullopt;
+  const json& answer = *found;
   db::Workload w;
   w.id = answer.at("id").get<std::int64_t>();
   w.input.hash = hash;
@@ -236,12 +240,9 @@ std::vector<db::WorkloadStats> RemoteDatabase::Workloads() {
 std::int64_t RemoteDatabase::Size() { return impl_->Call(http::verb::get, "/v1/stats").at("records").get<std::int64_t>(); }
 
 std::vector<std::string> RemoteDatabase::Targets(const std::string& hash) {
-  try {
-    return impl_->Call(http::verb::get, "/v1/workloads/" + Escape(hash)).at("targets").get<std::vector<std::string>>();
-  } catch (const db::DatabaseError& e) {
-    if (std::string(e.what()).find("HTTP 404") != std::string::npos) return {};
-    throw;
-  }
+  std::optional<json> found = impl_->CallOrNotFound(http::verb::get, "/v1/workloads/" + Escape(hash));
+  if (!found) return {};
+  return found->at("targets").get<std::vector<std::string>>();
 }
 
 std::int64_t RemoteDatabase::StartSession(const db::Session& s) {
@@ -305,12 +306,9 @@ std::vector<db::StoredModel> RemoteDatabase::Models() {
 }
 
 std::optional<db::StoredModel> RemoteDatabase::LoadModel(std::int64_t id) {
-  try {
-    return ModelFrom(impl_->Call(http::verb::get, "/v1/models/" + std::to_string(id)));
-  } catch (const db::DatabaseError& e) {
-    if (std::string(e.what()).find("HTTP 404") != std::string::npos) return std::nullopt;
-    throw;
-  }
+  std::optional<json> found = impl_->CallOrNotFound(http::verb::get, "/v1/models/" + std::to_string(id));
+  if (!found) return std::nullopt;
+  return ModelFrom(*found);
 }
 
 }  // namespace tunedb::api
