@@ -2,12 +2,11 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <set>
-#include <map>
 #include <unordered_map>
 
 #include "ir/error.h"
-#include "ir/region.h"
 #include "ir/simplify.h"
 
 namespace tunedb::measure {
@@ -157,12 +156,147 @@ struct CompactionPlan {
   std::vector<std::int64_t> shape;
 };
 
+// An index as sum(coefficient * atom) + constant, analysed once: each
+// atom's loop variables and bounds. The planner asks for the region of
+// every access at every candidate depth; with this form each question is a
+// pass over a few terms instead of a fresh simplification.
+struct IndexTerm {
+  Expr atom;
+  std::int64_t coeff;
+  std::vector<const ExprNode*> vars;  // loop variables the atom mentions
+  std::optional<IntBound> bound;
+};
+
+struct AffineIndex {
+  std::vector<IndexTerm> terms;
+  std::int64_t constant = 0;
+  DataType dtype = DataType::kInt32;
+};
+
+AffineIndex Analyze(const Expr& index, const VarRanges& ranges) {
+  LinearForm form = ToLinearForm(index, ranges);
+  AffineIndex a;
+  a.constant = form.constant;
+  a.dtype = index->dtype;
+  for (auto& [atom, coeff] : form.terms) {
+    std::optional<IntBound> bound;
+    auto range = atom->kind == ExprKind::kVar ? ranges.find(atom.get()) : ranges.end();
+    if (range != ranges.end()) {
+      bound = IntBound{0, range->second - 1};
+    } else {
+      bound = BoundOf(atom, ranges);
+    }
+    IndexTerm t{atom, coeff, {}, bound};
+    VisitExpr(atom, [&](const Expr& x) {
+      if (x->kind == ExprKind::kVar) t.vars.push_back(x.get());
+    });
+    a.terms.push_back(std::move(t));
+  }
+  return a;
+}
+
+struct LoopPath {
+  std::vector<ForNode*> loops;                                // around a block, outermost first
+  std::unordered_map<const ExprNode*, std::size_t> depth_of;  // loop variable -> its position in `loops`
+};
+
 struct BlockAccess {
-  BlockNode* block;
-  std::vector<ForNode*> loops;     // around the block, outermost first
-  std::vector<Expr> indices;       // over loop variables
+  const LoopPath* path;
+  std::vector<AffineIndex> indices;  // over loop variables
   bool is_write;
 };
+
+// One dimension of an access while the loops at `depth` and deeper run:
+// [fixed + low, fixed + low + extent), `fixed` being the terms over the
+// outer (held) loops.
+struct Span {
+  std::vector<const IndexTerm*> fixed;
+  std::int64_t low;
+  std::int64_t extent;
+};
+
+bool IsFree(const BlockAccess& a, const ExprNode* var, std::size_t depth) {
+  auto it = a.path->depth_of.find(var);
+  return it != a.path->depth_of.end() && it->second >= depth;
+}
+
+// nullopt when a term mixes held and running loops, or is unbounded.
+std::optional<Span> SpanAt(const BlockAccess& a, const AffineIndex& index, std::size_t depth) {
+  Span s{{}, index.constant, 1};
+  std::int64_t high = index.constant;
+  for (const IndexTerm& t : index.terms) {
+    bool free = false, held = false;
+    for (const ExprNode* v : t.vars) (IsFree(a, v, depth) ? free : held) = true;
+    if (free && held) return std::nullopt;
+    if (!free) {
+      s.fixed.push_back(&t);
+      continue;
+    }
+    if (!t.bound) return std::nullopt;
+    std::int64_t lo = t.bound->min * t.coeff, hi = t.bound->max * t.coeff;
+    s.low += std::min(lo, hi);
+    high += std::max(lo, hi);
+  }
+  s.extent = high - s.low + 1;
+  return s;
+}
+
+// Whether two spans' fixed parts are the same sum, so their minimums differ
+// by a constant.
+bool SameFixed(const Span& a, const Span& b) {
+  if (a.fixed.size() != b.fixed.size()) return false;
+  for (const IndexTerm* x : a.fixed) {
+    bool found = false;
+    for (const IndexTerm* y : b.fixed) found = found || (x->coeff == y->coeff && ExprEqual(x->atom, y->atom));
+    if (!found) return false;
+  }
+  return true;
+}
+
+// The union of spans with the same fixed part; nullopt when they differ.
+std::optional<Span> Union(const std::vector<Span>& spans) {
+  if (spans.empty()) return std::nullopt;
+  Span u = spans[0];
+  std::int64_t high = u.low + u.extent;
+  for (const Span& s : spans) {
+    if (!SameFixed(u, s)) return std::nullopt;
+    u.low = std::min(u.low, s.low);
+    high = std::max(high, s.low + s.extent);
+  }
+  u.extent = high - u.low;
+  return u;
+}
+
+// Whether one write covers its whole bounding box when the loops at `depth`
+// and deeper run: each dimension's index is affine in its own running loops
+// (no loop in two dimensions), with coefficients that leave no gap (sorted,
+// each at most one past what the smaller ones reach).
+bool CoversBox(const BlockAccess& a, std::size_t depth, const VarRanges& ranges) {
+  std::set<const ExprNode*> used;
+  for (const AffineIndex& index : a.indices) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> terms;  // |coefficient|, extent
+    for (const IndexTerm& t : index.terms) {
+      bool free = false;
+      for (const ExprNode* v : t.vars) free = free || IsFree(a, v, depth);
+      if (!free) continue;
+      if (t.atom->kind != ExprKind::kVar || !used.insert(t.atom.get()).second) return false;
+      terms.emplace_back(t.coeff < 0 ? -t.coeff : t.coeff, ranges.at(t.atom.get()));
+    }
+    std::sort(terms.begin(), terms.end());
+    std::int64_t reach = 0;  // values 0..reach are covered so far
+    for (const auto& [c, extent] : terms) {
+      if (c > reach + 1) return false;
+      reach += c * (extent - 1);
+    }
+  }
+  return true;
+}
+
+Expr SpanMin(const Span& s, DataType dtype, const VarRanges& ranges) {
+  Expr e = IntImm(dtype, s.low);
+  for (const IndexTerm* t : s.fixed) e = e + t->atom * IntImm(dtype, t->coeff);
+  return Simplify(e, ranges);
+}
 
 void CollectLeafBlocks(const Stmt& s, std::vector<ForNode*>& loops,
                        std::vector<std::pair<BlockNode*, std::vector<ForNode*>>>* out) {
@@ -187,43 +321,29 @@ void CollectLeafBlocks(const Stmt& s, std::vector<ForNode*>& loops,
   }
 }
 
-// Whether one write access covers its whole bounding box when the free loops
-// run: each dimension's index is affine in its own free loops (no loop in
-// two dimensions), with coefficients that leave no gap (sorted, each at most
-// one past what the smaller ones reach).
-bool CoversBox(const std::vector<Expr>& indices, const std::set<const ExprNode*>& free_vars, const VarRanges& ranges) {
-  std::set<const ExprNode*> used;
-  for (const Expr& index : indices) {
-    auto coeffs = LinearCoefficients(index, free_vars, ranges);
-    if (!coeffs) return false;
-    std::vector<std::pair<std::int64_t, std::int64_t>> terms;  // |coefficient|, extent
-    for (const auto& [var, c] : *coeffs) {
-      if (c == 0) continue;
-      if (!used.insert(var).second) return false;
-      terms.emplace_back(c < 0 ? -c : c, ranges.at(var));
-    }
-    std::sort(terms.begin(), terms.end());
-    std::int64_t reach = 0;  // values 0..reach are covered so far
-    for (const auto& [c, extent] : terms) {
-      if (c > reach + 1) return false;
-      reach += c * (extent - 1);
-    }
-  }
-  return true;
-}
-
 std::vector<CompactionPlan> PlanCompaction(const PrimFunc& f, const VarRanges& ranges) {
   const auto& root = static_cast<const BlockNode&>(*f.body);
   std::vector<std::pair<BlockNode*, std::vector<ForNode*>>> blocks;
   std::vector<ForNode*> loops;
   CollectLeafBlocks(root.body, loops, &blocks);
+  std::vector<LoopPath> paths(blocks.size());
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    paths[b].loops = blocks[b].second;
+    for (std::size_t k = 0; k < paths[b].loops.size(); ++k) paths[b].depth_of[paths[b].loops[k]->loop_var.get()] = k;
+  }
   std::vector<CompactionPlan> plans;
   for (const Buffer& buf : root.alloc_buffers) {
     std::vector<BlockAccess> accesses;
     std::set<const ExprNode*> accumulation_loops;  // reduction loops of blocks accumulating into buf
-    for (auto& [block, path] : blocks) {
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      BlockNode* block = blocks[b].first;
       VarMap to_loops;
       for (std::size_t k = 0; k < block->iter_vars.size(); ++k) to_loops[block->iter_vars[k].var.get()] = block->bindings[k];
+      auto add = [&](const std::vector<Expr>& indices, bool is_write) {
+        BlockAccess a{&paths[b], {}, is_write};
+        for (const Expr& i : indices) a.indices.push_back(Analyze(Substitute(i, to_loops), ranges));
+        accesses.push_back(std::move(a));
+      };
       bool writes = false, reads = false;
       for (const Stmt* part : {&block->init, &block->body}) {
         VisitStmt(*part, [&](const Stmt& s) {
@@ -233,18 +353,14 @@ std::vector<CompactionPlan> PlanCompaction(const PrimFunc& f, const VarRanges& r
             VisitExpr(e, [&](const Expr& x) {
               if (x->kind != ExprKind::kLoad || x->buffer != buf) return;
               reads = true;
-              std::vector<Expr> idx;
-              for (const Expr& i : x->operands) idx.push_back(Substitute(i, to_loops));
-              accesses.push_back({block, path, idx, false});
+              add(x->operands, false);
             });
           };
           for (const Expr& i : st.indices) add_load(i);
           add_load(st.value);
           if (st.buffer == buf) {
             writes = true;
-            std::vector<Expr> idx;
-            for (const Expr& i : st.indices) idx.push_back(Substitute(i, to_loops));
-            accesses.push_back({block, path, idx, true});
+            add(st.indices, true);
           }
         });
       }
@@ -258,55 +374,51 @@ std::vector<CompactionPlan> PlanCompaction(const PrimFunc& f, const VarRanges& r
       }
     }
     if (accesses.empty()) continue;
-    std::size_t common = accesses[0].loops.size();
+    const std::vector<ForNode*>& first = accesses[0].path->loops;
+    std::size_t common = first.size();
     for (const BlockAccess& a : accesses) {
       std::size_t k = 0;
-      while (k < common && k < a.loops.size() && a.loops[k] == accesses[0].loops[k]) ++k;
+      while (k < common && k < a.path->loops.size() && a.path->loops[k] == first[k]) ++k;
       common = k;
     }
+    std::size_t rank = buf->shape.size();
     // From the innermost common loop outwards, the first loop where (a) and (b) hold.
     for (std::size_t depth = common; depth > 0; --depth) {
-      ForNode* candidate = accesses[0].loops[depth - 1];
       bool ok = true;
-      for (std::size_t k = 0; k < depth && ok; ++k) ok = !accumulation_loops.count(accesses[0].loops[k]->loop_var.get());
+      for (std::size_t k = 0; k < depth && ok; ++k) ok = !accumulation_loops.count(first[k]->loop_var.get());
+      for (const BlockAccess& a : accesses) ok = ok && (!a.is_write || CoversBox(a, depth, ranges));
       if (!ok) continue;
-      std::vector<RegionAccess> reads, writes, all;
-      for (const BlockAccess& a : accesses) {
-        RegionAccess r{a.indices, {}};
-        for (std::size_t k = depth; k < a.loops.size(); ++k) r.free_vars.insert(a.loops[k]->loop_var.get());
-        if (a.is_write && !CoversBox(r.indices, r.free_vars, ranges)) ok = false;
-        (a.is_write ? writes : reads).push_back(r);
-        all.push_back(r);
-      }
-      // Several writes must also agree on one box (no gaps between them).
-      for (std::size_t i = 1; i < writes.size() && ok; ++i) {
-        for (std::size_t d = 0; d < buf->shape.size() && ok; ++d) {
-          auto a = AccessRegion(Simplify(writes[0].indices[d], ranges), writes[0].free_vars, ranges);
-          auto b = AccessRegion(Simplify(writes[i].indices[d], ranges), writes[i].free_vars, ranges);
-          std::int64_t offset = 0;
-          ok = a && b && a->extent == b->extent && AsConstInt(Simplify(b->min - a->min, ranges), &offset) && offset == 0;
-        }
-      }
-      if (!ok) continue;
-      std::size_t rank = buf->shape.size();
-      auto w = UnionRegion(writes, rank, ranges);
-      auto r = UnionRegion(reads, rank, ranges);
-      auto region = UnionRegion(all, rank, ranges);
-      CompactionPlan plan{buf, candidate, {}, {}};
+      CompactionPlan plan{buf, first[depth - 1], {}, {}};
       std::int64_t elements = 1;
+      bool has_reads = false;
       for (std::size_t d = 0; d < rank && ok; ++d) {
-        if (!w[d] || !region[d] || (!reads.empty() && !r[d])) {
+        std::vector<Span> writes, reads, all;
+        for (const BlockAccess& a : accesses) {
+          auto span = SpanAt(a, a.indices[d], depth);
+          if (!span) {
+            ok = false;
+            break;
+          }
+          (a.is_write ? writes : reads).push_back(*span);
+          all.push_back(*span);
+        }
+        if (!ok) break;
+        has_reads = !reads.empty();
+        // Several writes must agree on one box (no gaps between them).
+        for (const Span& w : writes) ok = ok && SameFixed(writes[0], w) && w.low == writes[0].low && w.extent == writes[0].extent;
+        auto w = Union(writes), region = Union(all);
+        if (!ok || !w || !region) {
           ok = false;
           break;
         }
-        if (!reads.empty()) {
-          std::int64_t offset = 0;
-          ok = AsConstInt(Simplify(r[d]->min - w[d]->min, ranges), &offset) && offset >= 0 &&
-               offset + r[d]->extent <= w[d]->extent;
+        if (has_reads) {  // what is read lies inside what is written
+          auto r = Union(reads);
+          ok = r && SameFixed(*r, *w) && r->low >= w->low && r->low + r->extent <= w->low + w->extent;
         }
-        bool whole = region[d]->extent >= buf->shape[d];
-        plan.shape.push_back(whole ? buf->shape[d] : region[d]->extent);
-        plan.mins.push_back(whole ? IntImm(region[d]->min->dtype, 0) : region[d]->min);
+        bool whole = region->extent >= buf->shape[d];
+        DataType dtype = accesses[0].indices[d].dtype;
+        plan.shape.push_back(whole ? buf->shape[d] : region->extent);
+        plan.mins.push_back(whole ? IntImm(dtype, 0) : SpanMin(*region, dtype, ranges));
         elements *= plan.shape.back();
       }
       if (!ok) continue;
@@ -317,13 +429,14 @@ std::vector<CompactionPlan> PlanCompaction(const PrimFunc& f, const VarRanges& r
   return plans;
 }
 
-void ApplyCompaction(PrimFunc& f, const std::vector<CompactionPlan>& plans, const VarRanges& ranges) {
+void ApplyCompaction(PrimFunc& f, const std::vector<CompactionPlan>& plans) {
   auto& root = static_cast<BlockNode&>(*f.body);
   for (const CompactionPlan& plan : plans) {
     Buffer compact = MakeBuffer(plan.from->name, plan.shape, plan.from->dtype, plan.from->scope);
     RebindBuffer(root.body, plan.from.get(), compact, [&](const std::vector<Expr>& indices) {
       std::vector<Expr> shifted;
-      for (std::size_t d = 0; d < indices.size(); ++d) shifted.push_back(Simplify(indices[d] - plan.mins[d], ranges));
+      // Simplified with the flattened index, at the end of lowering.
+      for (std::size_t d = 0; d < indices.size(); ++d) shifted.push_back(indices[d] - plan.mins[d]);
       return shifted;
     });
     auto scope = std::make_shared<BlockNode>();
@@ -434,7 +547,7 @@ ir::PrimFunc Lower(const ir::PrimFunc& func) {
   ApplyUnrollPragmas(f.body);
   std::vector<CompactionPlan> plans = PlanCompaction(f, ranges);
   f.body = RemoveBlocks(f.body, ranges);
-  ApplyCompaction(f, plans, ranges);
+  ApplyCompaction(f, plans);
   FlattenBuffers(f);
   f.body = SimplifyStmt(f.body, ranges);
   return f;
