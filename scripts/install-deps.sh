@@ -13,6 +13,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev
   libopenblas-dev wrk
+  libgoogle-perftools-dev
   python3
   chromium
 )
