@@ -153,28 +153,25 @@ bool CostModel::trained() const { return impl_->booster != nullptr; }
 
 TrainReport CostModel::Train(const std::vector<Sample>& samples, const TrainOptions& o) {
   if (samples.empty()) throw CostModelError("no training samples");
-  // Hold out whole groups for early stopping.
-  std::vector<int> group_ids;
-  for (const Sample& s : samples) group_ids.push_back(s.group);
-  std::sort(group_ids.begin(), group_ids.end());
-  group_ids.erase(std::unique(group_ids.begin(), group_ids.end()), group_ids.end());
-  std::mt19937_64 rng(o.seed);
-  std::shuffle(group_ids.begin(), group_ids.end(), rng);
-  std::size_t held = group_ids.size() > 1 ? std::max<std::size_t>(1, static_cast<std::size_t>(o.holdout * group_ids.size())) : 0;
-  std::set<int> holdout_groups(group_ids.begin(), group_ids.begin() + static_cast<std::ptrdiff_t>(held));
-  std::vector<const Sample*> train, valid;
+  // Hold out whole records (all rows of a candidate together) for early
+  // stopping, the same fraction from every group: the held-out loss then
+  // asks what the model is used for - ranking new candidates of workloads it
+  // has seen - and no candidate's rows straddle the split.
+  std::map<int, std::vector<const Sample*>> by_group;
   for (const Sample& s : samples) {
-    if (s.rows.empty()) continue;
-    (holdout_groups.count(s.group) ? valid : train).push_back(&s);
+    if (!s.rows.empty()) by_group[s.group].push_back(&s);
+  }
+  std::mt19937_64 rng(o.seed);
+  std::vector<const Sample*> train, valid;
+  for (auto& [group, members] : by_group) {
+    (void)group;
+    std::shuffle(members.begin(), members.end(), rng);
+    // A group too small to spare two records for ranking trains whole.
+    std::size_t held = members.size() >= 10 ? static_cast<std::size_t>(o.holdout * static_cast<double>(members.size())) : 0;
+    valid.insert(valid.end(), members.begin(), members.begin() + static_cast<std::ptrdiff_t>(held));
+    train.insert(train.end(), members.begin() + static_cast<std::ptrdiff_t>(held), members.end());
   }
   if (train.empty()) throw CostModelError("no training samples with features");
-  // With one group only, stop early on a random tenth of it instead.
-  if (valid.empty() && train.size() >= 10) {
-    std::shuffle(train.begin(), train.end(), rng);
-    std::size_t n = train.size() / 10;
-    valid.assign(train.begin(), train.begin() + static_cast<std::ptrdiff_t>(n));
-    train.erase(train.begin(), train.begin() + static_cast<std::ptrdiff_t>(n));
-  }
   std::vector<const std::vector<FeatureRow>*> train_rows, valid_rows;
   for (const Sample* s : train) train_rows.push_back(&s->rows);
   for (const Sample* s : valid) valid_rows.push_back(&s->rows);

@@ -7,8 +7,8 @@
 //    (weight = the label, so fast candidates matter most);
 //  - kRank: pairwise logistic loss between candidates of one group (one
 //    workload on one target), on the sums.
-// Early stopping uses a held-out split of whole groups, never the training
-// rows. Every XGBoost handle is owned by an RAII type in model.cc.
+// Early stopping uses held-out whole records (a fraction of each group),
+// never the training rows. Every XGBoost handle is owned by an RAII type in model.cc.
 //
 // Thread-safety: one CostModel per thread.
 #pragma once
@@ -46,7 +46,7 @@ struct TrainOptions {
   int early_stopping_rounds = 20;
   int max_depth = 8;
   double eta = 0.2;
-  double holdout = 0.2;  // fraction of groups held out for early stopping
+  double holdout = 0.2;  // fraction of each group's records held out for early stopping
   std::uint64_t seed = 0;
   int threads = 0;       // 0: XGBoost's default
 };
