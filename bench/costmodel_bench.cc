@@ -8,9 +8,16 @@
 //    and (b) workloads left out entirely.
 //
 // Usage: costmodel_bench [--per-workload 150] [--seed 0] [--data space|random] [--patience 20]
+//                        [--save-data FILE | --load-data FILE]
+// --save-data keeps the measured programs and times (JSON lines) so that
+// --load-data can compare feature or model changes on the same data without
+// measuring again.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <random>
 #include <string>
@@ -19,12 +26,15 @@
 #include "costmodel/dataset.h"
 #include "costmodel/metrics.h"
 #include "costmodel/model.h"
+#include "ir/json.h"
 #include "ir/schedule/schedule.h"
 #include "ir/workloads.h"
 #include "measure/lower.h"
 #include "measure/runner.h"
 #include "search/space.h"
 #include "tests/ir/schedule/random_scheduler.h"
+
+#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -90,8 +100,11 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 0;
   bool design_space = true;
   int patience = costmodel::TrainOptions{}.early_stopping_rounds;
+  std::string save_path, load_path;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
+    if (a == "--save-data") save_path = argv[i + 1];
+    if (a == "--load-data") load_path = argv[i + 1];
     if (a == "--per-workload") per_workload = std::stoi(argv[i + 1]);
     if (a == "--seed") seed = std::stoull(argv[i + 1]);
     if (a == "--data") design_space = std::string(argv[i + 1]) != "random";
@@ -111,11 +124,34 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(seed);
   int group = 0;
   double measure_secs = 0;
+  std::map<std::string, Measured> loaded;
+  if (!load_path.empty()) {
+    std::ifstream in(load_path);
+    if (!in) {
+      std::fprintf(stderr, "cannot read %s\n", load_path.c_str());
+      return 1;
+    }
+    for (std::string line; std::getline(in, line);) {
+      auto j = nlohmann::json::parse(line);
+      Measured& m = loaded[j.at("spec").get<std::string>()];
+      m.programs.push_back(ir::ProgramFromJson(j.at("program").get<std::string>()));
+      m.medians.push_back(j.at("median").is_number() ? j.at("median").get<double>() : std::numeric_limits<double>::infinity());
+    }
+  }
+  std::ofstream save;
+  if (!save_path.empty()) save.open(save_path);
   for (const auto* set : {&seen, &unseen}) {
     for (const std::string& spec : *set) {
       auto t0 = Clock::now();
-      Measured m = MeasureRandomSchedules(spec, per_workload, seed + static_cast<std::uint64_t>(group), design_space);
+      Measured m = load_path.empty()
+                       ? MeasureRandomSchedules(spec, per_workload, seed + static_cast<std::uint64_t>(group), design_space)
+                       : loaded[spec];
       measure_secs += std::chrono::duration<double>(Clock::now() - t0).count();
+      for (std::size_t i = 0; save && i < m.programs.size(); ++i) {
+        nlohmann::json j = {{"spec", spec}, {"program", ir::ProgramToJson(m.programs[i])}};
+        j["median"] = std::isfinite(m.medians[i]) ? nlohmann::json(m.medians[i]) : nlohmann::json(nullptr);
+        save << j.dump() << "\n";
+      }
       std::vector<int> groups(m.medians.size(), group);
       std::vector<double> labels = costmodel::NormalizedThroughput(m.medians, groups);
       for (std::size_t i = 0; i < m.programs.size(); ++i) {
