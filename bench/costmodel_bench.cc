@@ -26,6 +26,7 @@
 #include "costmodel/dataset.h"
 #include "costmodel/metrics.h"
 #include "costmodel/model.h"
+#include "costmodel/tuning_model.h"
 #include "ir/json.h"
 #include "ir/schedule/schedule.h"
 #include "ir/workloads.h"
@@ -88,8 +89,7 @@ struct Split {
   std::vector<costmodel::Sample> samples;
 };
 
-void Report(const char* what, const costmodel::CostModel& model, const std::vector<costmodel::Sample>& test) {
-  costmodel::RankingMetrics m = costmodel::Evaluate(model, test);
+void Print(const char* what, const costmodel::RankingMetrics& m) {
   std::printf("| %s | %zu | %.3f | %.3f | %.3f | %.3f |\n", what, m.samples, m.pairwise, m.top1, m.top5, m.apeak32);
 }
 
@@ -115,9 +115,13 @@ int main(int argc, char** argv) {
                                    "softmax:M=64,N=256"};
   std::vector<std::string> unseen = {"batch_matmul:B=4,M=64,N=64,K=64",
                                      "depthwise_conv2d_nhwc:N=1,H=28,W=28,C=32,KH=3,KW=3,stride=1,pad=1"};
-  std::printf("data: %d %s per workload, measured by the Runner (%zu seen workloads, %zu unseen)\n\n", per_workload,
-              design_space ? "samples of the default design space" : "random 10-primitive schedules", seen.size(),
-              unseen.size());
+  if (load_path.empty()) {
+    std::printf("data: %d %s per workload, measured by the Runner (%zu seen workloads, %zu unseen)\n\n", per_workload,
+                design_space ? "samples of the default design space" : "random 10-primitive schedules", seen.size(),
+                unseen.size());
+  } else {
+    std::printf("data: loaded from %s (%zu seen workloads, %zu unseen)\n\n", load_path.c_str(), seen.size(), unseen.size());
+  }
   // Measure, featurize, label.
   std::vector<costmodel::Sample> train, seen_test, unseen_test;
   std::vector<ir::PrimFunc> all_programs;
@@ -171,7 +175,11 @@ int main(int argc, char** argv) {
   std::printf("measuring took %.0f s\n\n", measure_secs);
 
   // Training time against dataset size.
-  std::printf("| training samples | rank: seconds | rounds | weighted-mse: seconds | rounds |\n| --- | --- | --- | --- | --- |\n");
+  // Training time and held-out accuracy against dataset size (prefixes of
+  // the shuffled training set, so each holds every seen workload).
+  std::shuffle(train.begin(), train.end(), rng);
+  std::printf("| training samples | rank: seconds | rounds | pairwise (seen) | weighted-mse: seconds | rounds | pairwise (seen) |\n"
+              "| --- | --- | --- | --- | --- | --- | --- |\n");
   costmodel::CostModel rank_model, mse_model;
   for (std::size_t n : {train.size() / 4, train.size() / 2, train.size()}) {
     std::vector<costmodel::Sample> part(train.begin(), train.begin() + static_cast<std::ptrdiff_t>(n));
@@ -187,7 +195,8 @@ int main(int argc, char** argv) {
     costmodel::CostModel mm;
     costmodel::TrainReport mr = mm.Train(part, o);
     double ms = std::chrono::duration<double>(Clock::now() - t0).count();
-    std::printf("| %zu | %.2f | %d | %.2f | %d |\n", n, rs, rr.rounds, ms, mr.rounds);
+    std::printf("| %zu | %.2f | %d | %.3f | %.2f | %d | %.3f |\n", n, rs, rr.rounds, costmodel::Evaluate(rm, seen_test).pairwise,
+                ms, mr.rounds, costmodel::Evaluate(mm, seen_test).pairwise);
     if (n == train.size()) {
       rank_model = std::move(rm);
       mse_model = std::move(mm);
@@ -196,19 +205,31 @@ int main(int argc, char** argv) {
 
   // Ranking quality.
   std::printf("\n| objective / records | records | pairwise accuracy | top-1 | top-5 | a-peak@32 |\n| --- | --- | --- | --- | --- | --- |\n");
-  Report("rank / seen workloads (held-out records)", rank_model, seen_test);
-  Report("rank / unseen workloads", rank_model, unseen_test);
-  Report("weighted-mse / seen workloads (held-out records)", mse_model, seen_test);
-  Report("weighted-mse / unseen workloads", mse_model, unseen_test);
+  Print("rank / seen workloads (held-out records)", costmodel::Evaluate(rank_model, seen_test));
+  Print("rank / unseen workloads", costmodel::Evaluate(rank_model, unseen_test));
+  Print("weighted-mse / seen workloads (held-out records)", costmodel::Evaluate(mse_model, seen_test));
+  Print("weighted-mse / unseen workloads", costmodel::Evaluate(mse_model, unseen_test));
+  // The tuner's heuristic (before it has data to train on), for comparison.
+  auto heuristic = [](const std::vector<costmodel::Sample>& samples) {
+    std::vector<double> scores;
+    for (const costmodel::Sample& s : samples) scores.push_back(costmodel::TuningCostModel::Heuristic(s.rows));
+    return costmodel::EvaluateScores(scores, samples);
+  };
+  Print("heuristic / seen workloads (held-out records)", heuristic(seen_test));
+  Print("heuristic / unseen workloads", heuristic(unseen_test));
 
   // Features + prediction throughput, from scheduled programs to scores, in
   // batches of 512 (features on both cores).
   auto t0 = Clock::now();
   std::size_t done = 0;
+  double predict_secs = 0;
   for (std::size_t start = 0; start < all_programs.size(); start += 512) {
     std::vector<ir::PrimFunc> batch(all_programs.begin() + static_cast<std::ptrdiff_t>(start),
                                     all_programs.begin() + static_cast<std::ptrdiff_t>(std::min(all_programs.size(), start + 512)));
-    done += rank_model.Predict(costmodel::FeaturizeBatch(batch)).size();
+    auto features = costmodel::FeaturizeBatch(batch);
+    auto p0 = Clock::now();
+    done += rank_model.Predict(features).size();
+    predict_secs += std::chrono::duration<double>(Clock::now() - p0).count();
   }
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   // Where the time goes, on one thread: lowering, then feature extraction.
@@ -223,7 +244,7 @@ int main(int argc, char** argv) {
   std::printf("\none thread: lowering %.1f us, feature extraction %.1f us per candidate (%zu rows)\n",
               lower_secs / static_cast<double>(all_programs.size()) * 1e6,
               feature_secs / static_cast<double>(all_programs.size()) * 1e6, rows);
-  std::printf("\nfeatures + prediction: %zu candidates in %.3f s = %.0f candidates/s (target >= 20000)\n", done, secs,
-              static_cast<double>(done) / secs);
+  std::printf("\nfeatures + prediction: %zu candidates in %.3f s (prediction %.3f s) = %.0f candidates/s (target >= 20000)\n",
+              done, secs, predict_secs, static_cast<double>(done) / secs);
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <stdexcept>
 
 #include "ir/simplify.h"
 
@@ -70,6 +71,9 @@ std::vector<FeatureColumn> MakeColumns() {
   c.push_back({"alloc_bytes", "bytes of buffers allocated in the scopes around the store"});
   c.push_back({"alloc_local", "1 when the stored buffer is allocated inside a loop (compacted, e.g. an accumulator)"});
   c.push_back({"total_flops", "float operations of the whole program"});
+  c.push_back({"work_per_lane",
+               "store executions / (extent of the vectorized loops x extent of the parallel loops): the serial "
+               "work left to one vector lane of one thread"});
   return c;
 }
 
@@ -318,6 +322,7 @@ class Extractor {
     f.push_back(Log(static_cast<double>(row.alloc_bytes)));
     f.push_back(row.local ? 1.0f : 0.0f);
     f.push_back(Log(total_flops));
+    f.push_back(Log(row.executions / (vec_prod * par_prod)));
     return f;
   }
 
@@ -335,6 +340,14 @@ const std::vector<FeatureColumn>& FeatureColumns() {
 }
 
 std::size_t NumFeatures() { return FeatureColumns().size(); }
+
+std::size_t FeatureIndex(std::string_view name) {
+  const auto& cols = FeatureColumns();
+  for (std::size_t i = 0; i < cols.size(); ++i) {
+    if (cols[i].name == name) return i;
+  }
+  throw std::out_of_range("no feature column " + std::string(name));
+}
 
 std::vector<FeatureRow> ExtractFeatures(const ir::PrimFunc& lowered) { return Extractor().Run(lowered); }
 

@@ -11,13 +11,14 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ir/stmt.h"
 
 namespace tunedb::costmodel {
 
-inline constexpr int kFeatureVersion = 1;
+inline constexpr int kFeatureVersion = 2;
 
 struct FeatureColumn {
   std::string name;
@@ -25,6 +26,8 @@ struct FeatureColumn {
 };
 const std::vector<FeatureColumn>& FeatureColumns();
 std::size_t NumFeatures();
+// The position of a column by name; throws std::out_of_range for no such column.
+std::size_t FeatureIndex(std::string_view name);
 
 using FeatureRow = std::vector<float>;
 

@@ -47,24 +47,28 @@ double TopKScore(const std::vector<double>& scores, const std::vector<double>& l
   return counted ? total / counted : 0;
 }
 
-RankingMetrics Evaluate(const CostModel& model, const std::vector<Sample>& samples) {
+RankingMetrics EvaluateScores(const std::vector<double>& scores, const std::vector<Sample>& samples) {
   RankingMetrics m;
   m.samples = samples.size();
   if (samples.empty()) return m;
-  std::vector<std::vector<FeatureRow>> rows;
   std::vector<double> labels;
   std::vector<int> groups;
   for (const Sample& s : samples) {
-    rows.push_back(s.rows);
     labels.push_back(s.label);
     groups.push_back(s.group);
   }
-  std::vector<double> scores = model.Predict(rows);
   m.pairwise = PairwiseAccuracy(scores, labels, groups);
   m.top1 = TopKScore(scores, labels, groups, 1);
   m.top5 = TopKScore(scores, labels, groups, 5);
   m.apeak32 = APeak32(scores, labels, groups);
   return m;
+}
+
+RankingMetrics Evaluate(const CostModel& model, const std::vector<Sample>& samples) {
+  if (samples.empty()) return RankingMetrics{};
+  std::vector<std::vector<FeatureRow>> rows;
+  for (const Sample& s : samples) rows.push_back(s.rows);
+  return EvaluateScores(model.Predict(rows), samples);
 }
 
 }  // namespace tunedb::costmodel

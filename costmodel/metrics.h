@@ -30,5 +30,7 @@ struct RankingMetrics {
   std::size_t samples = 0;
 };
 RankingMetrics Evaluate(const CostModel& model, const std::vector<Sample>& samples);
+// The same for given scores (one per sample), e.g. a heuristic's.
+RankingMetrics EvaluateScores(const std::vector<double>& scores, const std::vector<Sample>& samples);
 
 }  // namespace tunedb::costmodel

@@ -83,10 +83,19 @@ std::vector<double> RowPredictions(const Booster& b, const DMatrix& m, int round
   return std::vector<double>(out, out + n);
 }
 
-std::vector<double> Sums(const std::vector<double>& row_pred, const Packed& p, std::size_t candidates) {
-  std::vector<double> s(candidates, 0.0);
+// Per candidate: its prior plus the sum of its rows' predictions.
+std::vector<double> Sums(const std::vector<double>& row_pred, const Packed& p, const std::vector<double>& prior) {
+  std::vector<double> s = prior;
   for (std::size_t r = 0; r < p.rows; ++r) s[p.owner[r]] += row_pred[r];
   return s;
+}
+
+std::vector<double> Priors(bool heuristic, const std::vector<const std::vector<FeatureRow>*>& candidates) {
+  std::vector<double> p(candidates.size(), 0.0);
+  if (heuristic) {
+    for (std::size_t i = 0; i < candidates.size(); ++i) p[i] = HeuristicScore(*candidates[i]);
+  }
+  return p;
 }
 
 double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
@@ -136,12 +145,25 @@ constexpr const char* kMagic = "tunedb-costmodel";
 
 }  // namespace
 
+double HeuristicScore(const std::vector<FeatureRow>& rows) {
+  static const std::size_t executions = FeatureIndex("loop_prod"), vec_len = FeatureIndex("vec_len"),
+                           local = FeatureIndex("alloc_local");
+  auto unlog = [](float x) { return std::exp2(static_cast<double>(x)) - 1; };  // features are log2(1 + x)
+  double work = 0;
+  for (const FeatureRow& r : rows) {
+    double lanes = std::clamp(unlog(r[vec_len]), 1.0, 16.0);
+    work += unlog(r[executions]) / lanes * (r[local] > 0 ? 0.7 : 1.0);
+  }
+  return -std::log2(1 + work);
+}
+
 const char* ObjectiveName(Objective o) { return o == Objective::kRank ? "rank" : "weighted-mse"; }
 
 struct CostModel::Impl {
   std::unique_ptr<Booster> booster;
   int rounds = 0;
   Objective objective = Objective::kRank;
+  bool heuristic_prior = false;  // scores are HeuristicScore + the trees' sum
 };
 
 CostModel::CostModel() : impl_(std::make_unique<Impl>()) {}
@@ -176,6 +198,10 @@ TrainReport CostModel::Train(const std::vector<Sample>& samples, const TrainOpti
   for (const Sample* s : train) train_rows.push_back(&s->rows);
   for (const Sample* s : valid) valid_rows.push_back(&s->rows);
   Packed tp = Pack(train_rows), vp = Pack(valid_rows);
+  // The rank objective boosts from the heuristic; a throughput-scaled
+  // squared error has no use for a log-work estimate.
+  bool prior = o.objective == Objective::kRank;
+  std::vector<double> train_prior = Priors(prior, train_rows), valid_prior = Priors(prior, valid_rows);
   DMatrix dtrain(tp.data, tp.rows, NumFeatures());
   std::unique_ptr<DMatrix> dvalid = vp.rows ? std::make_unique<DMatrix>(vp.data, vp.rows, NumFeatures()) : nullptr;
 
@@ -197,7 +223,7 @@ TrainReport CostModel::Train(const std::vector<Sample>& samples, const TrainOpti
   int best_round = 0, since_best = 0;
   std::vector<double> grad, hess;
   for (int round = 0; round < o.max_rounds; ++round) {
-    std::vector<double> sums = Sums(RowPredictions(*booster, dtrain, round), tp, train.size());
+    std::vector<double> sums = Sums(RowPredictions(*booster, dtrain, round), tp, train_prior);
     Objective_(o.objective, sums, train, &grad, &hess);
     std::vector<float> g(tp.rows), h(tp.rows);
     for (std::size_t r = 0; r < tp.rows; ++r) {
@@ -209,7 +235,7 @@ TrainReport CostModel::Train(const std::vector<Sample>& samples, const TrainOpti
       best_round = round + 1;
       continue;
     }
-    double loss = Objective_(o.objective, Sums(RowPredictions(*booster, *dvalid, round + 1), vp, valid.size()), valid,
+    double loss = Objective_(o.objective, Sums(RowPredictions(*booster, *dvalid, round + 1), vp, valid_prior), valid,
                              nullptr, nullptr);
     if (loss < best_loss - 1e-9) {
       best_loss = loss;
@@ -222,6 +248,7 @@ TrainReport CostModel::Train(const std::vector<Sample>& samples, const TrainOpti
   impl_->booster = std::move(booster);
   impl_->rounds = std::max(best_round, 1);
   impl_->objective = o.objective;
+  impl_->heuristic_prior = prior;
   report.rounds = impl_->rounds;
   report.holdout_loss = dvalid ? best_loss : 0;
   return report;
@@ -232,9 +259,10 @@ std::vector<double> CostModel::Predict(const std::vector<std::vector<FeatureRow>
   std::vector<const std::vector<FeatureRow>*> ptrs;
   for (const auto& c : candidates) ptrs.push_back(&c);
   Packed p = Pack(ptrs);
-  if (p.rows == 0) return std::vector<double>(candidates.size(), 0.0);
+  std::vector<double> prior = Priors(impl_->heuristic_prior, ptrs);
+  if (p.rows == 0) return prior;
   DMatrix m(p.data, p.rows, NumFeatures());
-  return Sums(RowPredictions(*impl_->booster, m, impl_->rounds), p, candidates.size());
+  return Sums(RowPredictions(*impl_->booster, m, impl_->rounds), p, prior);
 }
 
 std::string CostModel::Save() const {
@@ -245,7 +273,8 @@ std::string CostModel::Save() const {
   nlohmann::json header = {{"magic", kMagic},
                            {"feature_version", kFeatureVersion},
                            {"objective", ObjectiveName(impl_->objective)},
-                           {"rounds", impl_->rounds}};
+                           {"rounds", impl_->rounds},
+                           {"prior", impl_->heuristic_prior ? "heuristic" : "none"}};
   return header.dump() + "\n" + std::string(buf, len);
 }
 
@@ -266,6 +295,7 @@ CostModel CostModel::Load(const std::string& blob) {
   Check(XGBoosterLoadModelFromBuffer(booster->get(), body.data(), body.size()), "load");
   m.impl_->booster = std::move(booster);
   m.impl_->rounds = header.value("rounds", 1);
+  m.impl_->heuristic_prior = header.value("prior", "none") == "heuristic";
   m.impl_->objective = header.value("objective", "rank") == "rank" ? Objective::kRank : Objective::kWeightedMse;
   return m;
 }

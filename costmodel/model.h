@@ -6,7 +6,10 @@
 //  - kWeightedMse: TVM's throughput-weighted squared error on the sum
 //    (weight = the label, so fast candidates matter most);
 //  - kRank: pairwise logistic loss between candidates of one group (one
-//    workload on one target), on the sums.
+//    workload on one target), on the sums plus the candidate's
+//    HeuristicScore: the trees learn corrections to the heuristic (boosting
+//    from a prior), so a model trained on little data starts from the
+//    heuristic's ranking rather than from nothing.
 // Early stopping uses held-out whole records (a fraction of each group),
 // never the training rows. Every XGBoost handle is owned by an RAII type in model.cc.
 //
@@ -36,6 +39,14 @@ struct Sample {
   double label = 0;
   int group = 0;
 };
+
+// A documented estimate of how fast a candidate is, from its feature rows
+// alone: the work left after vectorization,
+//   -log2(1 + sum over rows of executions / lanes x local)
+// with lanes the innermost vectorized extent capped at 16 (1 when nothing is
+// vectorized) and local 0.7 for a store into a compacted accumulator, 1
+// otherwise. Higher is faster. docs/COSTMODEL.md has how it was chosen.
+double HeuristicScore(const std::vector<FeatureRow>& rows);
 
 enum class Objective { kRank, kWeightedMse };
 const char* ObjectiveName(Objective o);  // "rank", "weighted-mse"

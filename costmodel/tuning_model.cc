@@ -7,27 +7,10 @@
 #include "costmodel/dataset.h"
 
 namespace tunedb::costmodel {
-namespace {
-
-std::size_t Col(const char* name) {
-  const auto& cols = FeatureColumns();
-  for (std::size_t i = 0; i < cols.size(); ++i) {
-    if (cols[i].name == name) return i;
-  }
-  throw CostModelError(std::string("no feature column ") + name);
-}
-
-}  // namespace
 
 TuningCostModel::TuningCostModel(Options options) : options_(std::move(options)) {}
 
-double TuningCostModel::Heuristic(const std::vector<FeatureRow>& rows) {
-  static const std::size_t vec_len = Col("vec_len"), local = Col("alloc_local"), unroll = Col("unroll_prod"),
-                           contiguous = Col("buf0_innermost_contiguous");
-  double score = 0;
-  for (const FeatureRow& r : rows) score += r[vec_len] + r[contiguous] + r[local] - 0.2 * r[unroll];
-  return score;
-}
+double TuningCostModel::Heuristic(const std::vector<FeatureRow>& rows) { return HeuristicScore(rows); }
 
 bool TuningCostModel::using_heuristic() const { return !model_.trained(); }
 

@@ -2,17 +2,13 @@
 // with retraining when the data has grown enough, a documented heuristic
 // before there is enough data, and storage in a file or the database.
 //
-// The heuristic (until min_samples measured candidates exist, and whenever
-// no model is trained): per candidate, the sum over its rows of
-//   log2(1 + innermost vector length)
-//   + (the innermost loop walks the largest buffer contiguously)
-//   + (the stored buffer is a compacted local accumulator)
-//   - 0.2 * log2(1 + product of the unrolled loops' extents),
-// i.e. long vectors over contiguous data into register-resident
-// accumulators, without the code bloat of unrolling large nests. The terms
-// were chosen by their pairwise ranking accuracy on random design-space
-// samples (docs/COSTMODEL.md): 0.63, where vector length alone gives 0.63
-// and the parallel extent and unrolling rank worse than chance.
+// Until min_samples measured candidates exist, and whenever no model is
+// trained, candidates are ranked by HeuristicScore (model.h): the work left
+// after vectorization. Chosen by pairwise ranking accuracy on 900 measured
+// design-space samples of six workloads (docs/COSTMODEL.md): 0.74, against
+// 0.61 for session 2's sum of vector length, contiguity, accumulator and
+// unroll terms. Capping the parallel extent at the core count and a
+// penalty for non-contiguous vector loops did not rank better on those data.
 #pragma once
 
 #include <string>
@@ -52,7 +48,7 @@ class TuningCostModel {
   const CostModel& model() const { return model_; }
   std::size_t samples() const { return data_.size(); }
 
-  static double Heuristic(const std::vector<FeatureRow>& rows);
+  static double Heuristic(const std::vector<FeatureRow>& rows);  // HeuristicScore
 
  private:
   Options options_;

@@ -81,7 +81,7 @@ TEST(FeaturesTest, ColumnsAreDocumentedAndUnique) {
     EXPECT_FALSE(c.meaning.empty()) << c.name;
     EXPECT_TRUE(names.insert(c.name).second) << c.name;
   }
-  EXPECT_EQ(kFeatureVersion, 1);
+  EXPECT_EQ(kFeatureVersion, 2);
 }
 
 }  // namespace

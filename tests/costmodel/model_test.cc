@@ -96,12 +96,14 @@ TEST(CostModelTest, RefusesOtherFeatureVersionsAndGarbage) {
   m.Train(Synthetic(2, 12, 6), o);
   std::string blob = m.Save();
   std::string older = blob;
-  older.replace(older.find("\"feature_version\":1"), std::string("\"feature_version\":1").size(), "\"feature_version\":0");
+  const std::string current = "\"feature_version\":" + std::to_string(kFeatureVersion);
+  older.replace(older.find(current), current.size(), "\"feature_version\":0");
   try {
     CostModel::Load(older);
     FAIL();
   } catch (const CostModelError& e) {
-    EXPECT_STREQ(e.what(), "the model was trained on feature version 0; this build extracts version 1 (retrain it)");
+    EXPECT_EQ(std::string(e.what()), "the model was trained on feature version 0; this build extracts version " +
+                                         std::to_string(kFeatureVersion) + " (retrain it)");
   }
   EXPECT_THROW(CostModel::Load("not a model"), CostModelError);
   EXPECT_THROW(CostModel().Predict({}), CostModelError);

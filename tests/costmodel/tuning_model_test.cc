@@ -1,5 +1,6 @@
 #include "costmodel/tuning_model.h"
 
+#include <cmath>
 #include <filesystem>
 #include <random>
 
@@ -19,6 +20,35 @@ std::vector<FeatureRow> Candidate(std::mt19937_64& rng, double* cost) {
     *cost += 2 * r[0] + r[1];
   }
   return rows;
+}
+
+std::size_t Column(const std::string& name) {
+  const auto& cols = FeatureColumns();
+  for (std::size_t i = 0; i < cols.size(); ++i) {
+    if (cols[i].name == name) return i;
+  }
+  ADD_FAILURE() << "no column " << name;
+  return 0;
+}
+
+FeatureRow Row(double executions, double vec_len, bool local) {
+  FeatureRow r(NumFeatures(), 0.0f);
+  r[Column("loop_prod")] = static_cast<float>(std::log2(1 + executions));
+  r[Column("vec_len")] = static_cast<float>(std::log2(1 + vec_len));
+  r[Column("alloc_local")] = local ? 1.0f : 0.0f;
+  return r;
+}
+
+TEST(TuningCostModelTest, HeuristicEstimatesWorkLeftAfterVectorization) {
+  // 4096 executions in 16-lane vectors into an accumulator, plus 1024
+  // scalar write-backs: 4096 / 16 * 0.7 + 1024 = 1203.2.
+  double score = TuningCostModel::Heuristic({Row(4096, 16, true), Row(1024, 0, false)});
+  EXPECT_NEAR(score, -std::log2(1 + 1203.2), 1e-3);
+  // Lanes are capped at 16 (a 64-wide loop is four 16-lane instructions).
+  EXPECT_NEAR(TuningCostModel::Heuristic({Row(4096, 64, false)}), TuningCostModel::Heuristic({Row(4096, 16, false)}), 1e-6);
+  // Vectorized beats scalar; a local accumulator beats a global one.
+  EXPECT_GT(TuningCostModel::Heuristic({Row(4096, 8, false)}), TuningCostModel::Heuristic({Row(4096, 0, false)}));
+  EXPECT_GT(TuningCostModel::Heuristic({Row(4096, 8, true)}), TuningCostModel::Heuristic({Row(4096, 8, false)}));
 }
 
 TEST(TuningCostModelTest, HeuristicUntilEnoughDataThenXGBoost) {
