@@ -8,10 +8,12 @@
 //    and (b) workloads left out entirely.
 //
 // Usage: costmodel_bench [--per-workload 150] [--seed 0] [--data space|random] [--patience 20]
-//                        [--save-data FILE | --load-data FILE]
+//                        [--save-data FILE | --load-data FILE [--noise]]
 // --save-data keeps the measured programs and times (JSON lines) so that
 // --load-data can compare feature or model changes on the same data without
-// measuring again.
+// measuring again. --noise measures the loaded programs of the seen
+// workloads a second time and prints how often the two measurements order
+// a pair alike: the ceiling that label noise puts on pairwise accuracy.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -85,9 +87,21 @@ Measured MeasureRandomSchedules(const std::string& spec, int n, std::uint64_t se
   return m;
 }
 
-struct Split {
-  std::vector<costmodel::Sample> samples;
-};
+// Pairwise agreement between two measurements of the same programs.
+void PrintNoiseCeiling(const std::string& spec, const Measured& m) {
+  ir::Workload w = ir::BuildWorkload(spec);
+  measure::MeasureConfig config;
+  config.worker_path = TUNEDB_WORKER;
+  config.repeat = 3;
+  config.min_repeat_ms = 5;
+  measure::Runner runner(w.func, config);
+  std::vector<double> again;
+  for (const measure::MeasureResult& r : runner.Measure(m.programs)) again.push_back(r.MedianSecs());
+  std::vector<int> groups(again.size(), 0);
+  std::vector<double> first = costmodel::NormalizedThroughput(m.medians, groups);
+  std::vector<double> second = costmodel::NormalizedThroughput(again, groups);
+  std::printf("| %s | %zu | %.3f |\n", spec.c_str(), again.size(), costmodel::PairwiseAccuracy(second, first, groups));
+}
 
 void Print(const char* what, const costmodel::RankingMetrics& m) {
   std::printf("| %s | %zu | %.3f | %.3f | %.3f | %.3f |\n", what, m.samples, m.pairwise, m.top1, m.top5, m.apeak32);
@@ -101,14 +115,24 @@ int main(int argc, char** argv) {
   bool design_space = true;
   int patience = costmodel::TrainOptions{}.early_stopping_rounds;
   std::string save_path, load_path;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool noise = false;
+  for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--noise") {
+      noise = true;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "%s needs a value\n", a.c_str());
+      return 2;
+    }
     if (a == "--save-data") save_path = argv[i + 1];
     if (a == "--load-data") load_path = argv[i + 1];
     if (a == "--per-workload") per_workload = std::stoi(argv[i + 1]);
     if (a == "--seed") seed = std::stoull(argv[i + 1]);
     if (a == "--data") design_space = std::string(argv[i + 1]) != "random";
     if (a == "--patience") patience = std::stoi(argv[i + 1]);
+    ++i;
   }
   std::vector<std::string> seen = {"matmul:M=128,N=128,K=128", "dense_bias_relu:B=64,IN=128,OUT=64",
                                    "conv2d_nhwc:N=1,H=14,W=14,CI=16,CO=16,KH=3,KW=3,stride=1,pad=1",
@@ -141,6 +165,11 @@ int main(int argc, char** argv) {
       m.programs.push_back(ir::ProgramFromJson(j.at("program").get<std::string>()));
       m.medians.push_back(j.at("median").is_number() ? j.at("median").get<double>() : std::numeric_limits<double>::infinity());
     }
+  }
+  if (noise && !load_path.empty()) {
+    std::printf("| workload | records | pairwise agreement of two measurements |\n| --- | --- | --- |\n");
+    for (const std::string& spec : seen) PrintNoiseCeiling(spec, loaded[spec]);
+    std::printf("\n");
   }
   std::ofstream save;
   if (!save_path.empty()) save.open(save_path);
