@@ -12,14 +12,7 @@
 namespace tunedb::costmodel {
 namespace {
 
-std::size_t Col(const std::string& name) {
-  const auto& cols = FeatureColumns();
-  for (std::size_t i = 0; i < cols.size(); ++i) {
-    if (cols[i].name == name) return i;
-  }
-  ADD_FAILURE() << "no column " << name;
-  return 0;
-}
+std::size_t Col(const std::string& name) { return FeatureIndex(name); }
 
 float L(double x) { return static_cast<float>(std::log2(1 + x)); }
 
@@ -51,6 +44,7 @@ TEST(FeaturesTest, HandCheckedMatmul) {
   EXPECT_FLOAT_EQ(r[Col("buf2_stride")], L(4));          // B[k * 4 + j]: k strides by a row
   EXPECT_FLOAT_EQ(r[Col("buf3_kind")], 0);               // no fourth buffer
   EXPECT_FLOAT_EQ(r[Col("total_flops")], L(128));
+  EXPECT_FLOAT_EQ(r[Col("work_per_lane")], L(64));       // nothing vectorized or parallel
 }
 
 TEST(FeaturesTest, ScheduleChangesTheFeatures) {
@@ -73,6 +67,8 @@ sch.reverse_compute_at(c, j0)
   EXPECT_FLOAT_EQ(rows[0][Col("vec_pos")], 1);
   EXPECT_FLOAT_EQ(rows[0][Col("parallel_num")], 1);
   EXPECT_FLOAT_EQ(rows[0][Col("alloc_local")], 1);  // the accumulator was compacted inside a loop
+  // 32 x 32 x 32 updates over 16 lanes and 32 parallel iterations of i.
+  EXPECT_FLOAT_EQ(rows[0][Col("work_per_lane")], L(32.0 * 32 * 32 / (16 * 32)));
 }
 
 TEST(FeaturesTest, ColumnsAreDocumentedAndUnique) {
@@ -82,6 +78,7 @@ TEST(FeaturesTest, ColumnsAreDocumentedAndUnique) {
     EXPECT_TRUE(names.insert(c.name).second) << c.name;
   }
   EXPECT_EQ(kFeatureVersion, 2);
+  EXPECT_THROW(FeatureIndex("no_such_column"), std::out_of_range);
 }
 
 }  // namespace

@@ -22,20 +22,11 @@ std::vector<FeatureRow> Candidate(std::mt19937_64& rng, double* cost) {
   return rows;
 }
 
-std::size_t Column(const std::string& name) {
-  const auto& cols = FeatureColumns();
-  for (std::size_t i = 0; i < cols.size(); ++i) {
-    if (cols[i].name == name) return i;
-  }
-  ADD_FAILURE() << "no column " << name;
-  return 0;
-}
-
 FeatureRow Row(double executions, double vec_len, bool local) {
   FeatureRow r(NumFeatures(), 0.0f);
-  r[Column("loop_prod")] = static_cast<float>(std::log2(1 + executions));
-  r[Column("vec_len")] = static_cast<float>(std::log2(1 + vec_len));
-  r[Column("alloc_local")] = local ? 1.0f : 0.0f;
+  r[FeatureIndex("loop_prod")] = static_cast<float>(std::log2(1 + executions));
+  r[FeatureIndex("vec_len")] = static_cast<float>(std::log2(1 + vec_len));
+  r[FeatureIndex("alloc_local")] = local ? 1.0f : 0.0f;
   return r;
 }
 
