@@ -159,11 +159,19 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "cannot read %s\n", load_path.c_str());
       return 1;
     }
+    int line_number = 0;
     for (std::string line; std::getline(in, line);) {
-      auto j = nlohmann::json::parse(line);
-      Measured& m = loaded[j.at("spec").get<std::string>()];
-      m.programs.push_back(ir::ProgramFromJson(j.at("program").get<std::string>()));
-      m.medians.push_back(j.at("median").is_number() ? j.at("median").get<double>() : std::numeric_limits<double>::infinity());
+      ++line_number;
+      try {
+        auto j = nlohmann::json::parse(line);
+        Measured& m = loaded[j.at("spec").get<std::string>()];
+        m.programs.push_back(ir::ProgramFromJson(j.at("program").get<std::string>()));
+        m.medians.push_back(j.at("median").is_number() ? j.at("median").get<double>()
+                                                       : std::numeric_limits<double>::infinity());
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s:%d: not a saved measurement: %s\n", load_path.c_str(), line_number, e.what());
+        return 1;
+      }
     }
   }
   if (noise && !load_path.empty()) {
