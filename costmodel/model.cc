@@ -5,10 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <numeric>
 #include <limits>
 #include <random>
-#include <set>
 
 #include <nlohmann/json.hpp>
 
