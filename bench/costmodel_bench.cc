@@ -8,7 +8,7 @@
 //    and (b) workloads left out entirely.
 //
 // Usage: costmodel_bench [--per-workload 150] [--seed 0] [--data space|random] [--patience 20]
-//                        [--save-data FILE | --load-data FILE [--noise]]
+//                        [--save-data FILE | --load-data FILE [--noise]] [--min-repeat-ms 5]
 // --save-data keeps the measured programs and times (JSON lines) so that
 // --load-data can compare feature or model changes on the same data without
 // measuring again. --noise measures the loaded programs of the seen
@@ -44,6 +44,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace tunedb;
 
+// Minimum length of one timed repeat (--min-repeat-ms). Longer repeats give
+// less noisy labels; `tunedb tune` uses 20.
+int g_min_repeat_ms = 5;
+
 struct Measured {
   std::vector<ir::PrimFunc> programs;
   std::vector<double> medians;
@@ -56,7 +60,7 @@ Measured MeasureRandomSchedules(const std::string& spec, int n, std::uint64_t se
   measure::MeasureConfig config;
   config.worker_path = TUNEDB_WORKER;
   config.repeat = 3;
-  config.min_repeat_ms = 5;
+  config.min_repeat_ms = g_min_repeat_ms;
   Measured m;
   if (design_space) {
     search::SpaceOptions options;
@@ -93,7 +97,7 @@ void PrintNoiseCeiling(const std::string& spec, const Measured& m) {
   measure::MeasureConfig config;
   config.worker_path = TUNEDB_WORKER;
   config.repeat = 3;
-  config.min_repeat_ms = 5;
+  config.min_repeat_ms = g_min_repeat_ms;
   measure::Runner runner(w.func, config);
   std::vector<double> again;
   for (const measure::MeasureResult& r : runner.Measure(m.programs)) again.push_back(r.MedianSecs());
@@ -132,6 +136,7 @@ int main(int argc, char** argv) {
     if (a == "--seed") seed = std::stoull(argv[i + 1]);
     if (a == "--data") design_space = std::string(argv[i + 1]) != "random";
     if (a == "--patience") patience = std::stoi(argv[i + 1]);
+    if (a == "--min-repeat-ms") g_min_repeat_ms = std::stoi(argv[i + 1]);
     ++i;
   }
   std::vector<std::string> seen = {"matmul:M=128,N=128,K=128", "dense_bias_relu:B=64,IN=128,OUT=64",
