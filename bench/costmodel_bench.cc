@@ -11,9 +11,10 @@
 //                        [--save-data FILE | --load-data FILE [--noise]] [--min-repeat-ms 5]
 // --save-data keeps the measured programs and times (JSON lines) so that
 // --load-data can compare feature or model changes on the same data without
-// measuring again. --noise measures the loaded programs of the seen
-// workloads a second time and prints how often the two measurements order
-// a pair alike: the ceiling that label noise puts on pairwise accuracy.
+// measuring again. --noise measures (the first 100) loaded programs of
+// each seen workload twice more with each way of repeating (back to back,
+// spread over the call) and prints how often two measurements order a
+// pair alike: the ceiling that label noise puts on pairwise accuracy.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -91,20 +92,36 @@ Measured MeasureRandomSchedules(const std::string& spec, int n, std::uint64_t se
   return m;
 }
 
-// Pairwise agreement between two measurements of the same programs.
+// Pairwise agreement between two measurements of the same programs (the
+// first kNoisePrograms of the workload), with the repeats of each
+// candidate back to back and spread over the call (MeasureConfig::
+// spread_repeats), measured alternately: back-to-back, spread, back-to-
+// back, spread.
+constexpr std::size_t kNoisePrograms = 100;
+
 void PrintNoiseCeiling(const std::string& spec, const Measured& m) {
   ir::Workload w = ir::BuildWorkload(spec);
-  measure::MeasureConfig config;
-  config.worker_path = TUNEDB_WORKER;
-  config.repeat = 3;
-  config.min_repeat_ms = g_min_repeat_ms;
-  measure::Runner runner(w.func, config);
-  std::vector<double> again;
-  for (const measure::MeasureResult& r : runner.Measure(m.programs)) again.push_back(r.MedianSecs());
-  std::vector<int> groups(again.size(), 0);
-  std::vector<double> first = costmodel::NormalizedThroughput(m.medians, groups);
-  std::vector<double> second = costmodel::NormalizedThroughput(again, groups);
-  std::printf("| %s | %zu | %.3f |\n", spec.c_str(), again.size(), costmodel::PairwiseAccuracy(second, first, groups));
+  std::vector<ir::PrimFunc> programs(m.programs.begin(),
+                                     m.programs.begin() + static_cast<std::ptrdiff_t>(std::min(kNoisePrograms, m.programs.size())));
+  auto measure = [&](bool spread) {
+    measure::MeasureConfig config;
+    config.worker_path = TUNEDB_WORKER;
+    config.repeat = 3;
+    config.min_repeat_ms = g_min_repeat_ms;
+    config.spread_repeats = spread;
+    measure::Runner runner(w.func, config);
+    std::vector<double> medians;
+    for (const measure::MeasureResult& r : runner.Measure(programs)) medians.push_back(r.MedianSecs());
+    return medians;
+  };
+  std::vector<double> a1 = measure(false), b1 = measure(true), a2 = measure(false), b2 = measure(true);
+  std::vector<int> groups(programs.size(), 0);
+  auto agreement = [&](const std::vector<double>& x, const std::vector<double>& y) {
+    return costmodel::PairwiseAccuracy(costmodel::NormalizedThroughput(x, groups),
+                                       costmodel::NormalizedThroughput(y, groups), groups);
+  };
+  std::printf("| %s | %zu | %.3f | %.3f |\n", spec.c_str(), programs.size(), agreement(a1, a2), agreement(b1, b2));
+  std::fflush(stdout);
 }
 
 void Print(const char* what, const costmodel::RankingMetrics& m) {
@@ -180,7 +197,8 @@ int main(int argc, char** argv) {
     }
   }
   if (noise && !load_path.empty()) {
-    std::printf("| workload | records | pairwise agreement of two measurements |\n| --- | --- | --- |\n");
+    std::printf("| workload | programs | agreement of two measurements, repeats back to back | spread |\n"
+                "| --- | --- | --- | --- |\n");
     for (const std::string& spec : seen) PrintNoiseCeiling(spec, loaded[spec]);
     std::printf("\n");
   }

@@ -319,44 +319,72 @@ std::vector<MeasureResult> Runner::Measure(const std::vector<ir::PrimFunc>& cand
     if (!any) break;
   }
 
-  // Phase 2: runs, one at a time.
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    if (built_in[i] < 0) continue;
-    WorkerProcess& w = *workers[worker_of[i]];
-    if (built_in[i] != w.incarnation()) {
-      // The worker was replaced after building this kernel: build it again.
-      w.Send(build_request(i));
-      record_build(i, w, w.Receive(Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                      std::chrono::duration<double>(c.build_timeout_s))));
-      if (built_in[i] != w.incarnation()) continue;
+  // Phase 2: runs, one at a time. With spread repeats, a candidate's
+  // repeats are spread over the whole call: pass 0 verifies every candidate
+  // and times its first repeat (finding `number`), each later pass times one
+  // more repeat of every candidate still standing. On a shared host the
+  // machine's speed drifts over seconds; spread repeats give every
+  // candidate the same mixture of its states, where back-to-back repeats
+  // compare one candidate's fast second with another's slow one.
+  const int passes = c.spread_repeats && candidates.size() > 1 ? std::max(1, c.repeat) : 1;
+  std::vector<int> number_of(candidates.size(), c.number);
+  std::vector<bool> standing(candidates.size(), true);  // verified and timed so far, or not yet run
+  for (int pass = 0; pass < passes; ++pass) {
+    const bool last = pass + 1 == passes;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      if (built_in[i] < 0 || !standing[i]) continue;
+      WorkerProcess& w = *workers[worker_of[i]];
+      bool verify = pass == 0;
+      if (built_in[i] != w.incarnation()) {
+        // The worker was replaced after building this kernel: build it again.
+        w.Send(build_request(i));
+        record_build(i, w, w.Receive(Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                        std::chrono::duration<double>(c.build_timeout_s))));
+        if (built_in[i] != w.incarnation()) {
+          standing[i] = false;
+          continue;
+        }
+        verify = true;
+      }
+      w.Send({{"op", "run"},
+              {"id", i},
+              {"repeat", passes > 1 ? 1 : c.repeat},
+              {"number", number_of[i]},
+              {"min_repeat_ms", c.min_repeat_ms},
+              {"flush_cache", c.flush_cache},
+              {"slow_cutoff_secs", pass == 0 ? slow_cutoff_secs : 0.0},
+              {"verify", verify},
+              {"keep", !last}});
+      Reply r = w.Receive(Clock::now() +
+                          std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c.run_timeout_s)));
+      MeasureResult& res = results[i];
+      standing[i] = false;
+      if (r.kind == Reply::kTimedOut) {
+        res.status = MeasureStatus::kTimeout;
+        res.error = "running took longer than " + std::to_string(c.run_timeout_s) + " s";
+        res.run_secs.clear();
+        w.Restart();
+      } else if (r.kind == Reply::kDied) {
+        res.status = MeasureStatus::kRunError;
+        res.error = r.why + " while running";
+        res.run_secs.clear();
+        w.Restart();
+      } else {
+        std::string status = r.message.value("status", "run_error");
+        res.status = status == "ok"             ? MeasureStatus::kOk
+                     : status == "wrong_result" ? MeasureStatus::kWrongResult
+                                                : MeasureStatus::kRunError;
+        res.error = r.message.value("error", std::string());
+        if (res.status == MeasureStatus::kOk) {
+          for (double secs : r.message.at("run_secs").get<std::vector<double>>()) res.run_secs.push_back(secs);
+          number_of[i] = r.message.value("number", c.number);
+          standing[i] = !last && !r.message.value("cut", false);
+        } else {
+          res.run_secs.clear();
+        }
+      }
+      if (!w.init_error().empty()) throw std::runtime_error("a replaced worker failed to start: " + w.init_error());
     }
-    w.Send({{"op", "run"},
-            {"id", i},
-            {"repeat", c.repeat},
-            {"number", c.number},
-            {"min_repeat_ms", c.min_repeat_ms},
-            {"flush_cache", c.flush_cache},
-            {"slow_cutoff_secs", slow_cutoff_secs}});
-    Reply r = w.Receive(Clock::now() +
-                        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(c.run_timeout_s)));
-    MeasureResult& res = results[i];
-    if (r.kind == Reply::kTimedOut) {
-      res.status = MeasureStatus::kTimeout;
-      res.error = "running took longer than " + std::to_string(c.run_timeout_s) + " s";
-      w.Restart();
-    } else if (r.kind == Reply::kDied) {
-      res.status = MeasureStatus::kRunError;
-      res.error = r.why + " while running";
-      w.Restart();
-    } else {
-      std::string status = r.message.value("status", "run_error");
-      res.status = status == "ok"             ? MeasureStatus::kOk
-                   : status == "wrong_result" ? MeasureStatus::kWrongResult
-                                              : MeasureStatus::kRunError;
-      res.error = r.message.value("error", std::string());
-      if (res.status == MeasureStatus::kOk) res.run_secs = r.message.at("run_secs").get<std::vector<double>>();
-    }
-    if (!w.init_error().empty()) throw std::runtime_error("a replaced worker failed to start: " + w.init_error());
   }
   return results;
 }

@@ -6,12 +6,17 @@
 //  1. every candidate is lowered and compiled, the builds spread over the
 //     worker processes (one per core by default), in parallel;
 //  2. the built candidates are then run one at a time (timing runs alone:
-//     nothing else of ours runs meanwhile). Each run: inputs are seeded
-//     random data (the same in every worker); outputs start as NaN; the
-//     candidate runs once and its outputs are compared with the reference
+//     nothing else of ours runs meanwhile). Inputs are seeded random data
+//     (the same in every worker); outputs start as NaN; each candidate
+//     runs once and its outputs are compared with the reference
 //     (wrong_result on mismatch, no timing); then `repeat` timed repeats of
 //     `number` runs each, `number` grown until one repeat lasts at least
 //     min_repeat_ms; optionally the caches are flushed before each repeat.
+//     With spread_repeats (the default) the repeats are not back to back:
+//     pass 1 checks every candidate and times one repeat, each further
+//     pass times one more repeat of every candidate (after one untimed
+//     run), so a drift of the machine's speed during the call touches all
+//     candidates alike instead of whichever was running at the time.
 // The reference is the unscheduled program compiled by the same code
 // generator; when the workload is small enough (interpreter_check_max_flops)
 // it is itself checked against the reference interpreter first.
@@ -62,6 +67,7 @@ struct MeasureConfig {
   int number = 0;  // runs per repeat; 0 grows it to reach min_repeat_ms
   double min_repeat_ms = 50;
   bool flush_cache = false;
+  bool spread_repeats = true;  // one repeat of every candidate per pass (see above)
   double build_timeout_s = 60;
   double run_timeout_s = 10;
   int workers = 0;  // 0: one per target core

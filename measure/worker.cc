@@ -97,6 +97,7 @@ class Worker {
       options.fault_crash = fault == "crash";
       options.fault_hang = fault == "hang";
       Kernel k = jit_->Compile(Lower(candidate), options);
+      Release(id);  // a kernel an interrupted call kept under this id
       kernels_[id] = k;
       reply["status"] = "ok";
       reply["compile_secs"] = k.compile_secs;
@@ -117,13 +118,21 @@ class Worker {
       return reply;
     }
     KernelFn fn = it->second.fn;
+    // "keep": the kernel stays built for a later run request (the runner
+    // spreads a candidate's repeats over the batch); otherwise this is its
+    // last run. "verify": false on those later runs, which were checked.
+    bool keep = r.value("keep", false);
+    bool verify = r.value("verify", true);
     // Correctness first: outputs start as NaN so an element never written
-    // shows up as a mismatch.
-    for (int i : outputs_) args_[i].Fill(std::numeric_limits<double>::quiet_NaN());
+    // shows up as a mismatch. Unverified runs still run once untimed, so
+    // that no timing starts from the previous kernel's cache contents.
+    if (verify) {
+      for (int i : outputs_) args_[i].Fill(std::numeric_limits<double>::quiet_NaN());
+    }
     auto check_start = std::chrono::steady_clock::now();
     Execute(fn);
     double check_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
-    for (std::size_t k = 0; k < outputs_.size(); ++k) {
+    for (std::size_t k = 0; verify && k < outputs_.size(); ++k) {
       std::string why;
       if (!ir::AllClose(args_[outputs_[k]], reference_[k], rtol_, atol_, &why)) {
         reply["status"] = "wrong_result";
@@ -135,11 +144,12 @@ class Worker {
     // A candidate far slower than the best known is not worth its repeats:
     // its verification run is its one timing.
     double slow_cutoff = r.value("slow_cutoff_secs", 0.0);
-    if (slow_cutoff > 0 && check_secs > slow_cutoff) {
+    if (verify && slow_cutoff > 0 && check_secs > slow_cutoff) {
       Release(id);
       reply["status"] = "ok";
       reply["run_secs"] = json::array({check_secs});
       reply["number"] = 1;
+      reply["cut"] = true;
       return reply;
     }
     int repeat = r.at("repeat").get<int>();
@@ -161,7 +171,7 @@ class Worker {
       if (flush) FlushCaches();
       run_secs.push_back(TimeRuns(fn, number) / number);
     }
-    Release(id);
+    if (!keep) Release(id);
     reply["status"] = "ok";
     reply["run_secs"] = run_secs;
     reply["number"] = number;

@@ -89,6 +89,10 @@ TEST(RunnerTest, CrashesAndHangsAreContained) {
     EXPECT_EQ(r[1].status, MeasureStatus::kRunError);
     EXPECT_NE(r[1].error.find("signal 11"), std::string::npos) << r[1].error;
     EXPECT_EQ(r[2].status, MeasureStatus::kOk) << r[2].error;  // the next candidate is measured normally
+    // Their repeats are complete even where the crash took their worker
+    // (and the kernels it kept for the later passes) down.
+    EXPECT_EQ(r[0].run_secs.size(), 3u);
+    EXPECT_EQ(r[2].run_secs.size(), 3u);
   }
   MeasureConfig hang = QuickConfig();
   hang.fault = {FaultInjection::kHang, 0};
@@ -125,6 +129,26 @@ TEST(RunnerTest, MissingWorkerIsAClearError) {
     FAIL();
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(), "the measuring worker /nonexistent/tunedb-worker is missing or not executable");
+  }
+}
+
+TEST(RunnerTest, RepeatsSpreadOverTheCallOrBackToBack) {
+  PrimFunc f = BuildWorkload("matmul:M=16,N=16,K=16").func;
+  for (bool spread : {true, false}) {
+    MeasureConfig c = QuickConfig();
+    c.spread_repeats = spread;
+    Runner runner(f, c);
+    std::vector<MeasureResult> r = runner.Measure({f, Tiled(f), f});
+    for (const MeasureResult& m : r) {
+      EXPECT_EQ(m.status, MeasureStatus::kOk) << m.error;
+      ASSERT_EQ(m.run_secs.size(), 3u) << (spread ? "spread" : "back to back");
+      for (double secs : m.run_secs) EXPECT_GT(secs, 0);
+    }
+    // The kernels kept between passes are released: a second call in the
+    // same workers reuses their ids.
+    std::vector<MeasureResult> again = runner.Measure({Tiled(f), f});
+    EXPECT_EQ(again[0].run_secs.size(), 3u);
+    EXPECT_EQ(again[1].status, MeasureStatus::kOk) << again[1].error;
   }
 }
 
