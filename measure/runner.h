@@ -88,10 +88,11 @@ class Runner {
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
 
-  // slow_cutoff_secs > 0: a candidate whose verification run takes longer
-  // is not timed further; that run is its only timing (run_secs has one
-  // entry). Tuning passes a multiple of its best time, so hopeless
-  // candidates cost one run instead of `repeat` repeats.
+  // slow_cutoff_secs > 0: a candidate whose verification run and then one
+  // more (warm) run both take longer is not timed further; the warm run is
+  // its only timing (run_secs has one entry). Tuning passes a multiple of
+  // its best time, so hopeless candidates cost two runs instead of
+  // `repeat` repeats.
   std::vector<MeasureResult> Measure(const std::vector<ir::PrimFunc>& candidates, double slow_cutoff_secs = 0);
 
   const MeasureConfig& config() const;

@@ -299,7 +299,7 @@ class Tuner {
       std::size_t end = std::min(batch.size(), begin + static_cast<std::size_t>(o_.chunk));
       std::vector<ir::PrimFunc> programs;
       for (std::size_t i = begin; i < end; ++i) programs.push_back(batch[i].program);
-      // Candidates 10x slower than the best are timed by their check run only.
+      // Candidates 10x slower than the best are timed by one run only.
       double cutoff = std::isfinite(status.best_secs) ? 10 * status.best_secs : 0;
       std::vector<measure::MeasureResult> results = task.runner->Measure(programs, cutoff);
       std::vector<db::TuningRecord> records;
