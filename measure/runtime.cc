@@ -46,6 +46,9 @@ class ThreadPool {
 
   int threads() const { return threads_; }
 
+  // Idle workers stop spinning and sleep until the next Run.
+  void Park() { parked_.store(true, std::memory_order_relaxed); }
+
   void Run(Task task, void* closure, std::int64_t extent) {
     if (threads_ == 1 || extent <= 1) {
       task(closure, 0, extent);
@@ -54,6 +57,7 @@ class ThreadPool {
     task_ = task;
     closure_ = closure;
     extent_ = extent;
+    parked_.store(false, std::memory_order_relaxed);
     pending_.store(threads_ - 1, std::memory_order_relaxed);
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -76,7 +80,7 @@ class ThreadPool {
     while (true) {
       // Spin for a while (a kernel is often run again right away), then sleep.
       std::uint64_t g = generation_.load(std::memory_order_acquire);
-      for (int spin = 0; g == seen && spin < 20000; ++spin) {
+      for (int spin = 0; g == seen && spin < 20000 && !parked_.load(std::memory_order_relaxed); ++spin) {
         TUNEDB_PAUSE();
         g = generation_.load(std::memory_order_acquire);
       }
@@ -98,6 +102,7 @@ class ThreadPool {
   std::condition_variable wake_;
   std::atomic<std::uint64_t> generation_{0};
   std::atomic<int> pending_{0};
+  std::atomic<bool> parked_{false};
   bool stopping_ = false;
   Task task_ = nullptr;
   void* closure_ = nullptr;
@@ -123,6 +128,11 @@ ThreadPool& Pool() {
 void SetParallelThreads(int threads) {
   std::lock_guard<std::mutex> lock(pool_mutex);
   wanted_threads = threads;
+}
+
+void ParkParallelThreads() {
+  std::lock_guard<std::mutex> lock(pool_mutex);
+  if (pool) pool->Park();
 }
 
 int ParallelThreads() {

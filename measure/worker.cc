@@ -1,5 +1,6 @@
 #include "measure/worker.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "ir/json.h"
 #include "measure/jit.h"
 #include "measure/lower.h"
+#include "measure/runtime.h"
 
 namespace tunedb::measure {
 namespace {
@@ -27,9 +29,11 @@ class Worker {
  public:
   json Handle(const json& request) {
     std::string op = request.value("op", "");
-    if (op == "init") return Init(request);
+    // After running kernels, the pool's threads must not spin on while the
+    // runner moves on to a kernel in another worker (see runtime.h).
+    if (op == "init") return Parked(Init(request));
     if (op == "build") return Build(request);
-    if (op == "run") return Run(request);
+    if (op == "run") return Parked(Run(request));
     if (op == "release") {
       Release(request.at("id").get<std::int64_t>());
       return {{"ok", true}};
@@ -38,6 +42,11 @@ class Worker {
   }
 
  private:
+  static json Parked(json reply) {
+    ParkParallelThreads();
+    return reply;
+  }
+
   json Init(const json& r) {
     workload_ = ir::ProgramFromJson(r.at("workload").dump());
     Target target;
@@ -142,13 +151,17 @@ class Worker {
       }
     }
     // A candidate far slower than the best known is not worth its repeats:
-    // one warm run is its one timing. Not the verification run itself: a
-    // first run pays for page faults in fresh code and for waking the
-    // thread pool (about 2 ms measured, 100x a 20 us kernel), which would
-    // cut fast kernels.
+    // its fastest of up to three more runs is its one timing. Not the
+    // verification run alone: a first run pays for page faults in fresh
+    // code and for waking the thread pool, and on a virtual machine any
+    // single run can take a millisecond more while the host wakes the
+    // other vCPU; one run cut 20 us kernels as 0.4-2 ms ones.
     double slow_cutoff = r.value("slow_cutoff_secs", 0.0);
     if (verify && slow_cutoff > 0 && check_secs > slow_cutoff) {
-      double warm_secs = TimeRuns(fn, 1);
+      double warm_secs = check_secs;
+      for (int attempt = 0; attempt < 3 && warm_secs > slow_cutoff; ++attempt) {
+        warm_secs = std::min(warm_secs, TimeRuns(fn, 1));
+      }
       if (warm_secs > slow_cutoff) {
         Release(id);
         reply["status"] = "ok";

@@ -30,5 +30,20 @@ TEST(RuntimeTest, EveryIterationRunsExactlyOnce) {
   }
 }
 
+TEST(RuntimeTest, ParkedThreadsWakeForTheNextLoop) {
+  SetParallelThreads(3);
+  std::vector<std::atomic<int>> hits(300);
+  Closure c{&hits};
+  // Park between loops (as a measuring worker does after every run) and
+  // right away again: every loop still runs completely, on all threads.
+  for (int round = 0; round < 50; ++round) {
+    tunedb_parallel_for(Task, &c, 300);
+    ParkParallelThreads();
+    if (round % 2 == 0) ParkParallelThreads();
+  }
+  for (auto& h : hits) EXPECT_EQ(h.load(), 50);
+  SetParallelThreads(0);
+}
+
 }  // namespace
 }  // namespace tunedb::measure
