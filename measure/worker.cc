@@ -153,9 +153,9 @@ class Worker {
     // A candidate far slower than the best known is not worth its repeats:
     // its fastest of up to three more runs is its one timing. Not the
     // verification run alone: a first run pays for page faults in fresh
-    // code and for waking the thread pool, and on a virtual machine any
-    // single run can take a millisecond more while the host wakes the
-    // other vCPU; one run cut 20 us kernels as 0.4-2 ms ones.
+    // code and for waking the parked thread pool, and a single run on this
+    // shared VM is easily disturbed; one run cut 20 us kernels as 0.4-2 ms
+    // ones.
     double slow_cutoff = r.value("slow_cutoff_secs", 0.0);
     if (verify && slow_cutoff > 0 && check_secs > slow_cutoff) {
       double warm_secs = check_secs;
