@@ -29,7 +29,6 @@
 #include "costmodel/dataset.h"
 #include "costmodel/metrics.h"
 #include "costmodel/model.h"
-#include "costmodel/tuning_model.h"
 #include "ir/json.h"
 #include "ir/schedule/schedule.h"
 #include "ir/workloads.h"
@@ -272,7 +271,7 @@ int main(int argc, char** argv) {
   // The tuner's heuristic (before it has data to train on), for comparison.
   auto heuristic = [](const std::vector<costmodel::Sample>& samples) {
     std::vector<double> scores;
-    for (const costmodel::Sample& s : samples) scores.push_back(costmodel::TuningCostModel::Heuristic(s.rows));
+    for (const costmodel::Sample& s : samples) scores.push_back(costmodel::HeuristicScore(s.rows));
     return costmodel::EvaluateScores(scores, samples);
   };
   Print("heuristic / seen workloads (held-out records)", heuristic(seen_test));

@@ -10,8 +10,6 @@ namespace tunedb::costmodel {
 
 TuningCostModel::TuningCostModel(Options options) : options_(std::move(options)) {}
 
-double TuningCostModel::Heuristic(const std::vector<FeatureRow>& rows) { return HeuristicScore(rows); }
-
 bool TuningCostModel::using_heuristic() const { return !model_.trained(); }
 
 std::string TuningCostModel::Describe() const {
@@ -27,7 +25,7 @@ std::string TuningCostModel::Describe() const {
 std::vector<double> TuningCostModel::Predict(const std::vector<std::vector<FeatureRow>>& candidates) const {
   if (model_.trained()) return model_.Predict(candidates);
   std::vector<double> out;
-  for (const auto& c : candidates) out.push_back(Heuristic(c));
+  for (const auto& c : candidates) out.push_back(HeuristicScore(c));
   return out;
 }
 

@@ -48,8 +48,6 @@ class TuningCostModel {
   const CostModel& model() const { return model_; }
   std::size_t samples() const { return data_.size(); }
 
-  static double Heuristic(const std::vector<FeatureRow>& rows);  // HeuristicScore
-
  private:
   Options options_;
   CostModel model_;

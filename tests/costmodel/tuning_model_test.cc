@@ -33,13 +33,13 @@ FeatureRow Row(double executions, double vec_len, bool local) {
 TEST(TuningCostModelTest, HeuristicEstimatesWorkLeftAfterVectorization) {
   // 4096 executions in 16-lane vectors into an accumulator, plus 1024
   // scalar write-backs: 4096 / 16 * 0.7 + 1024 = 1203.2.
-  double score = TuningCostModel::Heuristic({Row(4096, 16, true), Row(1024, 0, false)});
+  double score = HeuristicScore({Row(4096, 16, true), Row(1024, 0, false)});
   EXPECT_NEAR(score, -std::log2(1 + 1203.2), 1e-3);
   // Lanes are capped at 16 (a 64-wide loop is four 16-lane instructions).
-  EXPECT_NEAR(TuningCostModel::Heuristic({Row(4096, 64, false)}), TuningCostModel::Heuristic({Row(4096, 16, false)}), 1e-6);
+  EXPECT_NEAR(HeuristicScore({Row(4096, 64, false)}), HeuristicScore({Row(4096, 16, false)}), 1e-6);
   // Vectorized beats scalar; a local accumulator beats a global one.
-  EXPECT_GT(TuningCostModel::Heuristic({Row(4096, 8, false)}), TuningCostModel::Heuristic({Row(4096, 0, false)}));
-  EXPECT_GT(TuningCostModel::Heuristic({Row(4096, 8, true)}), TuningCostModel::Heuristic({Row(4096, 8, false)}));
+  EXPECT_GT(HeuristicScore({Row(4096, 8, false)}), HeuristicScore({Row(4096, 0, false)}));
+  EXPECT_GT(HeuristicScore({Row(4096, 8, true)}), HeuristicScore({Row(4096, 8, false)}));
 }
 
 TEST(TuningCostModelTest, HeuristicUntilEnoughDataThenXGBoost) {
@@ -60,7 +60,7 @@ TEST(TuningCostModelTest, HeuristicUntilEnoughDataThenXGBoost) {
   }
   EXPECT_FALSE(m.Update(batch, secs, 0));
   EXPECT_TRUE(m.using_heuristic());
-  EXPECT_EQ(m.Predict(batch)[0], TuningCostModel::Heuristic(batch[0]));
+  EXPECT_EQ(m.Predict(batch)[0], HeuristicScore(batch[0]));
   EXPECT_TRUE(m.Update(batch, secs, 0));  // 60 >= 40: trains
   EXPECT_FALSE(m.using_heuristic());
   EXPECT_EQ(m.Describe(), "XGBoost rank, trained on 60 samples");
