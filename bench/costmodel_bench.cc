@@ -48,6 +48,15 @@ using namespace tunedb;
 // less noisy labels; `tunedb tune` uses 20.
 int g_min_repeat_ms = 5;
 
+// How every label of this benchmark is measured.
+measure::MeasureConfig LabelConfig() {
+  measure::MeasureConfig config;
+  config.worker_path = TUNEDB_WORKER;
+  config.repeat = 3;
+  config.min_repeat_ms = g_min_repeat_ms;
+  return config;
+}
+
 struct Measured {
   std::vector<ir::PrimFunc> programs;
   std::vector<double> medians;
@@ -57,10 +66,7 @@ struct Measured {
 // the tuner's model ranks), or random sequences of 10 primitives.
 Measured MeasureRandomSchedules(const std::string& spec, int n, std::uint64_t seed, bool design_space) {
   ir::Workload w = ir::BuildWorkload(spec);
-  measure::MeasureConfig config;
-  config.worker_path = TUNEDB_WORKER;
-  config.repeat = 3;
-  config.min_repeat_ms = g_min_repeat_ms;
+  measure::MeasureConfig config = LabelConfig();
   Measured m;
   if (design_space) {
     search::SpaceOptions options;
@@ -103,10 +109,7 @@ void PrintNoiseCeiling(const std::string& spec, const Measured& m) {
   std::vector<ir::PrimFunc> programs(m.programs.begin(),
                                      m.programs.begin() + static_cast<std::ptrdiff_t>(std::min(kNoisePrograms, m.programs.size())));
   auto measure = [&](bool spread) {
-    measure::MeasureConfig config;
-    config.worker_path = TUNEDB_WORKER;
-    config.repeat = 3;
-    config.min_repeat_ms = g_min_repeat_ms;
+    measure::MeasureConfig config = LabelConfig();
     config.spread_repeats = spread;
     measure::Runner runner(w.func, config);
     std::vector<double> medians;
