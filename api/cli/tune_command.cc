@@ -39,6 +39,7 @@ struct TuneCliOptions {
   int repeat = 3;
   double min_repeat_ms = 20;
   int model_min_samples = 64;
+  int confirm_best = search::TuneOptions{}.confirm_best;
   std::string token_file;
   bool no_transfer = false;
   bool no_baseline = false;
@@ -102,6 +103,8 @@ void RunTune(const TuneCliOptions& o) {
   options.evolutionary.population = o.population;
   options.transfer = !o.no_transfer;
   options.model_min_samples = o.model_min_samples;
+  if (o.confirm_best < 0) throw UsageError("--confirm-best must be 0 or more");
+  options.confirm_best = o.confirm_best;
   options.measure_baseline = !o.no_baseline;
   if (o.repeat < 1) throw UsageError("--repeat must be at least 1");
   options.measure.repeat = o.repeat;
@@ -204,6 +207,9 @@ void AddTuneCommand(CLI::App& app) {
   cmd->add_option("--min-repeat-ms", o->min_repeat_ms, "Minimum duration of one repeat")->capture_default_str();
   cmd->add_option("--model-min-samples", o->model_min_samples,
                   "Measured candidates before the cost model is trained (the heuristic ranks until then)")
+      ->capture_default_str();
+  cmd->add_option("--confirm-best", o->confirm_best,
+                  "Per chunk, the fastest new-best candidates timed again before they are stored (0: none)")
       ->capture_default_str();
   cmd->add_flag("--no-transfer", o->no_transfer, "Do not seed the search with other shapes' best schedules");
   cmd->add_flag("--no-baseline", o->no_baseline, "Do not time the unscheduled program at the end");

@@ -70,8 +70,20 @@ TEST(Tuner, TunesASmallMatmulIntoARealDatabaseAndResumesWithoutRemeasuring) {
     EXPECT_LT(t.failures, 24);
     ASSERT_GT(t.baseline_secs, 0);
     EXPECT_LT(t.best_secs, t.baseline_secs) << "the best schedule is not faster than the unscheduled program";
-    EXPECT_FALSE(database.TopK(t.hash, TuneOptions{}.measure.target.ToString(), 1).empty());
+    std::vector<db::TuningRecord> best = database.TopK(t.hash, TuneOptions{}.measure.target.ToString(), 1);
+    ASSERT_EQ(best.size(), 1u);
     EXPECT_FALSE(database.Models().empty()) << "the cost model is stored back";
+    // Contenders for the best were timed twice (2 + 2 repeats), the best
+    // record always among them; the others were not.
+    EXPECT_EQ(best[0].run_secs.size(), 4u);
+    int confirmed = 0;
+    for (const db::TuningRecord& rec : AllRecords(database)) {
+      if (rec.status != db::RecordStatus::kOk) continue;
+      EXPECT_TRUE(rec.run_secs.size() == 2u || rec.run_secs.size() == 4u) << rec.run_secs.size();
+      confirmed += rec.run_secs.size() == 4u;
+    }
+    EXPECT_GE(confirmed, 1);
+    EXPECT_LT(confirmed, 24);
   }
   {
     // A new session on the same database: warm start, nothing re-measured.
