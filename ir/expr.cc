@@ -231,14 +231,20 @@ bool AsConstInt(const Expr& e, std::int64_t* value) {
 
 Expr RewriteLoads(const Expr& e, const std::function<Expr(const Expr& load)>& fn) {
   if (!e || e->operands.empty()) return e;
+  // Most subtrees hold no load to rewrite: copy the operands only once one
+  // of them changed.
   std::vector<Expr> ops;
-  bool changed = false;
-  for (const Expr& o : e->operands) {
-    ops.push_back(RewriteLoads(o, fn));
-    changed |= ops.back() != o;
+  for (std::size_t k = 0; k < e->operands.size(); ++k) {
+    Expr o = RewriteLoads(e->operands[k], fn);
+    if (ops.empty() && o == e->operands[k]) continue;
+    if (ops.empty()) {
+      ops.reserve(e->operands.size());
+      ops.assign(e->operands.begin(), e->operands.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+    ops.push_back(std::move(o));
   }
   Expr rebuilt = e;
-  if (changed) {
+  if (!ops.empty()) {
     auto n = std::make_shared<ExprNode>(*e);
     n->operands = std::move(ops);
     rebuilt = n;

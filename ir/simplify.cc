@@ -44,7 +44,9 @@ struct Linear {
 
 class Simplifier {
  public:
-  explicit Simplifier(const VarRanges& ranges) : ranges_(ranges) {}
+  // keep_loads: loads are atoms whose indices are left as they are (they
+  // were simplified already).
+  explicit Simplifier(const VarRanges& ranges, bool keep_loads = false) : ranges_(ranges), keep_loads_(keep_loads) {}
 
   Expr Run(const Expr& e) {
     if (IsInt(e->dtype)) return FromLinear(ToLinear(e), e->dtype);
@@ -117,6 +119,22 @@ class Simplifier {
     return AffineSplit{FromLinear(fixed, e->dtype), *b};
   }
 
+  // Run(((i_0 * n_1 + i_1) * n_2 + i_2) ...) without building that tree:
+  // the same steps in the same order, so the same result.
+  Expr RowMajor(const std::vector<Expr>& indices, const std::vector<std::int64_t>& shape) {
+    Linear l;
+    for (std::size_t d = 0; d < indices.size(); ++d) {
+      if (d > 0) {
+        for (Linear::Term& t : l.terms) t.coeff *= shape[d];
+        l.constant *= shape[d];
+        l.DropZeros();
+      }
+      l.AddAll(ToLinear(indices[d]), 1);
+      l.DropZeros();
+    }
+    return FromLinear(l, indices.empty() ? DataType::kInt32 : indices[0]->dtype);
+  }
+
   LinearForm Form(const Expr& e) {
     Linear l = ToLinear(e);
     LinearForm f;
@@ -128,7 +146,9 @@ class Simplifier {
   std::optional<std::vector<std::pair<const ExprNode*, std::int64_t>>> Coefficients(
       const Expr& e, const std::set<const ExprNode*>& vars) {
     std::vector<std::pair<const ExprNode*, std::int64_t>> out;
-    for (const Linear::Term& t : ToLinear(e).terms) {
+    Linear read;
+    const Linear& l = ReadSum(e, 1, read) ? read : (read = ToLinear(e));
+    for (const Linear::Term& t : l.terms) {
       if (t.atom->kind == ExprKind::kVar && vars.count(t.atom.get())) {
         out.emplace_back(t.atom.get(), t.coeff);
         continue;
@@ -138,6 +158,42 @@ class Simplifier {
       if (mentions) return std::nullopt;
     }
     return out;
+  }
+
+  // Reads a sum in the shape Run gives it - ((t0 +- t1) +- ...) +- c, each
+  // term an atom or atom * c - into l without simplifying again (feature
+  // extraction asks for the coefficients of every lowered, so simplified,
+  // index). False for any other shape, which then needs ToLinear.
+  bool ReadSum(const Expr& e, std::int64_t sign, Linear& l) {
+    switch (e->kind) {
+      case ExprKind::kIntImm: l.constant += sign * e->int_value; return true;
+      case ExprKind::kAdd: return ReadSum(e->operands[0], sign, l) && ReadSum(e->operands[1], sign, l);
+      case ExprKind::kSub: return ReadSum(e->operands[0], sign, l) && ReadSum(e->operands[1], -sign, l);
+      case ExprKind::kMul: {
+        std::int64_t c = 0;
+        if (!AsConstInt(e->operands[1], &c)) break;  // a product of two non-constants: an atom
+        const Expr& atom = e->operands[0];
+        if (!IsAtom(atom) || atom->kind == ExprKind::kMul) return false;
+        l.Add(atom, sign * c);
+        l.DropZeros();
+        return true;
+      }
+      default: break;
+    }
+    if (!IsAtom(e)) return false;
+    l.Add(e, sign);
+    l.DropZeros();
+    return true;
+  }
+  static bool IsAtom(const Expr& e) {
+    switch (e->kind) {
+      case ExprKind::kIntImm: case ExprKind::kAdd: case ExprKind::kSub: return false;
+      case ExprKind::kMul: {
+        std::int64_t c = 0;
+        return !AsConstInt(e->operands[0], &c) && !AsConstInt(e->operands[1], &c);
+      }
+      default: return IsInt(e->dtype);
+    }
   }
 
   std::optional<IntBound> Bound(const Linear& l) {
@@ -154,7 +210,7 @@ class Simplifier {
 
  private:
   Expr SimplifyOperands(const Expr& e) {
-    if (e->operands.empty()) return e;
+    if (e->operands.empty() || (keep_loads_ && e->kind == ExprKind::kLoad)) return e;
     bool changed = false;
     std::vector<Expr> ops;
     for (const Expr& o : e->operands) {
@@ -396,6 +452,7 @@ class Simplifier {
   }
 
   const VarRanges& ranges_;
+  const bool keep_loads_;
 };
 
 }  // namespace
@@ -437,5 +494,12 @@ std::optional<std::vector<std::pair<const ExprNode*, std::int64_t>>> LinearCoeff
 LinearForm ToLinearForm(const Expr& e, const VarRanges& ranges) { return Simplifier(ranges).Form(e); }
 
 Expr Simplify(const Expr& e, const VarRanges& ranges) { return Simplifier(ranges).Run(e); }
+
+Expr SimplifyKeepingLoads(const Expr& e, const VarRanges& ranges) { return Simplifier(ranges, true).Run(e); }
+
+Expr SimplifyRowMajor(const std::vector<Expr>& indices, const std::vector<std::int64_t>& shape,
+                      const VarRanges& ranges) {
+  return Simplifier(ranges).RowMajor(indices, shape);
+}
 
 }  // namespace tunedb::ir

@@ -36,6 +36,17 @@ std::optional<IntBound> BoundOf(const Expr& e, const VarRanges& ranges);
 
 Expr Simplify(const Expr& e, const VarRanges& ranges = {});
 
+// Simplify(e), but the indices of loads in e are left as they are: for
+// expressions whose loads were built from simplified indices (lowering
+// simplifies each index once, as it flattens the access).
+Expr SimplifyKeepingLoads(const Expr& e, const VarRanges& ranges);
+
+// Simplify(((i_0 * shape[1] + i_1) * shape[2] + i_2) ...), the row-major
+// index of an access, with the same result but without building the sum.
+// Same-dtype indices; no index gives the int32 constant 0.
+Expr SimplifyRowMajor(const std::vector<Expr>& indices, const std::vector<std::int64_t>& shape,
+                      const VarRanges& ranges);
+
 // e written as fixed + free, where `fixed` mentions no variable of
 // `free_vars` and `free` (the rest) has known bounds. nullopt when a term
 // mixes both kinds of variables (e.g. floordiv(fixed * 4 + free, 16)).

@@ -115,29 +115,6 @@ Stmt RemoveBlocks(const Stmt& s, const VarRanges& ranges) {
   return body;
 }
 
-// ---- expression and access rewriting -------------------------------------------
-
-
-// Replaces buffer `from` by `to` in every load and store, mapping indices.
-void RebindBuffer(const Stmt& s, const BufferNode* from, const Buffer& to,
-                  const std::function<std::vector<Expr>(const std::vector<Expr>&)>& map_indices) {
-  VisitStmt(s, [&](const Stmt& x) {
-    if (x->kind == StmtKind::kStore) {
-      auto& n = static_cast<StoreNode&>(*x);
-      if (n.buffer.get() == from) {
-        n.buffer = to;
-        n.indices = map_indices(n.indices);
-      }
-    }
-  });
-  RewriteExprs(s, [&](const Expr& e) {
-    return RewriteLoads(e, [&](const Expr& load) -> Expr {
-      if (load->buffer.get() != from) return nullptr;
-      return Load(to, map_indices(load->operands));
-    });
-  });
-}
-
 // ---- compaction ------------------------------------------------------------------------
 
 // Shrinking an intermediate buffer X to what one iteration of a loop L
@@ -429,16 +406,23 @@ std::vector<CompactionPlan> PlanCompaction(const PrimFunc& f, const VarRanges& r
   return plans;
 }
 
-void ApplyCompaction(PrimFunc& f, const std::vector<CompactionPlan>& plans) {
+// Accesses of a compacted buffer go to the smaller buffer, each index
+// shifted by the region's minimum in that dimension.
+struct Rebinding {
+  Buffer to;
+  std::vector<Expr> mins;
+};
+using Rebindings = std::unordered_map<const BufferNode*, Rebinding>;
+
+// Allocates each compacted buffer in a scope around its loop's body. The
+// accesses are re-indexed while they are flattened: one pass over the
+// program for both.
+Rebindings ApplyCompaction(PrimFunc& f, const std::vector<CompactionPlan>& plans) {
   auto& root = static_cast<BlockNode&>(*f.body);
+  Rebindings rebindings;
   for (const CompactionPlan& plan : plans) {
     Buffer compact = MakeBuffer(plan.from->name, plan.shape, plan.from->dtype, plan.from->scope);
-    RebindBuffer(root.body, plan.from.get(), compact, [&](const std::vector<Expr>& indices) {
-      std::vector<Expr> shifted;
-      // Simplified with the flattened index, at the end of lowering.
-      for (std::size_t d = 0; d < indices.size(); ++d) shifted.push_back(indices[d] - plan.mins[d]);
-      return shifted;
-    });
+    rebindings[plan.from.get()] = {compact, plan.mins};
     auto scope = std::make_shared<BlockNode>();
     scope->name = plan.from->name;
     scope->alloc_buffers = {compact};
@@ -447,11 +431,12 @@ void ApplyCompaction(PrimFunc& f, const std::vector<CompactionPlan>& plans) {
     root.alloc_buffers.erase(std::remove(root.alloc_buffers.begin(), root.alloc_buffers.end(), plan.from),
                              root.alloc_buffers.end());
   }
+  return rebindings;
 }
 
 // ---- flattening ---------------------------------------------------------------------
 
-void FlattenBuffers(PrimFunc& f) {
+void FlattenBuffers(PrimFunc& f, const Rebindings& compacted, const VarRanges& ranges) {
   std::unordered_map<const BufferNode*, Buffer> flat;
   auto flatten = [&](const Buffer& b) {
     auto it = flat.find(b.get());
@@ -465,29 +450,42 @@ void FlattenBuffers(PrimFunc& f) {
     if (s->kind != StmtKind::kBlock) return;
     for (Buffer& b : static_cast<BlockNode&>(*s).alloc_buffers) b = flatten(b);
   });
-  // Row-major; 64-bit indices only for buffers of 2^31 elements or more.
-  auto flat_index = [](const Buffer& b, const std::vector<Expr>& indices) {
-    bool wide = b->NumElements() >= (std::int64_t{1} << 31);
-    Expr index;
-    for (std::size_t d = 0; d < indices.size(); ++d) {
-      Expr i = wide && indices[d]->dtype == DataType::kInt32 ? Cast(DataType::kInt64, indices[d]) : indices[d];
-      index = index ? index * IntImm(i->dtype, b->shape[d]) + i : i;
+  // The flat buffer and row-major index of an access (of the compacted
+  // buffer, shifted, when `b` was compacted), simplified; 64-bit indices
+  // only for buffers of 2^31 elements or more.
+  auto access = [&](const Buffer& b, const std::vector<Expr>& indices) -> std::optional<std::pair<Buffer, Expr>> {
+    const Buffer* buffer = &b;
+    std::vector<Expr> shifted;
+    auto rebound = compacted.find(b.get());
+    if (rebound != compacted.end()) {
+      buffer = &rebound->second.to;
+      for (std::size_t d = 0; d < indices.size(); ++d) shifted.push_back(indices[d] - rebound->second.mins[d]);
     }
-    return index ? index : IntImm(DataType::kInt32, 0);
+    const std::vector<Expr>& idx = rebound != compacted.end() ? shifted : indices;
+    auto to = flat.find(buffer->get());
+    if (to == flat.end()) return std::nullopt;  // not a parameter or allocation: left as it is
+    if ((*buffer)->NumElements() < (std::int64_t{1} << 31)) {
+      return std::make_pair(to->second, SimplifyRowMajor(idx, (*buffer)->shape, ranges));
+    }
+    Expr index;
+    for (std::size_t d = 0; d < idx.size(); ++d) {
+      Expr i = idx[d]->dtype == DataType::kInt32 ? Cast(DataType::kInt64, idx[d]) : idx[d];
+      index = index ? index * IntImm(i->dtype, (*buffer)->shape[d]) + i : i;
+    }
+    return std::make_pair(to->second, Simplify(index ? index : IntImm(DataType::kInt32, 0), ranges));
   };
   VisitStmt(f.body, [&](const Stmt& s) {
     if (s->kind != StmtKind::kStore) return;
     auto& n = static_cast<StoreNode&>(*s);
-    auto it = flat.find(n.buffer.get());
-    if (it == flat.end()) return;
-    n.indices = {flat_index(n.buffer, n.indices)};
-    n.buffer = it->second;
+    if (auto a = access(n.buffer, n.indices)) {
+      n.buffer = a->first;
+      n.indices = {a->second};
+    }
   });
   RewriteExprs(f.body, [&](const Expr& e) {
     return RewriteLoads(e, [&](const Expr& load) -> Expr {
-      auto it = flat.find(load->buffer.get());
-      if (it == flat.end()) return nullptr;
-      return Load(it->second, {flat_index(load->buffer, load->operands)});
+      auto a = access(load->buffer, load->operands);
+      return a ? Load(a->first, {a->second}) : nullptr;
     });
   });
 }
@@ -520,10 +518,9 @@ Stmt SimplifyStmt(const Stmt& s, const VarRanges& ranges) {
       if (AsConstInt(n.condition, &v)) return v ? n.then_case : n.else_case;
       return s;
     }
-    case StmtKind::kStore: {
+    case StmtKind::kStore: {  // indices (the store's and its loads') were simplified by flattening
       auto& n = static_cast<StoreNode&>(*s);
-      for (Expr& i : n.indices) i = Simplify(i, ranges);
-      n.value = Simplify(n.value, ranges);
+      n.value = SimplifyKeepingLoads(n.value, ranges);
       return s;
     }
     case StmtKind::kBlock: {
@@ -547,8 +544,8 @@ ir::PrimFunc Lower(const ir::PrimFunc& func) {
   ApplyUnrollPragmas(f.body);
   std::vector<CompactionPlan> plans = PlanCompaction(f, ranges);
   f.body = RemoveBlocks(f.body, ranges);
-  ApplyCompaction(f, plans);
-  FlattenBuffers(f);
+  Rebindings compacted = ApplyCompaction(f, plans);
+  FlattenBuffers(f, compacted, ranges);
   f.body = SimplifyStmt(f.body, ranges);
   return f;
 }
