@@ -251,17 +251,22 @@ class Extractor {
       int elem = DataTypeBytes(a.buffer->dtype);
       s.bytes += static_cast<double>(elem) * row.executions;
       auto coeffs = LinearCoefficients(a.index, all_vars, ranges_);
-      std::map<const ExprNode*, std::int64_t> coeff;
+      // coeff[i]: the index's coefficient of loops[i] (0 when it does not move it).
+      std::vector<std::int64_t> coeff(loops.size(), 0);
       if (coeffs) {
-        for (const auto& [v, c] : *coeffs) coeff[v] = c;
+        for (const auto& [v, c] : *coeffs) {
+          for (std::size_t i = 0; i < loops.size(); ++i) {
+            if (loops[i]->loop_var.get() == v) coeff[i] = c;
+          }
+        }
       }
       // Unique footprint: the affine span, or everything when unknown.
       double span = 1;
       if (coeffs) {
         double lo = 0, hi = 0;
-        for (const ForNode* l : loops) {
-          double c = static_cast<double>(coeff.count(l->loop_var.get()) ? coeff[l->loop_var.get()] : 0);
-          (c < 0 ? lo : hi) += c * static_cast<double>(l->extent - 1);
+        for (std::size_t i = 0; i < loops.size(); ++i) {
+          double c = static_cast<double>(coeff[i]);
+          (c < 0 ? lo : hi) += c * static_cast<double>(loops[i]->extent - 1);
         }
         span = std::min(hi - lo + 1, static_cast<double>(a.buffer->NumElements()));
       } else {
@@ -273,7 +278,7 @@ class Extractor {
       bool inner_found = false;
       for (std::size_t i = loops.size(); i-- > 0;) {
         const ForNode* l = loops[i];
-        bool moves = !coeffs || (coeff.count(l->loop_var.get()) && coeff[l->loop_var.get()] != 0);
+        bool moves = !coeffs || coeff[i] != 0;
         if (!moves) {
           count *= static_cast<double>(l->extent);
           if (!inner_found) {
@@ -286,10 +291,9 @@ class Extractor {
       }
       s.reuse_count = std::max(s.reuse_count, count);
       for (std::size_t i = loops.size(); i-- > 0;) {
-        auto it = coeff.find(loops[i]->loop_var.get());
-        if (it != coeff.end() && it->second != 0) {
-          s.stride = static_cast<double>(std::abs(it->second));
-          s.contiguous = i + 1 == loops.size() && std::abs(it->second) == 1;
+        if (coeff[i] != 0) {
+          s.stride = static_cast<double>(std::abs(coeff[i]));
+          s.contiguous = i + 1 == loops.size() && std::abs(coeff[i]) == 1;
           break;
         }
       }

@@ -23,12 +23,16 @@ struct Linear {
   std::int64_t constant = 0;
 
   void Add(const Expr& atom, std::int64_t coeff) {
+    bool is_var = atom->kind == ExprKind::kVar;  // variables are equal only to themselves
     for (Term& t : terms) {
-      if (ExprEqual(t.atom, atom)) {
+      if (t.atom == atom || (!is_var && ExprEqual(t.atom, atom))) {
         t.coeff += coeff;
         return;
       }
     }
+    // Index expressions have a few terms: one allocation instead of growing
+    // through 1, 2 and 4.
+    if (terms.empty()) terms.reserve(4);
     terms.push_back({atom, coeff});
   }
   void AddAll(const Linear& other, std::int64_t scale) {
