@@ -247,6 +247,9 @@ TEST(CliTune, BadOptionsAreOneLineErrors) {
   r = RunTunedb("tune --workload matmul:M=32 --db http://127.0.0.1:1/");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "tunedb: error: http://127.0.0.1:1/: cannot connect: Connection refused\n");
+  r = RunTunedb("tune --workload matmul:M=32 --confirm-best -1 --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: --confirm-best must be 0 or more\n");
 }
 
 // Ctrl-C as a terminal sends it: SIGINT to the whole foreground process
