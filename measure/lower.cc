@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -453,7 +454,7 @@ void FlattenBuffers(PrimFunc& f, const Rebindings& compacted, const VarRanges& r
   // The flat buffer and row-major index of an access (of the compacted
   // buffer, shifted, when `b` was compacted), simplified; 64-bit indices
   // only for buffers of 2^31 elements or more.
-  auto access = [&](const Buffer& b, const std::vector<Expr>& indices) -> std::optional<std::pair<Buffer, Expr>> {
+  auto flatten_access = [&](const Buffer& b, const std::vector<Expr>& indices) -> std::optional<std::pair<Buffer, Expr>> {
     const Buffer* buffer = &b;
     std::vector<Expr> shifted;
     auto rebound = compacted.find(b.get());
@@ -473,6 +474,22 @@ void FlattenBuffers(PrimFunc& f, const Rebindings& compacted, const VarRanges& r
       index = index ? index * IntImm(i->dtype, (*buffer)->shape[d]) + i : i;
     }
     return std::make_pair(to->second, Simplify(index ? index : IntImm(DataType::kInt32, 0), ranges));
+  };
+  // The loads and stores of one element share their index expressions
+  // (C[i, j] = C[i, j] + ...: a block's bindings were substituted by
+  // pointer), so each distinct access is flattened once. The entry holds the
+  // index expressions, so that no other node can take their addresses.
+  struct Flattened {
+    std::vector<Expr> indices;
+    std::optional<std::pair<Buffer, Expr>> result;
+  };
+  std::map<std::vector<const void*>, Flattened> flattened;
+  auto access = [&](const Buffer& b, const std::vector<Expr>& indices) {
+    std::vector<const void*> key{b.get()};
+    for (const Expr& i : indices) key.push_back(i.get());
+    auto [it, fresh] = flattened.try_emplace(std::move(key));
+    if (fresh) it->second = {indices, flatten_access(b, indices)};
+    return it->second.result;
   };
   VisitStmt(f.body, [&](const Stmt& s) {
     if (s->kind != StmtKind::kStore) return;
