@@ -1,7 +1,6 @@
 #include "measure/lower.h"
 
 #include <algorithm>
-#include <functional>
 #include <map>
 #include <optional>
 #include <set>
