@@ -1,6 +1,9 @@
 #include "costmodel/dataset.h"
 
+#include <atomic>
 #include <cmath>
+#include <condition_variable>
+#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -20,6 +23,81 @@ std::vector<FeatureRow> CandidateFeatures(const ir::PrimFunc& workload, const ir
   return CandidateFeatures(ir::ReplayTrace(workload, trace, 0).func());
 }
 
+namespace {
+
+// Helper threads that live as long as the process. Lowering allocates and
+// frees thousands of small nodes per candidate, and a new thread's
+// allocator cache (tcmalloc's per-thread free lists) takes on the order of
+// a thousand candidates to grow to that rhythm: threads started afresh for
+// every batch of 512 spent most of their short lives cold, and two of them
+// gave ~1.3x one thread where warm ones give ~1.6-1.9x (bench/RESULTS.md).
+class HelperThreads {
+ public:
+  static HelperThreads& Instance() {
+    static HelperThreads pool;
+    return pool;
+  }
+
+  // Runs `work` on the calling thread and on `helpers` helper threads at
+  // once; returns when every copy has returned. One job at a time.
+  void Run(int helpers, const std::function<void()>& work) {
+    std::lock_guard<std::mutex> one_job(job_mutex_);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      while (static_cast<int>(threads_.size()) < helpers) {
+        int index = static_cast<int>(threads_.size());
+        threads_.emplace_back([this, index] { Serve(index); });
+      }
+      work_ = &work;
+      wanted_ = helpers;
+      running_ = helpers;
+      ++generation_;
+    }
+    wake_.notify_all();
+    work();
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [this] { return running_ == 0; });
+    work_ = nullptr;
+  }
+
+  ~HelperThreads() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  void Serve(int index) {
+    std::uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      if (stopping_) return;
+      seen = generation_;
+      if (index >= wanted_) continue;
+      const std::function<void()>* work = work_;
+      lock.unlock();
+      (*work)();
+      lock.lock();
+      if (--running_ == 0) done_.notify_one();
+    }
+  }
+
+  std::mutex job_mutex_;  // serializes Run calls
+  std::mutex mutex_;      // guards everything below
+  std::condition_variable wake_, done_;
+  std::vector<std::thread> threads_;
+  const std::function<void()>* work_ = nullptr;
+  int wanted_ = 0, running_ = 0;
+  std::uint64_t generation_ = 0;
+  bool stopping_ = false;
+};
+
+}  // namespace
+
 std::vector<std::vector<FeatureRow>> FeaturizeBatch(const std::vector<ir::PrimFunc>& programs, int threads) {
   std::vector<std::vector<FeatureRow>> out(programs.size());
   int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -28,23 +106,29 @@ std::vector<std::vector<FeatureRow>> FeaturizeBatch(const std::vector<ir::PrimFu
     for (std::size_t i = 0; i < programs.size(); ++i) out[i] = CandidateFeatures(programs[i]);
     return out;
   }
-  // Programs share immutable expressions; each thread lowers its own copies.
-  std::vector<std::thread> pool;
+  // Candidates are handed out in small chunks, so a core the VM slows down
+  // takes fewer of them. Programs share immutable expressions; each thread
+  // lowers its own copies.
+  constexpr std::size_t kChunk = 8;
+  std::atomic<std::size_t> next{0};
   std::exception_ptr error;
   std::mutex error_mutex;
-  for (int t = 0; t < n; ++t) {
-    pool.emplace_back([&, t] {
-      try {
-        for (std::size_t i = static_cast<std::size_t>(t); i < programs.size(); i += static_cast<std::size_t>(n)) {
+  std::function<void()> work = [&] {
+    try {
+      for (;;) {
+        std::size_t begin = next.fetch_add(kChunk);
+        if (begin >= programs.size()) return;
+        for (std::size_t i = begin; i < std::min(programs.size(), begin + kChunk); ++i) {
           out[i] = CandidateFeatures(programs[i]);
         }
-      } catch (...) {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!error) error = std::current_exception();
       }
-    });
-  }
-  for (std::thread& th : pool) th.join();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      if (!error) error = std::current_exception();
+      next = programs.size();  // the others stop at their next chunk
+    }
+  };
+  HelperThreads::Instance().Run(n - 1, work);
   if (error) std::rethrow_exception(error);
   return out;
 }

@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -98,6 +99,33 @@ TEST(FeaturizeBatchTest, ThreadsGiveTheSameRows) {
     }
   }
   EXPECT_EQ(FeaturizeBatch(programs, 1), FeaturizeBatch(programs, 3));
+}
+
+// The helper threads outlive a batch: batches after the first, and batches
+// asked for by two threads at once (they take turns), give the same rows.
+TEST(FeaturizeBatchTest, HelperThreadsServeRepeatedAndConcurrentBatches) {
+  std::vector<ir::PrimFunc> programs;
+  for (int seed = 0; seed < 12; ++seed) {
+    ir::Schedule sch(ir::BuildWorkload("matmul:M=8,N=8,K=8").func, static_cast<std::uint64_t>(seed));
+    ir::testing::RandomScheduler random(sch, static_cast<std::uint64_t>(seed));
+    for (int step = 0; step < 5; ++step) {
+      try {
+        random.Step();
+      } catch (const ir::ScheduleError&) {
+      }
+    }
+    programs.push_back(sch.func());
+  }
+  const auto expected = FeaturizeBatch(programs, 1);
+  std::array<int, 2> matches{};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 2; ++c) {
+    callers.emplace_back([&, c] {
+      for (int round = 0; round < 5; ++round) matches[c] += FeaturizeBatch(programs, 2 + round % 2) == expected;
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(matches, (std::array<int, 2>{5, 5}));
 }
 
 }  // namespace
