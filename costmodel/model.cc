@@ -20,8 +20,9 @@ void Check(int rc, const char* what) {
 // RAII owners of XGBoost's handles.
 class DMatrix {
  public:
-  DMatrix(const std::vector<float>& data, std::size_t rows, std::size_t cols) {
-    Check(XGDMatrixCreateFromMat(data.data(), rows, cols, std::nanf(""), &h_), "DMatrix");
+  // threads 0: XGBoost's default (every core).
+  DMatrix(const std::vector<float>& data, std::size_t rows, std::size_t cols, int threads = 0) {
+    Check(XGDMatrixCreateFromMat_omp(data.data(), rows, cols, std::nanf(""), &h_, threads), "DMatrix");
   }
   ~DMatrix() { XGDMatrixFree(h_); }
   DMatrix(const DMatrix&) = delete;
@@ -243,6 +244,7 @@ TrainReport CostModel::Train(const std::vector<Sample>& samples, const TrainOpti
       break;
     }
   }
+  booster->Set("nthread", "1");  // predictions from now on: see CostModel::Predict
   impl_->booster = std::move(booster);
   impl_->rounds = std::max(best_round, 1);
   impl_->objective = o.objective;
@@ -259,7 +261,12 @@ std::vector<double> CostModel::Predict(const std::vector<std::vector<FeatureRow>
   Packed p = Pack(ptrs);
   std::vector<double> prior = Priors(impl_->heuristic_prior, ptrs);
   if (p.rows == 0) return prior;
-  DMatrix m(p.data, p.rows, NumFeatures());
+  // One thread, no OpenMP team: after a parallel region libgomp's threads
+  // spin for milliseconds (its default spin count), on the cores where the
+  // search featurizes the next batch. A batch of 512 candidates predicts
+  // in ~2 ms on one thread; the spinning cost the featurizing threads more
+  // (bench/RESULTS.md, "Cost-model throughput, session 6").
+  DMatrix m(p.data, p.rows, NumFeatures(), 1);
   return Sums(RowPredictions(*impl_->booster, m, impl_->rounds), p, prior);
 }
 
@@ -291,6 +298,7 @@ CostModel CostModel::Load(const std::string& blob) {
   auto booster = std::make_unique<Booster>();
   std::string body = blob.substr(newline + 1);
   Check(XGBoosterLoadModelFromBuffer(booster->get(), body.data(), body.size()), "load");
+  booster->Set("nthread", "1");  // see CostModel::Predict
   m.impl_->booster = std::move(booster);
   m.impl_->rounds = header.value("rounds", 1);
   m.impl_->heuristic_prior = header.value("prior", "none") == "heuristic";
