@@ -15,6 +15,17 @@ Expr New(ExprKind kind, DataType dtype, std::vector<Expr> operands = {}) {
   return n;
 }
 
+// Moves expressions into an operand list. A braced list would copy them:
+// an initializer_list's elements are const, and every copy of an Expr is an
+// atomic reference-count update once the process has a second thread.
+template <typename... E>
+std::vector<Expr> Operands(E&&... e) {
+  std::vector<Expr> v;
+  v.reserve(sizeof...(e));
+  (v.push_back(std::move(e)), ...);
+  return v;
+}
+
 void CheckNotNull(const Expr& e, std::string_view what) {
   if (!e) throw IrError(std::string(what) + ": missing operand");
 }
@@ -98,11 +109,12 @@ Expr MakeConst(DataType dtype, double value) {
 
 Expr Binary(ExprKind kind, Expr a, Expr b) {
   if (!IsBinary(kind)) throw IrError("Binary: not a binary operator");
-  std::string op(ExprKindName(kind));
-  CheckNotNull(a, op);
-  CheckNotNull(b, op);
+  const std::string_view name = ExprKindName(kind);
+  CheckNotNull(a, name);
+  CheckNotNull(b, name);
+  auto op = [&] { return std::string(name); };  // only for errors
   if (a->dtype != b->dtype) {
-    throw IrError(op + ": operand types differ (" + std::string(DataTypeName(a->dtype)) +
+    throw IrError(op() + ": operand types differ (" + std::string(DataTypeName(a->dtype)) +
                   " and " + std::string(DataTypeName(b->dtype)) + ")");
   }
   DataType t = a->dtype;
@@ -110,28 +122,28 @@ Expr Binary(ExprKind kind, Expr a, Expr b) {
   switch (kind) {
     case ExprKind::kAdd: case ExprKind::kSub: case ExprKind::kMul:
     case ExprKind::kMin: case ExprKind::kMax:
-      if (t == DataType::kBool) throw IrError(op + ": operands must be numbers, not bool");
+      if (t == DataType::kBool) throw IrError(op() + ": operands must be numbers, not bool");
       break;
     case ExprKind::kDiv:
       if (!IsFloat(t)) throw IrError("div: operands must be floats (use floordiv for integers)");
       break;
     case ExprKind::kFloorDiv: case ExprKind::kFloorMod:
-      if (!IsInt(t)) throw IrError(op + ": operands must be integers");
+      if (!IsInt(t)) throw IrError(op() + ": operands must be integers");
       break;
     case ExprKind::kAnd: case ExprKind::kOr:
-      if (t != DataType::kBool) throw IrError(op + ": operands must be bool");
+      if (t != DataType::kBool) throw IrError(op() + ": operands must be bool");
       break;
     default:  // comparisons
       result = DataType::kBool;
       break;
   }
-  return New(kind, result, {std::move(a), std::move(b)});
+  return New(kind, result, Operands(a, b));
 }
 
 Expr Not(Expr a) {
   CheckNotNull(a, "not");
   if (a->dtype != DataType::kBool) throw IrError("not: operand must be bool");
-  return New(ExprKind::kNot, DataType::kBool, {std::move(a)});
+  return New(ExprKind::kNot, DataType::kBool, Operands(a));
 }
 
 Expr Select(Expr condition, Expr true_value, Expr false_value) {
@@ -145,13 +157,12 @@ Expr Select(Expr condition, Expr true_value, Expr false_value) {
                   std::string(DataTypeName(false_value->dtype)) + ")");
   }
   DataType t = true_value->dtype;
-  return New(ExprKind::kSelect, t,
-             {std::move(condition), std::move(true_value), std::move(false_value)});
+  return New(ExprKind::kSelect, t, Operands(condition, true_value, false_value));
 }
 
 Expr Cast(DataType dtype, Expr a) {
   CheckNotNull(a, "cast");
-  return New(ExprKind::kCast, dtype, {std::move(a)});
+  return New(ExprKind::kCast, dtype, Operands(a));
 }
 
 Expr Load(Buffer buffer, std::vector<Expr> indices) {
@@ -161,7 +172,7 @@ Expr Load(Buffer buffer, std::vector<Expr> indices) {
                   " indices for a buffer of rank " + std::to_string(buffer->shape.size()));
   }
   for (const Expr& i : indices) {
-    CheckNotNull(i, "load of " + buffer->name);
+    if (!i) CheckNotNull(i, "load of " + buffer->name);
     if (!IsInt(i->dtype)) throw IrError("load of " + buffer->name + ": index must be an integer");
   }
   Expr e = New(ExprKind::kLoad, buffer->dtype, std::move(indices));
@@ -229,49 +240,78 @@ bool AsConstInt(const Expr& e, std::int64_t* value) {
   return true;
 }
 
-Expr RewriteLoads(const Expr& e, const std::function<Expr(const Expr& load)>& fn) {
-  if (!e || e->operands.empty()) return e;
-  // Most subtrees hold no load to rewrite: copy the operands only once one
-  // of them changed.
+Expr WithOperands(const ExprNode& e, std::vector<Expr> operands) {
+  auto n = std::make_shared<ExprNode>();
+  n->kind = e.kind;
+  n->dtype = e.dtype;
+  n->int_value = e.int_value;
+  n->float_value = e.float_value;
+  n->name = e.name;
+  n->buffer = e.buffer;
+  n->operands = std::move(operands);
+  return n;
+}
+
+namespace {
+
+// The rewrites below return nullptr for a subtree they leave as it is, so
+// that an unchanged subtree costs no reference-count updates (each one an
+// atomic operation in a multi-threaded process); the callers build a node
+// only above a change.
+Expr RewriteLoadsOrNull(const Expr& e, const std::function<Expr(const Expr& load)>& fn) {
+  if (e->operands.empty()) return nullptr;
   std::vector<Expr> ops;
   for (std::size_t k = 0; k < e->operands.size(); ++k) {
-    Expr o = RewriteLoads(e->operands[k], fn);
-    if (ops.empty() && o == e->operands[k]) continue;
+    Expr o = RewriteLoadsOrNull(e->operands[k], fn);
+    if (!o) {
+      if (!ops.empty()) ops.push_back(e->operands[k]);
+      continue;
+    }
     if (ops.empty()) {
       ops.reserve(e->operands.size());
       ops.assign(e->operands.begin(), e->operands.begin() + static_cast<std::ptrdiff_t>(k));
     }
     ops.push_back(std::move(o));
   }
-  Expr rebuilt = e;
-  if (!ops.empty()) {
-    auto n = std::make_shared<ExprNode>(*e);
-    n->operands = std::move(ops);
-    rebuilt = n;
-  }
-  if (rebuilt->kind == ExprKind::kLoad) {
-    if (Expr r = fn(rebuilt)) return r;
+  Expr rebuilt = ops.empty() ? nullptr : WithOperands(*e, std::move(ops));
+  if (e->kind == ExprKind::kLoad) {
+    if (Expr r = fn(rebuilt ? rebuilt : e)) return r;
   }
   return rebuilt;
 }
 
-Expr Substitute(const Expr& e, const VarMap& map) {
+Expr SubstituteOrNull(const Expr& e, const VarMap& map) {
   if (e->kind == ExprKind::kVar) {
     auto it = map.find(e.get());
-    return it == map.end() ? e : it->second;
+    return it == map.end() || it->second == e ? nullptr : it->second;
   }
-  if (e->operands.empty()) return e;
-  bool changed = false;
-  std::vector<Expr> operands;
-  operands.reserve(e->operands.size());
-  for (const Expr& operand : e->operands) {
-    operands.push_back(Substitute(operand, map));
-    changed |= operands.back() != operand;
+  std::vector<Expr> ops;
+  for (std::size_t k = 0; k < e->operands.size(); ++k) {
+    Expr o = SubstituteOrNull(e->operands[k], map);
+    if (!o) {
+      if (!ops.empty()) ops.push_back(e->operands[k]);
+      continue;
+    }
+    if (ops.empty()) {
+      ops.reserve(e->operands.size());
+      ops.assign(e->operands.begin(), e->operands.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+    ops.push_back(std::move(o));
   }
-  if (!changed) return e;
-  auto n = std::make_shared<ExprNode>(*e);
-  n->operands = std::move(operands);
-  return n;
+  return ops.empty() ? nullptr : WithOperands(*e, std::move(ops));
+}
+
+}  // namespace
+
+Expr RewriteLoads(const Expr& e, const std::function<Expr(const Expr& load)>& fn) {
+  if (!e) return e;
+  Expr r = RewriteLoadsOrNull(e, fn);
+  return r ? r : e;
+}
+
+Expr Substitute(const Expr& e, const VarMap& map) {
+  Expr r = SubstituteOrNull(e, map);
+  return r ? r : e;
 }
 
 }  // namespace tunedb::ir

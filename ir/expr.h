@@ -52,6 +52,7 @@ struct ExprNode {
   Buffer buffer;                  // kLoad
   std::vector<Expr> operands;     // binary: a, b; kNot/kCast: a; kSelect: c, t, f;
                                   // kLoad: indices; kCall: arguments
+  // A new field must be copied by WithOperands too.
 };
 
 // Names used in printing and JSON: "add", "floordiv", "select", ...
@@ -108,6 +109,10 @@ bool AsConstInt(const Expr& e, std::int64_t* value);
 // Replaces variables by expressions (keyed by variable node).
 using VarMap = std::unordered_map<const ExprNode*, Expr>;
 Expr Substitute(const Expr& e, const VarMap& map);
+
+// A node with e's fields and the given operands (what a rewrite builds
+// above a changed child). Copies every field of ExprNode but operands.
+Expr WithOperands(const ExprNode& e, std::vector<Expr> operands);
 
 // Rebuilds e bottom-up, replacing every load by fn(load), where the load
 // already carries its rewritten indices; fn returns null to keep it.

@@ -222,9 +222,7 @@ class Simplifier {
       changed |= ops.back() != o;
     }
     if (!changed) return e;
-    auto n = std::make_shared<ExprNode>(*e);
-    n->operands = std::move(ops);
-    return n;
+    return WithOperands(*e, std::move(ops));
   }
 
   Linear ToLinear(const Expr& e) {

@@ -69,6 +69,42 @@ TEST(ExprTest, SubstituteReplacesOnlyMappedVariables) {
   EXPECT_EQ(Substitute(e, VarMap{}), e);  // unchanged trees are shared, not copied
 }
 
+TEST(ExprTest, SubstituteSharesUnchangedSubtreesOfAChangedTree) {
+  Expr i = MakeVar("i"), j = MakeVar("j");
+  Expr left = i * 4, right = j * 8;
+  Expr e = left + right;
+  Expr s = Substitute(e, VarMap{{j.get(), MakeVar("k")}});
+  EXPECT_EQ(PrintExpr(s), "i * 4 + k * 8");
+  EXPECT_EQ(s->operands[0], left);  // the untouched operand is the same node
+  EXPECT_EQ(Substitute(e, VarMap{{i.get(), i}}), e);  // a variable mapped to itself changes nothing
+}
+
+TEST(ExprTest, RewriteLoadsRebuildsOnlyAboveARewrittenLoad) {
+  Buffer a = MakeBuffer("A", {4}), b = MakeBuffer("B", {4});
+  Expr i = MakeVar("i");
+  Expr load_a = Load(a, {i}), load_b = Load(b, {i});
+  Expr e = load_a * 2.0f + load_b;
+  Expr to_c = Load(MakeBuffer("C", {4}), {i});
+  Expr r = RewriteLoads(e, [&](const Expr& load) { return load->buffer == b ? to_c : nullptr; });
+  EXPECT_EQ(PrintExpr(r), "A[i] * T.float32(2.0) + C[i]");
+  EXPECT_EQ(r->operands[0], e->operands[0]);
+  EXPECT_EQ(RewriteLoads(e, [](const Expr&) { return Expr(); }), e);
+}
+
+TEST(ExprTest, WithOperandsKeepsEveryOtherField) {
+  Buffer a = MakeBuffer("A", {4});
+  Expr i = MakeVar("i"), j = MakeVar("j");
+  Expr load = WithOperands(*Load(a, {i}), {j});
+  EXPECT_EQ(load->kind, ExprKind::kLoad);
+  EXPECT_EQ(load->buffer, a);
+  EXPECT_EQ(load->dtype, DataType::kFloat32);
+  EXPECT_EQ(load->operands, std::vector<Expr>{j});
+  Expr x = FloatImm(DataType::kFloat32, 1), y = FloatImm(DataType::kFloat32, 2);
+  Expr call = WithOperands(*Call("exp", {x}), {y});
+  EXPECT_EQ(call->name, "exp");
+  EXPECT_EQ(call->operands, std::vector<Expr>{y});
+}
+
 TEST(ExprTest, AsConstInt) {
   std::int64_t v = 0;
   EXPECT_TRUE(AsConstInt(IntImm(DataType::kInt64, 7), &v));
