@@ -22,21 +22,41 @@ struct Linear {
   std::vector<Term> terms;
   std::int64_t constant = 0;
 
+  // A caller done with its atom moves it in: a copy of an Expr is an
+  // atomic update in a multi-threaded process.
   void Add(const Expr& atom, std::int64_t coeff) {
+    if (Term* t = Find(atom)) {
+      t->coeff += coeff;
+    } else {
+      Append(Term{atom, coeff});
+    }
+  }
+  void Add(Expr&& atom, std::int64_t coeff) {
+    if (Term* t = Find(atom)) {
+      t->coeff += coeff;
+    } else {
+      Append(Term{std::move(atom), coeff});
+    }
+  }
+  Term* Find(const Expr& atom) {
     bool is_var = atom->kind == ExprKind::kVar;  // variables are equal only to themselves
     for (Term& t : terms) {
-      if (t.atom == atom || (!is_var && ExprEqual(t.atom, atom))) {
-        t.coeff += coeff;
-        return;
-      }
+      if (t.atom == atom || (!is_var && ExprEqual(t.atom, atom))) return &t;
     }
+    return nullptr;
+  }
+  void Append(Term&& t) {
     // Index expressions have a few terms: one allocation instead of growing
     // through 1, 2 and 4.
     if (terms.empty()) terms.reserve(4);
-    terms.push_back({atom, coeff});
+    terms.push_back(std::move(t));
   }
   void AddAll(const Linear& other, std::int64_t scale) {
     for (const Term& t : other.terms) Add(t.atom, t.coeff * scale);
+    constant += other.constant * scale;
+  }
+  void AddAll(Linear&& other, std::int64_t scale) {
+    for (Term& t : other.terms) Add(std::move(t.atom), t.coeff * scale);
     constant += other.constant * scale;
   }
   void DropZeros() {
@@ -239,9 +259,9 @@ class Simplifier {
       case ExprKind::kMul: {
         Linear a = ToLinear(e->operands[0]), b = ToLinear(e->operands[1]);
         if (b.IsConst()) {
-          l.AddAll(a, b.constant);
+          l.AddAll(std::move(a), b.constant);
         } else if (a.IsConst()) {
-          l.AddAll(b, a.constant);
+          l.AddAll(std::move(b), a.constant);
         } else {
           l.Add(Binary(ExprKind::kMul, FromLinear(a, e->dtype), FromLinear(b, e->dtype)), 1);
         }
@@ -345,7 +365,7 @@ class Simplifier {
     if (auto split = SplitByFactor(rest, c)) {
       auto& [k, x, y] = *split;
       l.AddAll(Atom(Binary(ExprKind::kFloorMod, FromLinear(x, e->dtype), IntImm(e->dtype, c / k))), k);
-      l.AddAll(y, 1);
+      l.AddAll(std::move(y), 1);
       l.DropZeros();
       return l;
     }
@@ -404,14 +424,14 @@ class Simplifier {
       std::int64_t mag = t.coeff < 0 ? -t.coeff : t.coeff;
       Expr term = mag == 1 ? t.atom : Binary(ExprKind::kMul, t.atom, IntImm(dtype, mag));
       if (!result) {
-        result = t.coeff < 0 ? Binary(ExprKind::kSub, IntImm(dtype, 0), term) : term;
+        result = t.coeff < 0 ? Binary(ExprKind::kSub, IntImm(dtype, 0), std::move(term)) : std::move(term);
       } else {
-        result = Binary(t.coeff < 0 ? ExprKind::kSub : ExprKind::kAdd, result, term);
+        result = Binary(t.coeff < 0 ? ExprKind::kSub : ExprKind::kAdd, std::move(result), std::move(term));
       }
     }
     if (!result) return IntImm(dtype, l.constant);
-    if (l.constant > 0) result = Binary(ExprKind::kAdd, result, IntImm(dtype, l.constant));
-    if (l.constant < 0) result = Binary(ExprKind::kSub, result, IntImm(dtype, -l.constant));
+    if (l.constant > 0) result = Binary(ExprKind::kAdd, std::move(result), IntImm(dtype, l.constant));
+    if (l.constant < 0) result = Binary(ExprKind::kSub, std::move(result), IntImm(dtype, -l.constant));
     return result;
   }
 
