@@ -61,40 +61,66 @@ Stmt MakeIf(Expr condition, Stmt then_case, Stmt else_case) {
   return n;
 }
 
-Stmt Clone(const Stmt& s) {
+namespace {
+
+Stmt CloneTree(const Stmt& s, bool regions) {
   if (!s) return nullptr;
   switch (s->kind) {
     case StmtKind::kFor: {
       auto n = std::make_shared<ForNode>(static_cast<const ForNode&>(*s));
-      n->body = Clone(n->body);
+      n->body = CloneTree(n->body, regions);
       return n;
     }
     case StmtKind::kSeq: {
       auto n = std::make_shared<SeqNode>(static_cast<const SeqNode&>(*s));
-      for (Stmt& c : n->stmts) c = Clone(c);
+      for (Stmt& c : n->stmts) c = CloneTree(c, regions);
       return n;
     }
     case StmtKind::kIf: {
       auto n = std::make_shared<IfNode>(static_cast<const IfNode&>(*s));
-      n->then_case = Clone(n->then_case);
-      n->else_case = Clone(n->else_case);
+      n->then_case = CloneTree(n->then_case, regions);
+      n->else_case = CloneTree(n->else_case, regions);
       return n;
     }
     case StmtKind::kStore:
       return std::make_shared<StoreNode>(static_cast<const StoreNode&>(*s));
     case StmtKind::kBlock: {
-      auto n = std::make_shared<BlockNode>(static_cast<const BlockNode&>(*s));
-      n->init = Clone(n->init);
-      n->body = Clone(n->body);
+      const auto& b = static_cast<const BlockNode&>(*s);
+      std::shared_ptr<BlockNode> n;
+      if (regions) {
+        n = std::make_shared<BlockNode>(b);
+      } else {  // every field but reads and writes
+        n = std::make_shared<BlockNode>();
+        n->name = b.name;
+        n->iter_vars = b.iter_vars;
+        n->bindings = b.bindings;
+        n->predicate = b.predicate;
+        n->init = b.init;
+        n->body = b.body;
+        n->alloc_buffers = b.alloc_buffers;
+        n->annotations = b.annotations;
+      }
+      n->init = CloneTree(n->init, regions);
+      n->body = CloneTree(n->body, regions);
       return n;
     }
   }
   return nullptr;
 }
 
+}  // namespace
+
+Stmt Clone(const Stmt& s) { return CloneTree(s, true); }
+
 PrimFunc Clone(const PrimFunc& func) {
   PrimFunc copy = func;
   copy.body = Clone(func.body);
+  return copy;
+}
+
+PrimFunc CloneWithoutRegions(const PrimFunc& func) {
+  PrimFunc copy = func;
+  copy.body = CloneTree(func.body, false);
   return copy;
 }
 

@@ -104,6 +104,7 @@ struct BlockNode : StmtNode {
   Stmt body;
   std::vector<Buffer> alloc_buffers;
   Annotations annotations;
+  // A new field must be copied by CloneWithoutRegions (stmt.cc) too.
 };
 
 // A primitive function: buffer parameters (inputs first, then outputs, as
@@ -127,6 +128,10 @@ Stmt MakeIf(Expr condition, Stmt then_case, Stmt else_case = nullptr);
 // Deep copy of a statement tree (see the file comment).
 Stmt Clone(const Stmt& stmt);
 PrimFunc Clone(const PrimFunc& func);
+// The same with every block's reads and writes left empty, for passes that
+// find the accesses in the statements themselves (lowering): the regions
+// are most of what a copy of a block costs.
+PrimFunc CloneWithoutRegions(const PrimFunc& func);
 
 // Replaces variables through `map` in every expression of the tree, in
 // place (bindings, predicates, regions, indices, values, conditions).

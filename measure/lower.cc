@@ -552,7 +552,7 @@ Stmt SimplifyStmt(const Stmt& s, const VarRanges& ranges) {
 }  // namespace
 
 ir::PrimFunc Lower(const ir::PrimFunc& func) {
-  PrimFunc f = Clone(func);
+  PrimFunc f = CloneWithoutRegions(func);  // blocks are removed below; their regions are never read
   VarRanges ranges;
   VisitStmt(f.body, [&](const Stmt& s) {
     if (s->kind == StmtKind::kFor) ranges[static_cast<ForNode&>(*s).loop_var.get()] = static_cast<ForNode&>(*s).extent;

@@ -19,6 +19,28 @@ TEST(StmtTest, CloneIsDeepAndEqual) {
   EXPECT_EQ(static_cast<const ForNode&>(*f.root().body).extent, 4);
 }
 
+TEST(StmtTest, CloneWithoutRegionsDropsOnlyReadsAndWrites) {
+  PrimFunc f = BuildWorkload("dense_bias_relu:B=2,IN=2,OUT=2").func;
+  PrimFunc g = CloneWithoutRegions(f);
+  std::vector<BlockNode*> original = CollectBlocks(f), copy = CollectBlocks(g);
+  ASSERT_EQ(copy.size(), original.size());
+  for (std::size_t b = 1; b < copy.size(); ++b) {  // the root has no regions to drop
+    SCOPED_TRACE(original[b]->name);
+    EXPECT_NE(copy[b], original[b]);
+    EXPECT_TRUE(copy[b]->reads.empty());
+    EXPECT_TRUE(copy[b]->writes.empty());
+    EXPECT_FALSE(original[b]->reads.empty());
+    EXPECT_EQ(copy[b]->name, original[b]->name);
+    EXPECT_EQ(copy[b]->bindings, original[b]->bindings);
+    EXPECT_EQ(copy[b]->iter_vars.size(), original[b]->iter_vars.size());
+    EXPECT_EQ(copy[b]->predicate, original[b]->predicate);
+    EXPECT_EQ(copy[b]->annotations, original[b]->annotations);
+    EXPECT_EQ(copy[b]->init != nullptr, original[b]->init != nullptr);
+    EXPECT_NE(copy[b]->body, original[b]->body);  // statements below are copies too
+  }
+  EXPECT_EQ(g.root().alloc_buffers, f.root().alloc_buffers);
+}
+
 TEST(StmtTest, SubstituteStmtRewritesEveryExpression) {
   Buffer a = MakeBuffer("A", {8});
   Expr i = MakeVar("i"), j = MakeVar("j");
