@@ -146,16 +146,17 @@ class Simplifier {
   // Run(((i_0 * n_1 + i_1) * n_2 + i_2) ...) without building that tree:
   // the same steps in the same order, so the same result.
   Expr RowMajor(const std::vector<Expr>& indices, const std::vector<std::int64_t>& shape) {
+    // Zeros are dropped once, at the end, as ToLinear does for a sum: a term
+    // that cancels keeps its place should its atom come back.
     Linear l;
     for (std::size_t d = 0; d < indices.size(); ++d) {
       if (d > 0) {
         for (Linear::Term& t : l.terms) t.coeff *= shape[d];
         l.constant *= shape[d];
-        l.DropZeros();
       }
-      l.AddAll(ToLinear(indices[d]), 1);
-      l.DropZeros();
+      AddTo(l, indices[d], 1);
     }
+    l.DropZeros();
     return FromLinear(l, indices.empty() ? DataType::kInt32 : indices[0]->dtype);
   }
 
@@ -245,18 +246,42 @@ class Simplifier {
     return WithOperands(*e, std::move(ops));
   }
 
+  // acc += scale * e, as acc.AddAll(ToLinear(e), scale) but without a form
+  // (and its allocation) for every variable, sum and constant multiple
+  // inside e: their terms go straight into acc. The caller drops zeros.
+  void AddTo(Linear& acc, const Expr& e, std::int64_t scale) {
+    switch (e->kind) {
+      case ExprKind::kIntImm: acc.constant += e->int_value * scale; return;
+      case ExprKind::kVar: acc.Add(e, scale); return;
+      case ExprKind::kAdd: case ExprKind::kSub:
+        AddTo(acc, e->operands[0], scale);
+        AddTo(acc, e->operands[1], e->kind == ExprKind::kAdd ? scale : -scale);
+        return;
+      case ExprKind::kMul:
+        if (e->operands[1]->kind == ExprKind::kIntImm) return AddTo(acc, e->operands[0], scale * e->operands[1]->int_value);
+        if (e->operands[0]->kind == ExprKind::kIntImm) return AddTo(acc, e->operands[1], scale * e->operands[0]->int_value);
+        break;
+      default: break;
+    }
+    acc.AddAll(ToLinear(e), scale);
+  }
+
   Linear ToLinear(const Expr& e) {
     Linear l;
     switch (e->kind) {
       case ExprKind::kIntImm: l.constant = e->int_value; return l;
       case ExprKind::kVar: l.Add(e, 1); return l;
       case ExprKind::kAdd: case ExprKind::kSub: {
-        l = ToLinear(e->operands[0]);
-        l.AddAll(ToLinear(e->operands[1]), e->kind == ExprKind::kAdd ? 1 : -1);
+        AddTo(l, e, 1);
         l.DropZeros();
         return l;
       }
       case ExprKind::kMul: {
+        if (e->operands[0]->kind == ExprKind::kIntImm || e->operands[1]->kind == ExprKind::kIntImm) {
+          AddTo(l, e, 1);
+          l.DropZeros();
+          return l;
+        }
         Linear a = ToLinear(e->operands[0]), b = ToLinear(e->operands[1]);
         if (b.IsConst()) {
           l.AddAll(std::move(a), b.constant);

@@ -1,6 +1,8 @@
 #include "ir/simplify.h"
 
 #include <random>
+#include <unordered_map>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -16,6 +18,47 @@ class SimplifyTest : public ::testing::Test {
   Expr i0 = MakeVar("i_0"), i1 = MakeVar("i_1"), i2 = MakeVar("i_2"), f = MakeVar("f");
   VarRanges ranges{{i0.get(), 4}, {i1.get(), 8}, {i2.get(), 4}, {f.get(), 64}};
   std::string S(const Expr& e) { return PrintExpr(Simplify(e, ranges)); }
+
+  // Random integer expressions over the four variables: sums, differences,
+  // constant multiples (zero too), floordiv and floormod by constants.
+  std::mt19937_64 rng{7};
+  Expr Random(int depth) {
+    std::vector<Expr> vars{i0, i1, i2, f};
+    int choice = depth == 0 ? static_cast<int>(rng() % 2) : static_cast<int>(rng() % 7);
+    switch (choice) {
+      case 0: return vars[rng() % vars.size()];
+      case 1: return C(static_cast<std::int64_t>(rng() % 9) - 2);
+      case 2: return Random(depth - 1) + Random(depth - 1);
+      case 3: return Random(depth - 1) - Random(depth - 1);
+      case 4: return Random(depth - 1) * C(static_cast<std::int64_t>(rng() % 5));
+      case 5: return FloorDiv(Random(depth - 1), C(1 + static_cast<std::int64_t>(rng() % 8)));
+      default: return FloorMod(Random(depth - 1), C(1 + static_cast<std::int64_t>(rng() % 8)));
+    }
+  }
+  using Env = std::unordered_map<const ExprNode*, std::int64_t>;
+  Env RandomEnv() {
+    return {{i0.get(), static_cast<std::int64_t>(rng() % 4)}, {i1.get(), static_cast<std::int64_t>(rng() % 8)},
+            {i2.get(), static_cast<std::int64_t>(rng() % 4)}, {f.get(), static_cast<std::int64_t>(rng() % 64)}};
+  }
+  static std::int64_t Eval(const Expr& x, const Env& env) {
+    auto fd = [](std::int64_t a, std::int64_t b) {
+      std::int64_t q = a / b;
+      return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+    };
+    switch (x->kind) {
+      case ExprKind::kIntImm: return x->int_value;
+      case ExprKind::kVar: return env.at(x.get());
+      case ExprKind::kAdd: return Eval(x->operands[0], env) + Eval(x->operands[1], env);
+      case ExprKind::kSub: return Eval(x->operands[0], env) - Eval(x->operands[1], env);
+      case ExprKind::kMul: return Eval(x->operands[0], env) * Eval(x->operands[1], env);
+      case ExprKind::kFloorDiv: return fd(Eval(x->operands[0], env), Eval(x->operands[1], env));
+      case ExprKind::kFloorMod: {
+        std::int64_t a = Eval(x->operands[0], env), b = Eval(x->operands[1], env);
+        return a - fd(a, b) * b;
+      }
+      default: ADD_FAILURE() << "unexpected " << PrintExpr(x); return 0;
+    }
+  }
 };
 
 TEST_F(SimplifyTest, FlattensNestedSplits) {
@@ -56,51 +99,26 @@ TEST_F(SimplifyTest, BoundsOfExpressions) {
 
 TEST_F(SimplifyTest, RandomExpressionsKeepTheirValue) {
   // Oracle test: random index expressions evaluated before and after.
-  std::mt19937_64 rng(7);
-  std::vector<Expr> vars{i0, i1, i2, f};
-  std::function<Expr(int)> gen = [&](int depth) -> Expr {
-    int choice = depth == 0 ? static_cast<int>(rng() % 2) : static_cast<int>(rng() % 7);
-    switch (choice) {
-      case 0: return vars[rng() % vars.size()];
-      case 1: return C(static_cast<std::int64_t>(rng() % 9) - 2);
-      case 2: return gen(depth - 1) + gen(depth - 1);
-      case 3: return gen(depth - 1) - gen(depth - 1);
-      case 4: return gen(depth - 1) * C(static_cast<std::int64_t>(rng() % 5));
-      case 5: return FloorDiv(gen(depth - 1), C(1 + static_cast<std::int64_t>(rng() % 8)));
-      default: return FloorMod(gen(depth - 1), C(1 + static_cast<std::int64_t>(rng() % 8)));
-    }
-  };
-  auto eval = [&](const Expr& e, const std::unordered_map<const ExprNode*, std::int64_t>& env) {
-    std::function<std::int64_t(const Expr&)> ev = [&](const Expr& x) -> std::int64_t {
-      auto fd = [](std::int64_t a, std::int64_t b) {
-        std::int64_t q = a / b;
-        return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-      };
-      switch (x->kind) {
-        case ExprKind::kIntImm: return x->int_value;
-        case ExprKind::kVar: return env.at(x.get());
-        case ExprKind::kAdd: return ev(x->operands[0]) + ev(x->operands[1]);
-        case ExprKind::kSub: return ev(x->operands[0]) - ev(x->operands[1]);
-        case ExprKind::kMul: return ev(x->operands[0]) * ev(x->operands[1]);
-        case ExprKind::kFloorDiv: return fd(ev(x->operands[0]), ev(x->operands[1]));
-        case ExprKind::kFloorMod: {
-          std::int64_t a = ev(x->operands[0]), b = ev(x->operands[1]);
-          return a - fd(a, b) * b;
-        }
-        default: ADD_FAILURE() << "unexpected " << PrintExpr(x); return 0;
-      }
-    };
-    return ev(e);
-  };
   for (int trial = 0; trial < 400; ++trial) {
-    Expr e = gen(4);
+    Expr e = Random(4);
     Expr s = Simplify(e, ranges);
     for (int k = 0; k < 20; ++k) {
-      std::unordered_map<const ExprNode*, std::int64_t> env{
-          {i0.get(), static_cast<std::int64_t>(rng() % 4)}, {i1.get(), static_cast<std::int64_t>(rng() % 8)},
-          {i2.get(), static_cast<std::int64_t>(rng() % 4)}, {f.get(), static_cast<std::int64_t>(rng() % 64)}};
-      ASSERT_EQ(eval(e, env), eval(s, env)) << PrintExpr(e) << "  =>  " << PrintExpr(s);
+      Env env = RandomEnv();
+      ASSERT_EQ(Eval(e, env), Eval(s, env)) << PrintExpr(e) << "  =>  " << PrintExpr(s);
     }
+  }
+}
+
+TEST_F(SimplifyTest, RowMajorIsTheSimplifiedRowMajorSum) {
+  // SimplifyRowMajor(indices) promises Simplify of the sum it never builds.
+  const std::vector<std::int64_t> shape{3, 5, 7};
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<Expr> indices{Random(3), Random(3), Random(3)};
+    Expr sum = (indices[0] * C(shape[1]) + indices[1]) * C(shape[2]) + indices[2];
+    Expr flat = SimplifyRowMajor(indices, shape, ranges);
+    ASSERT_EQ(PrintExpr(flat), S(sum));
+    Env env = RandomEnv();
+    ASSERT_EQ(Eval(flat, env), Eval(sum, env)) << PrintExpr(sum);
   }
 }
 
