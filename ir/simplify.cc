@@ -528,6 +528,10 @@ std::optional<IntBound> BoundOf(const Expr& e, const VarRanges& ranges) {
   return s.Bound(s.Run(e));
 }
 
+std::optional<IntBound> BoundOfSimplified(const Expr& e, const VarRanges& ranges) {
+  return Simplifier(ranges).Bound(e);
+}
+
 std::optional<AffineSplit> SplitAffine(const Expr& e, const std::set<const ExprNode*>& free_vars,
                                        const VarRanges& ranges) {
   return Simplifier(ranges).Split(e, free_vars);

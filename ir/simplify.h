@@ -33,6 +33,9 @@ struct IntBound {
 
 // Inclusive bounds of an integer expression, when they can be derived.
 std::optional<IntBound> BoundOf(const Expr& e, const VarRanges& ranges);
+// The same for an expression that simplification produced (e.g. an atom of
+// ToLinearForm), without simplifying it again first.
+std::optional<IntBound> BoundOfSimplified(const Expr& e, const VarRanges& ranges);
 
 Expr Simplify(const Expr& e, const VarRanges& ranges = {});
 

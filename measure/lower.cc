@@ -161,7 +161,7 @@ AffineIndex Analyze(const Expr& index, const VarRanges& ranges) {
     if (range != ranges.end()) {
       bound = IntBound{0, range->second - 1};
     } else {
-      bound = BoundOf(atom, ranges);
+      bound = BoundOfSimplified(atom, ranges);
     }
     IndexTerm t{atom, coeff, {}, bound};
     VisitExpr(atom, [&](const Expr& x) {
@@ -308,17 +308,21 @@ std::vector<CompactionPlan> PlanCompaction(const PrimFunc& f, const VarRanges& r
     paths[b].loops = blocks[b].second;
     for (std::size_t k = 0; k < paths[b].loops.size(); ++k) paths[b].depth_of[paths[b].loops[k]->loop_var.get()] = k;
   }
+  // Each block's iteration variables in terms of its loops.
+  std::vector<VarMap> to_loops(blocks.size());
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    const BlockNode* block = blocks[b].first;
+    for (std::size_t k = 0; k < block->iter_vars.size(); ++k) to_loops[b][block->iter_vars[k].var.get()] = block->bindings[k];
+  }
   std::vector<CompactionPlan> plans;
   for (const Buffer& buf : root.alloc_buffers) {
     std::vector<BlockAccess> accesses;
     std::set<const ExprNode*> accumulation_loops;  // reduction loops of blocks accumulating into buf
     for (std::size_t b = 0; b < blocks.size(); ++b) {
       BlockNode* block = blocks[b].first;
-      VarMap to_loops;
-      for (std::size_t k = 0; k < block->iter_vars.size(); ++k) to_loops[block->iter_vars[k].var.get()] = block->bindings[k];
       auto add = [&](const std::vector<Expr>& indices, bool is_write) {
         BlockAccess a{&paths[b], {}, is_write};
-        for (const Expr& i : indices) a.indices.push_back(Analyze(Substitute(i, to_loops), ranges));
+        for (const Expr& i : indices) a.indices.push_back(Analyze(Substitute(i, to_loops[b]), ranges));
         accesses.push_back(std::move(a));
       };
       bool writes = false, reads = false;
