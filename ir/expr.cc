@@ -172,7 +172,7 @@ Expr Load(Buffer buffer, std::vector<Expr> indices) {
                   " indices for a buffer of rank " + std::to_string(buffer->shape.size()));
   }
   for (const Expr& i : indices) {
-    if (!i) CheckNotNull(i, "load of " + buffer->name);
+    if (!i) throw IrError("load of " + buffer->name + ": missing operand");
     if (!IsInt(i->dtype)) throw IrError("load of " + buffer->name + ": index must be an integer");
   }
   Expr e = New(ExprKind::kLoad, buffer->dtype, std::move(indices));
@@ -258,36 +258,14 @@ namespace {
 // that an unchanged subtree costs no reference-count updates (each one an
 // atomic operation in a multi-threaded process); the callers build a node
 // only above a change.
-Expr RewriteLoadsOrNull(const Expr& e, const std::function<Expr(const Expr& load)>& fn) {
-  if (e->operands.empty()) return nullptr;
-  std::vector<Expr> ops;
-  for (std::size_t k = 0; k < e->operands.size(); ++k) {
-    Expr o = RewriteLoadsOrNull(e->operands[k], fn);
-    if (!o) {
-      if (!ops.empty()) ops.push_back(e->operands[k]);
-      continue;
-    }
-    if (ops.empty()) {
-      ops.reserve(e->operands.size());
-      ops.assign(e->operands.begin(), e->operands.begin() + static_cast<std::ptrdiff_t>(k));
-    }
-    ops.push_back(std::move(o));
-  }
-  Expr rebuilt = ops.empty() ? nullptr : WithOperands(*e, std::move(ops));
-  if (e->kind == ExprKind::kLoad) {
-    if (Expr r = fn(rebuilt ? rebuilt : e)) return r;
-  }
-  return rebuilt;
-}
 
-Expr SubstituteOrNull(const Expr& e, const VarMap& map) {
-  if (e->kind == ExprKind::kVar) {
-    auto it = map.find(e.get());
-    return it == map.end() || it->second == e ? nullptr : it->second;
-  }
+// e with each operand o replaced by rewrite(o) where that is not null;
+// nullptr when none is. The operand list is copied from the first change on.
+template <typename Rewrite>
+Expr ReplaceOperands(const Expr& e, Rewrite&& rewrite) {
   std::vector<Expr> ops;
   for (std::size_t k = 0; k < e->operands.size(); ++k) {
-    Expr o = SubstituteOrNull(e->operands[k], map);
+    Expr o = rewrite(e->operands[k]);
     if (!o) {
       if (!ops.empty()) ops.push_back(e->operands[k]);
       continue;
@@ -299,6 +277,23 @@ Expr SubstituteOrNull(const Expr& e, const VarMap& map) {
     ops.push_back(std::move(o));
   }
   return ops.empty() ? nullptr : WithOperands(*e, std::move(ops));
+}
+
+Expr RewriteLoadsOrNull(const Expr& e, const std::function<Expr(const Expr& load)>& fn) {
+  if (e->operands.empty()) return nullptr;
+  Expr rebuilt = ReplaceOperands(e, [&](const Expr& o) { return RewriteLoadsOrNull(o, fn); });
+  if (e->kind == ExprKind::kLoad) {
+    if (Expr r = fn(rebuilt ? rebuilt : e)) return r;
+  }
+  return rebuilt;
+}
+
+Expr SubstituteOrNull(const Expr& e, const VarMap& map) {
+  if (e->kind == ExprKind::kVar) {
+    auto it = map.find(e.get());
+    return it == map.end() || it->second == e ? nullptr : it->second;
+  }
+  return ReplaceOperands(e, [&](const Expr& o) { return SubstituteOrNull(o, map); });
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "ir/simplify.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 namespace tunedb::ir {
@@ -22,20 +23,15 @@ struct Linear {
   std::vector<Term> terms;
   std::int64_t constant = 0;
 
-  // A caller done with its atom moves it in: a copy of an Expr is an
-  // atomic update in a multi-threaded process.
-  void Add(const Expr& atom, std::int64_t coeff) {
+  // A caller done with its atom moves it in (A is Expr), others lend it
+  // (const Expr&): a copy of an Expr is an atomic update in a multi-threaded
+  // process, so only a new term copies.
+  template <typename A>
+  void Add(A&& atom, std::int64_t coeff) {
     if (Term* t = Find(atom)) {
       t->coeff += coeff;
     } else {
-      Append(Term{atom, coeff});
-    }
-  }
-  void Add(Expr&& atom, std::int64_t coeff) {
-    if (Term* t = Find(atom)) {
-      t->coeff += coeff;
-    } else {
-      Append(Term{std::move(atom), coeff});
+      Append(Term{std::forward<A>(atom), coeff});
     }
   }
   Term* Find(const Expr& atom) {
