@@ -82,31 +82,12 @@ TEST(NormalizedThroughputTest, BestIsOneFailuresZero) {
 namespace tunedb::costmodel {
 namespace {
 
-TEST(FeaturizeBatchTest, ThreadsGiveTheSameRows) {
+// Programs of a workload under seeds 0..count-1 of five random primitives.
+std::vector<ir::PrimFunc> RandomlyScheduled(const std::string& spec, int count) {
+  ir::Workload w = ir::BuildWorkload(spec);
   std::vector<ir::PrimFunc> programs;
-  for (const char* spec : {"matmul:M=8,N=8,K=8", "softmax:M=4,N=8", "conv2d_nhwc:N=1,H=5,W=5,CI=2,CO=2,KH=3,KW=3,stride=1,pad=1"}) {
-    ir::Workload w = ir::BuildWorkload(spec);
-    for (int seed = 0; seed < 5; ++seed) {
-      ir::Schedule sch(w.func, static_cast<std::uint64_t>(seed));
-      ir::testing::RandomScheduler random(sch, static_cast<std::uint64_t>(seed));
-      for (int step = 0; step < 5; ++step) {
-        try {
-          random.Step();
-        } catch (const ir::ScheduleError&) {
-        }
-      }
-      programs.push_back(sch.func());
-    }
-  }
-  EXPECT_EQ(FeaturizeBatch(programs, 1), FeaturizeBatch(programs, 3));
-}
-
-// The helper threads outlive a batch: batches after the first, and batches
-// asked for by two threads at once (they take turns), give the same rows.
-TEST(FeaturizeBatchTest, HelperThreadsServeRepeatedAndConcurrentBatches) {
-  std::vector<ir::PrimFunc> programs;
-  for (int seed = 0; seed < 12; ++seed) {
-    ir::Schedule sch(ir::BuildWorkload("matmul:M=8,N=8,K=8").func, static_cast<std::uint64_t>(seed));
+  for (int seed = 0; seed < count; ++seed) {
+    ir::Schedule sch(w.func, static_cast<std::uint64_t>(seed));
     ir::testing::RandomScheduler random(sch, static_cast<std::uint64_t>(seed));
     for (int step = 0; step < 5; ++step) {
       try {
@@ -116,6 +97,21 @@ TEST(FeaturizeBatchTest, HelperThreadsServeRepeatedAndConcurrentBatches) {
     }
     programs.push_back(sch.func());
   }
+  return programs;
+}
+
+TEST(FeaturizeBatchTest, ThreadsGiveTheSameRows) {
+  std::vector<ir::PrimFunc> programs;
+  for (const char* spec : {"matmul:M=8,N=8,K=8", "softmax:M=4,N=8", "conv2d_nhwc:N=1,H=5,W=5,CI=2,CO=2,KH=3,KW=3,stride=1,pad=1"}) {
+    for (ir::PrimFunc& p : RandomlyScheduled(spec, 5)) programs.push_back(std::move(p));
+  }
+  EXPECT_EQ(FeaturizeBatch(programs, 1), FeaturizeBatch(programs, 3));
+}
+
+// The helper threads outlive a batch: batches after the first, and batches
+// asked for by two threads at once (they take turns), give the same rows.
+TEST(FeaturizeBatchTest, HelperThreadsServeRepeatedAndConcurrentBatches) {
+  const std::vector<ir::PrimFunc> programs = RandomlyScheduled("matmul:M=8,N=8,K=8", 12);
   const auto expected = FeaturizeBatch(programs, 1);
   std::array<int, 2> matches{};
   std::vector<std::thread> callers;
