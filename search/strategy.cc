@@ -81,10 +81,20 @@ class EvolutionarySearch : public SearchStrategy {
     int random_share = static_cast<int>(options_.eps_greedy * n + 0.5);
     std::vector<Candidate> batch;
     std::unordered_set<std::uint64_t> picked;
+    std::vector<Candidate> neighbours = EliteNeighbours(context);
+    std::vector<double> neighbour_scores = Score(context, neighbours);
+    std::vector<std::size_t> by_score(neighbours.size());
+    for (std::size_t i = 0; i < by_score.size(); ++i) by_score[i] = i;
+    std::stable_sort(by_score.begin(), by_score.end(),
+                     [&](std::size_t a, std::size_t b) { return neighbour_scores[a] > neighbour_scores[b]; });
+    int neighbour_quota = static_cast<int>(options_.neighbour_share * n + 0.5);
+    for (std::size_t i : by_score) {
+      if (static_cast<int>(batch.size()) >= neighbour_quota) break;
+      if (picked.insert(neighbours[i].program_hash).second) batch.push_back(neighbours[i]);
+    }
     for (const Candidate* c : ranked) {
       if (static_cast<int>(batch.size()) >= n - random_share) break;
-      picked.insert(c->program_hash);
-      batch.push_back(*c);
+      if (picked.insert(c->program_hash).second) batch.push_back(*c);
     }
     std::vector<Candidate> random = SampleRandom(context, n - static_cast<int>(batch.size()), picked, rng_);
     for (Candidate& c : random) batch.push_back(std::move(c));
@@ -114,6 +124,32 @@ class EvolutionarySearch : public SearchStrategy {
     int fill = std::max(options_.init_min_unmeasured, options_.population - static_cast<int>(population.size()));
     for (Candidate& c : SampleRandom(context, fill, seen, rng_)) population.push_back(std::move(c));
     return population;
+  }
+
+  // Unmeasured programs one mutation away from the fastest measured ones.
+  std::vector<Candidate> EliteNeighbours(const SearchContext& context) {
+    std::vector<Candidate> out;
+    if (!context.elite || options_.neighbour_share <= 0) return out;
+    std::vector<ir::Trace> parents = context.elite(options_.elite_parents);
+    if (parents.empty()) return out;
+    std::vector<ir::Trace> designs;
+    std::vector<std::uint64_t> seeds;
+    for (int i = 0; i < options_.neighbour_attempts; ++i) {
+      const ir::Trace& parent = parents[static_cast<std::size_t>(i) % parents.size()];
+      std::optional<ir::Trace> design = Mutate(parent, *context.workload, context.max_jobs, options_.mutators, rng_);
+      if (!design) continue;
+      designs.push_back(std::move(*design));
+      seeds.push_back(rng_());
+    }
+    std::vector<RealizeRequest> requests;
+    for (std::size_t i = 0; i < designs.size(); ++i) requests.push_back({&designs[i], seeds[i]});
+    std::unordered_set<std::uint64_t> seen;
+    for (std::optional<Candidate>& c : RealizeBatch(*context.workload, requests, context.threads)) {
+      if (c && !context.measured->count(c->program_hash) && seen.insert(c->program_hash).second) {
+        out.push_back(std::move(*c));
+      }
+    }
+    return out;
   }
 
   // Cost-model scores, each program featurized once per batch.

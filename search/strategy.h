@@ -7,7 +7,11 @@
 //    onto this one (transfer) and by random samples; a few generations of
 //    mutation, each parent drawn in proportion to its cost-model score;
 //    then the batch is the best-scored unmeasured candidates, with an
-//    epsilon share of random ones (epsilon-greedy).
+//    epsilon share of random ones (epsilon-greedy). A share of each batch
+//    goes first to the best-scored neighbours of the fastest measured
+//    candidates (one mutation away): a model trained on few samples is
+//    least reliable at the top of its ranking of the whole space, while a
+//    small change to a fast program is often fast.
 // Neither ever proposes a candidate whose program is already measured (for
 // this workload and target) or proposes one twice. An empty batch means the
 // space has nothing new left.
@@ -58,6 +62,12 @@ struct EvolutionaryOptions {
   double mutate_probability = 0.85;
   int max_fail_count = 10;           // mutation attempts per child
   double eps_greedy = 0.05;          // share of the batch picked at random
+  // Share of the batch reserved for neighbours of the best measured
+  // candidates: one mutation away from one of the elite_parents fastest,
+  // best-scored first (measured before the rest of the batch).
+  double neighbour_share = 0.25;
+  int elite_parents = 8;
+  int neighbour_attempts = 256;      // mutations tried per batch
   MutatorProbabilities mutators;
 };
 

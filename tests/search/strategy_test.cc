@@ -1,0 +1,100 @@
+// Search strategies on a real design space, ranked by the heuristic (no
+// measurement: the measured set and the elite are given).
+#include "search/strategy.h"
+
+#include <unordered_set>
+
+#include <gtest/gtest.h>
+
+#include "ir/workloads.h"
+
+namespace tunedb::search {
+namespace {
+
+// Instructions and decisions in which two designs of one space differ.
+int Differences(const ir::Trace& a, const ir::Trace& b) {
+  if (a.insts.size() != b.insts.size()) return 1000;
+  int n = 0;
+  for (std::size_t i = 0; i < a.insts.size(); ++i) {
+    n += ir::Trace{{a.insts[i]}, {}}.ToJson().dump() != ir::Trace{{b.insts[i]}, {}}.ToJson().dump();
+  }
+  for (const auto& [index, decision] : a.decisions) n += !b.decisions.count(index) || b.decisions.at(index) != decision;
+  return n;
+}
+
+struct Fixture {
+  ir::Workload workload = ir::BuildWorkload("matmul:M=64,N=64,K=64");
+  std::vector<Candidate> elite;
+  std::unordered_set<std::uint64_t> measured;
+  costmodel::TuningCostModel model{costmodel::TuningCostModel::Options{}};  // the heuristic: no samples
+  SearchContext context;
+
+  explicit Fixture(int elite_count) {
+    context.workload = &workload.func;
+    context.spaces = DefaultDesignSpace(workload.func, SpaceOptions{});
+    for (std::uint64_t seed = 0; static_cast<int>(elite.size()) < elite_count; ++seed) {
+      // Variants with a local accumulator (spaces 1 and 2): the kind a fast
+      // candidate has.
+      if (std::optional<Candidate> c = Realize(workload.func, WithoutDecisions(context.spaces[1 + seed % 2]), seed)) {
+        measured.insert(c->program_hash);
+        elite.push_back(std::move(*c));
+      }
+    }
+    context.measured = &measured;
+    context.elite = [this](int k) {
+      std::vector<ir::Trace> out;
+      for (int i = 0; i < k && i < static_cast<int>(elite.size()); ++i) out.push_back(elite[static_cast<std::size_t>(i)].design);
+      return out;
+    };
+    context.model = &model;
+    context.threads = 1;
+  }
+};
+
+EvolutionaryOptions SmallEvolution() {
+  EvolutionaryOptions o;
+  o.population = 64;
+  o.init_min_unmeasured = 16;
+  o.generations = 2;
+  return o;
+}
+
+TEST(EvolutionarySearch, BatchIsNewDistinctAndStartsWithNeighboursOfTheElite) {
+  Fixture f(3);
+  EvolutionaryOptions o = SmallEvolution();
+  o.neighbour_share = 0.25;
+  std::vector<Candidate> batch = MakeEvolutionarySearch(o, 7)->NextBatch(f.context, 16);
+  ASSERT_EQ(batch.size(), 16u);
+  std::unordered_set<std::uint64_t> hashes;
+  for (const Candidate& c : batch) {
+    EXPECT_FALSE(f.measured.count(c.program_hash)) << "proposed a measured program";
+    EXPECT_TRUE(hashes.insert(c.program_hash).second) << "proposed a program twice";
+  }
+  // The first quarter: each one mutation away from one of the elite.
+  int far_from_elite_after_quota = 0;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    int nearest = 1000;
+    for (const Candidate& e : f.elite) nearest = std::min(nearest, Differences(batch[i].design, e.design));
+    if (i < 4) {
+      EXPECT_EQ(nearest, 1) << "candidate " << i << " is not a neighbour of the elite";
+    } else {
+      far_from_elite_after_quota += nearest > 1;
+    }
+  }
+  // The rest comes from the whole population, mostly far from the elite.
+  EXPECT_GT(far_from_elite_after_quota, 0);
+}
+
+TEST(EvolutionarySearch, WithoutEliteOrShareTheBatchIsStillFull) {
+  Fixture none(0);
+  EXPECT_EQ(MakeEvolutionarySearch(SmallEvolution(), 1)->NextBatch(none.context, 12).size(), 12u);
+  Fixture f(2);
+  EvolutionaryOptions o = SmallEvolution();
+  o.neighbour_share = 0;
+  std::vector<Candidate> batch = MakeEvolutionarySearch(o, 1)->NextBatch(f.context, 12);
+  ASSERT_EQ(batch.size(), 12u);
+  for (const Candidate& c : batch) EXPECT_FALSE(f.measured.count(c.program_hash));
+}
+
+}  // namespace
+}  // namespace tunedb::search
