@@ -78,32 +78,53 @@ class EvolutionarySearch : public SearchStrategy {
     std::stable_sort(ranked.begin(), ranked.end(), [&](const Candidate* a, const Candidate* b) {
       return scores_.at(a->program_hash) > scores_.at(b->program_hash);
     });
+    // Measured first: neighbours of the elite, then the random share (so
+    // that neighbours the tuner adds between chunks displace only the
+    // ranking's tail), then the ranking.
     int random_share = static_cast<int>(options_.eps_greedy * n + 0.5);
-    std::vector<Candidate> batch;
     std::unordered_set<std::uint64_t> picked;
-    std::vector<Candidate> neighbours = EliteNeighbours(context);
-    std::vector<double> neighbour_scores = Score(context, neighbours);
-    std::vector<std::size_t> by_score(neighbours.size());
-    for (std::size_t i = 0; i < by_score.size(); ++i) by_score[i] = i;
-    std::stable_sort(by_score.begin(), by_score.end(),
-                     [&](std::size_t a, std::size_t b) { return neighbour_scores[a] > neighbour_scores[b]; });
-    int neighbour_quota = static_cast<int>(options_.neighbour_share * n + 0.5);
-    for (std::size_t i : by_score) {
-      if (static_cast<int>(batch.size()) >= neighbour_quota) break;
-      if (picked.insert(neighbours[i].program_hash).second) batch.push_back(neighbours[i]);
+    std::vector<Candidate> batch = Neighbours(context, NeighbourQuota(n), picked);
+    for (const Candidate& c : batch) picked.insert(c.program_hash);
+    for (Candidate& c : SampleRandom(context, std::min(random_share, n - static_cast<int>(batch.size())), picked, rng_)) {
+      batch.push_back(std::move(c));
     }
-    for (const Candidate* c : ranked) {
-      if (static_cast<int>(batch.size()) >= n - random_share) break;
-      if (picked.insert(c->program_hash).second) batch.push_back(*c);
-    }
-    std::vector<Candidate> random = SampleRandom(context, n - static_cast<int>(batch.size()), picked, rng_);
-    for (Candidate& c : random) batch.push_back(std::move(c));
-    // The random draw may come up short in a small space: fill from the ranking.
     for (const Candidate* c : ranked) {
       if (static_cast<int>(batch.size()) >= n) break;
       if (picked.insert(c->program_hash).second) batch.push_back(*c);
     }
+    // A small space may leave the ranking short: fill with random samples.
+    for (Candidate& c : SampleRandom(context, n - static_cast<int>(batch.size()), picked, rng_)) {
+      batch.push_back(std::move(c));
+    }
     return batch;
+  }
+
+  // Round robin over the elite, fastest first, each parent's neighbours
+  // best-scored first: the first pick is the best-scored neighbour of the
+  // fastest program, and no single parent takes the whole share.
+  std::vector<Candidate> Neighbours(const SearchContext& context, int n,
+                                    const std::unordered_set<std::uint64_t>& exclude) override {
+    std::vector<std::vector<Candidate>> by_parent = EliteNeighbours(context, exclude);
+    for (std::vector<Candidate>& group : by_parent) {
+      std::vector<double> scores = Score(context, group);
+      std::vector<std::size_t> order(group.size());
+      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return scores[a] > scores[b]; });
+      std::vector<Candidate> sorted;
+      for (std::size_t i : order) sorted.push_back(std::move(group[i]));
+      group = std::move(sorted);
+    }
+    std::vector<Candidate> out;
+    for (std::size_t rank = 0; static_cast<int>(out.size()) < n; ++rank) {
+      bool any = false;
+      for (std::vector<Candidate>& group : by_parent) {
+        if (rank >= group.size() || static_cast<int>(out.size()) >= n) continue;
+        any = true;
+        out.push_back(std::move(group[rank]));
+      }
+      if (!any) break;
+    }
+    return out;
   }
 
  private:
@@ -126,27 +147,36 @@ class EvolutionarySearch : public SearchStrategy {
     return population;
   }
 
-  // Unmeasured programs one mutation away from the fastest measured ones.
-  std::vector<Candidate> EliteNeighbours(const SearchContext& context) {
-    std::vector<Candidate> out;
-    if (!context.elite || options_.neighbour_share <= 0) return out;
+  int NeighbourQuota(int n) const { return static_cast<int>(options_.neighbour_share * n + 0.5); }
+
+  // Unmeasured programs one mutation away from the fastest measured ones,
+  // none of them in `exclude`, grouped by parent (fastest first).
+  std::vector<std::vector<Candidate>> EliteNeighbours(const SearchContext& context,
+                                                      const std::unordered_set<std::uint64_t>& exclude) {
+    if (!context.elite || options_.neighbour_share <= 0) return {};
     std::vector<ir::Trace> parents = context.elite(options_.elite_parents);
-    if (parents.empty()) return out;
+    if (parents.empty()) return {};
     std::vector<ir::Trace> designs;
+    std::vector<std::size_t> parent_of;
     std::vector<std::uint64_t> seeds;
     for (int i = 0; i < options_.neighbour_attempts; ++i) {
-      const ir::Trace& parent = parents[static_cast<std::size_t>(i) % parents.size()];
-      std::optional<ir::Trace> design = Mutate(parent, *context.workload, context.max_jobs, options_.mutators, rng_);
+      std::size_t parent = static_cast<std::size_t>(i) % parents.size();
+      std::optional<ir::Trace> design = Mutate(parents[parent], *context.workload, context.max_jobs, options_.mutators, rng_);
       if (!design) continue;
       designs.push_back(std::move(*design));
+      parent_of.push_back(parent);
       seeds.push_back(rng_());
     }
     std::vector<RealizeRequest> requests;
     for (std::size_t i = 0; i < designs.size(); ++i) requests.push_back({&designs[i], seeds[i]});
+    std::vector<std::vector<Candidate>> out(parents.size());
     std::unordered_set<std::uint64_t> seen;
-    for (std::optional<Candidate>& c : RealizeBatch(*context.workload, requests, context.threads)) {
-      if (c && !context.measured->count(c->program_hash) && seen.insert(c->program_hash).second) {
-        out.push_back(std::move(*c));
+    std::vector<std::optional<Candidate>> children = RealizeBatch(*context.workload, requests, context.threads);
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      std::optional<Candidate>& c = children[i];
+      if (c && !context.measured->count(c->program_hash) && !exclude.count(c->program_hash) &&
+          seen.insert(c->program_hash).second) {
+        out[parent_of[i]].push_back(std::move(*c));
       }
     }
     return out;

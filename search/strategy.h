@@ -9,9 +9,10 @@
 //    then the batch is the best-scored unmeasured candidates, with an
 //    epsilon share of random ones (epsilon-greedy). A share of each batch
 //    goes first to the best-scored neighbours of the fastest measured
-//    candidates (one mutation away): a model trained on few samples is
-//    least reliable at the top of its ranking of the whole space, while a
-//    small change to a fast program is often fast.
+//    candidates (one mutation away), and the tuner asks for more before
+//    each later chunk: a model trained on few samples (or the heuristic
+//    before it) is least reliable at the top of its ranking of the whole
+//    space, while a small change to a fast program is often fast.
 // Neither ever proposes a candidate whose program is already measured (for
 // this workload and target) or proposes one twice. An empty batch means the
 // space has nothing new left.
@@ -50,6 +51,14 @@ class SearchStrategy {
   virtual ~SearchStrategy() = default;
   // Up to n new candidates.
   virtual std::vector<Candidate> NextBatch(const SearchContext& context, int n) = 0;
+  // Between the chunks of a batch: up to n new candidates to measure next,
+  // none of them in `exclude` (the batch's unmeasured rest), now that the
+  // chunks measured so far may have changed the elite. None by default.
+  virtual std::vector<Candidate> Neighbours(const SearchContext& context, int n,
+                                            const std::unordered_set<std::uint64_t>& exclude) {
+    (void)context, (void)n, (void)exclude;
+    return {};
+  }
 };
 
 std::unique_ptr<SearchStrategy> MakeRandomSearch(std::uint64_t seed);
@@ -62,9 +71,9 @@ struct EvolutionaryOptions {
   double mutate_probability = 0.85;
   int max_fail_count = 10;           // mutation attempts per child
   double eps_greedy = 0.05;          // share of the batch picked at random
-  // Share of the batch reserved for neighbours of the best measured
-  // candidates: one mutation away from one of the elite_parents fastest,
-  // best-scored first (measured before the rest of the batch).
+  // Share of the batch, and of each later chunk of it, that goes to
+  // neighbours of the best measured candidates: one mutation away from one
+  // of the elite_parents fastest, best-scored first.
   double neighbour_share = 0.25;
   int elite_parents = 8;
   int neighbour_attempts = 256;      // mutations tried per batch

@@ -277,6 +277,19 @@ class Tuner {
     return out;
   }
 
+  // Before a later chunk of a batch: the strategy's neighbours of the elite
+  // as it now stands (the chunks before may have found a new best) go
+  // next, ahead of the batch's rest, whose tail they push out of the batch.
+  void NeighboursNext(Task& task, std::vector<Candidate>& batch, std::size_t next) {
+    int n = static_cast<int>(o_.evolutionary.neighbour_share * o_.chunk + 0.5);
+    if (n <= 0) return;
+    std::unordered_set<std::uint64_t> rest;
+    for (std::size_t i = next; i < batch.size(); ++i) rest.insert(batch[i].program_hash);
+    std::vector<Candidate> neighbours = task.strategy->Neighbours(task.context, n, rest);
+    batch.insert(batch.begin() + static_cast<std::ptrdiff_t>(next), std::make_move_iterator(neighbours.begin()),
+                 std::make_move_iterator(neighbours.end()));
+  }
+
   void TuneBatch(std::size_t t, int n) {
     Task& task = *tasks_[t];
     TaskStatus& status = status_[t];
@@ -296,8 +309,10 @@ class Tuner {
     }
     std::vector<ir::PrimFunc> measured_programs;
     std::vector<double> medians;
-    for (std::size_t begin = 0; begin < batch.size() && !Stopped(); begin += static_cast<std::size_t>(o_.chunk)) {
-      std::size_t end = std::min(batch.size(), begin + static_cast<std::size_t>(o_.chunk));
+    const std::size_t batch_size = batch.size();
+    for (std::size_t begin = 0; begin < batch_size && !Stopped(); begin += static_cast<std::size_t>(o_.chunk)) {
+      if (begin > 0) NeighboursNext(task, batch, begin);
+      std::size_t end = std::min(batch_size, begin + static_cast<std::size_t>(o_.chunk));
       std::vector<ir::PrimFunc> programs;
       for (std::size_t i = begin; i < end; ++i) programs.push_back(batch[i].program);
       // Candidates 10x slower than the best are timed by one run only.

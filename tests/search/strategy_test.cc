@@ -85,6 +85,30 @@ TEST(EvolutionarySearch, BatchIsNewDistinctAndStartsWithNeighboursOfTheElite) {
   EXPECT_GT(far_from_elite_after_quota, 0);
 }
 
+TEST(EvolutionarySearch, NeighboursBetweenChunksFollowTheEliteAndSkipTheBatchRest) {
+  Fixture f(1);
+  std::unique_ptr<SearchStrategy> search = MakeEvolutionarySearch(SmallEvolution(), 3);
+  std::vector<Candidate> first = search->Neighbours(f.context, 4, {});
+  ASSERT_EQ(first.size(), 4u);
+  std::unordered_set<std::uint64_t> rest;
+  for (const Candidate& c : first) {
+    EXPECT_EQ(Differences(c.design, f.elite[0].design), 1);
+    rest.insert(c.program_hash);
+  }
+  // A chunk measured a new best: its neighbours come next, never one of
+  // the batch's unmeasured rest.
+  Fixture other(2);
+  f.elite = {other.elite[1]};
+  f.measured.insert(other.elite[1].program_hash);
+  std::vector<Candidate> next = search->Neighbours(f.context, 4, rest);
+  EXPECT_EQ(next.size(), 4u);
+  for (const Candidate& c : next) {
+    EXPECT_FALSE(rest.count(c.program_hash));
+    EXPECT_FALSE(f.measured.count(c.program_hash));
+    EXPECT_EQ(Differences(c.design, f.elite[0].design), 1);
+  }
+}
+
 TEST(EvolutionarySearch, WithoutEliteOrShareTheBatchIsStillFull) {
   Fixture none(0);
   EXPECT_EQ(MakeEvolutionarySearch(SmallEvolution(), 1)->NextBatch(none.context, 12).size(), 12u);
