@@ -76,7 +76,7 @@ struct EvolutionaryOptions {
   // of the elite_parents fastest, best-scored first.
   double neighbour_share = 0.25;
   int elite_parents = 8;
-  int neighbour_attempts = 256;      // mutations tried per batch
+  int neighbour_attempts = 256;      // mutations tried per call (batch start, each later chunk)
   MutatorProbabilities mutators;
 };
 
