@@ -104,6 +104,7 @@ class EvolutionarySearch : public SearchStrategy {
   // fastest program, and no single parent takes the whole share.
   std::vector<Candidate> Neighbours(const SearchContext& context, int n,
                                     const std::unordered_set<std::uint64_t>& exclude) override {
+    if (n <= 0) return {};
     std::vector<std::vector<Candidate>> by_parent = EliteNeighbours(context, exclude);
     for (std::vector<Candidate>& group : by_parent) {
       std::vector<double> scores = Score(context, group);
@@ -153,7 +154,7 @@ class EvolutionarySearch : public SearchStrategy {
   // none of them in `exclude`, grouped by parent (fastest first).
   std::vector<std::vector<Candidate>> EliteNeighbours(const SearchContext& context,
                                                       const std::unordered_set<std::uint64_t>& exclude) {
-    if (!context.elite || options_.neighbour_share <= 0) return {};
+    if (!context.elite) return {};
     std::vector<ir::Trace> parents = context.elite(options_.elite_parents);
     if (parents.empty()) return {};
     std::vector<ir::Trace> designs;
