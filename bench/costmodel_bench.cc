@@ -23,6 +23,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,7 @@
 #include "costmodel/metrics.h"
 #include "costmodel/model.h"
 #include "ir/json.h"
+#include "ir/structural.h"
 #include "ir/schedule/schedule.h"
 #include "ir/workloads.h"
 #include "measure/lower.h"
@@ -145,6 +147,17 @@ int main(int argc, char** argv) {
       noise = true;
       continue;
     }
+    if (a == "--help" || a == "-h") {
+      std::printf("usage: costmodel_bench [--per-workload 150] [--seed 0] [--data space|random] [--patience 20]\n"
+                  "                       [--save-data FILE | --load-data FILE [--noise]] [--min-repeat-ms 5]\n");
+      return 0;
+    }
+    static const std::set<std::string> with_value = {"--save-data", "--load-data", "--per-workload", "--seed",
+                                                     "--data", "--patience", "--min-repeat-ms"};
+    if (!with_value.count(a)) {
+      std::fprintf(stderr, "unknown option %s (see --help)\n", a.c_str());
+      return 2;
+    }
     if (i + 1 >= argc) {
       std::fprintf(stderr, "%s needs a value\n", a.c_str());
       return 2;
@@ -173,6 +186,7 @@ int main(int argc, char** argv) {
   // Measure, featurize, label.
   std::vector<costmodel::Sample> train, seen_test, unseen_test;
   std::vector<ir::PrimFunc> all_programs;
+  std::vector<int> program_groups;  // of each of all_programs
   std::mt19937_64 rng(seed);
   int group = 0;
   double measure_secs = 0;
@@ -223,6 +237,7 @@ int main(int argc, char** argv) {
       for (std::size_t i = 0; i < m.programs.size(); ++i) {
         costmodel::Sample s{costmodel::CandidateFeatures(m.programs[i]), labels[i], group};
         all_programs.push_back(m.programs[i]);
+        program_groups.push_back(group);
         if (set == &unseen) {
           unseen_test.push_back(std::move(s));
         } else if (std::uniform_real_distribution<double>(0, 1)(rng) < 0.2) {
@@ -279,6 +294,29 @@ int main(int argc, char** argv) {
   };
   Print("heuristic / seen workloads (held-out records)", heuristic(seen_test));
   Print("heuristic / unseen workloads", heuristic(unseen_test));
+
+  // Per seen workload. Programs that differ only in annotations that
+  // lowering drops (an unroll limit no loop is short enough for) lower to
+  // the same code: their label differences are measurement noise that no
+  // model can rank, so the count of distinct lowered programs says how
+  // much of a workload's pairs are learnable at all.
+  std::printf("\n| seen workload | held-out records | rank: pairwise | heuristic: pairwise | distinct lowered programs / samples |\n"
+              "| --- | --- | --- | --- | --- |\n");
+  for (int g = 0; g < static_cast<int>(seen.size()); ++g) {
+    std::vector<costmodel::Sample> held;
+    for (const costmodel::Sample& s : seen_test) {
+      if (s.group == g) held.push_back(s);
+    }
+    std::set<std::uint64_t> lowered;
+    int samples = 0;
+    for (std::size_t i = 0; i < all_programs.size(); ++i) {
+      if (program_groups[i] != g) continue;
+      ++samples;
+      lowered.insert(ir::StructuralHash(measure::Lower(all_programs[i])));
+    }
+    std::printf("| %s | %zu | %.3f | %.3f | %zu / %d |\n", seen[static_cast<std::size_t>(g)].c_str(), held.size(),
+                costmodel::Evaluate(rank_model, held).pairwise, heuristic(held).pairwise, lowered.size(), samples);
+  }
 
   // Features + prediction throughput, from scheduled programs to scores, in
   // batches of 512 (features on both cores). Three passes: the VM's speed
