@@ -290,6 +290,20 @@ std::vector<ir::Trace> ScriptDesignSpace(const ir::PrimFunc& workload, const std
   return {sch.trace()};
 }
 
+std::string VariantOf(const ir::Trace& design) {
+  std::string key;
+  for (const ir::Instruction& inst : design.insts) {
+    key += inst.kind + inst.attrs.dump();
+    for (const ir::InstInput& in : inst.inputs) {
+      if (const ir::RVRef* rv = std::get_if<ir::RVRef>(&in)) {
+        key += " " + std::to_string(static_cast<int>(rv->kind)) + ":" + std::to_string(rv->id);
+      }
+    }
+    key += ";";
+  }
+  return key;
+}
+
 ir::Trace WithoutDecisions(const ir::Trace& design) {
   ir::Trace t = design;
   t.decisions.clear();

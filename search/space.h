@@ -52,6 +52,13 @@ struct SpaceOptions {
 // sampling instructions and without postprocessing).
 std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const SpaceOptions& options);
 
+// Which variant of a space a design belongs to, as a key: its instructions
+// without the literal inputs and decisions that sampling and mutation
+// change (tile factors, parallel limits, unroll steps, compute locations).
+// Designs of one variant share the key; the default space's variants
+// (tiling with or without a write cache or a packed input, rfactor) differ.
+std::string VariantOf(const ir::Trace& design);
+
 // A user's stochastic schedule script (schedule script language, see
 // docs/SCHEDULES.md) as the design space. Throws ScheduleError naming
 // file:line when the script does not run on the workload.

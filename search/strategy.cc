@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include "costmodel/dataset.h"
@@ -78,13 +79,21 @@ class EvolutionarySearch : public SearchStrategy {
     std::stable_sort(ranked.begin(), ranked.end(), [&](const Candidate* a, const Candidate* b) {
       return scores_.at(a->program_hash) > scores_.at(b->program_hash);
     });
-    // Measured first: neighbours of the elite, then the random share (so
-    // that neighbours the tuner adds between chunks displace only the
-    // ranking's tail), then the ranking.
+    // Measured first: neighbours of the elite, the best of every variant,
+    // the random share (so that neighbours the tuner adds between chunks
+    // displace only the ranking's tail), then the ranking.
     int random_share = static_cast<int>(options_.eps_greedy * n + 0.5);
     std::unordered_set<std::uint64_t> picked;
     std::vector<Candidate> batch = Neighbours(context, NeighbourQuota(n), picked);
     for (const Candidate& c : batch) picked.insert(c.program_hash);
+    // The best-scored of every variant of the space: the heuristic's (or a
+    // young model's) ties at the top of the ranking leave whole variants
+    // out otherwise, and neighbours can only explore a variant measured.
+    std::set<std::string> variants;
+    for (const Candidate* c : ranked) {
+      if (static_cast<int>(batch.size()) >= n) break;
+      if (variants.insert(VariantOf(c->design)).second && picked.insert(c->program_hash).second) batch.push_back(*c);
+    }
     for (Candidate& c : SampleRandom(context, std::min(random_share, n - static_cast<int>(batch.size())), picked, rng_)) {
       batch.push_back(std::move(c));
     }

@@ -12,7 +12,9 @@
 //    candidates (one mutation away), and the tuner asks for more before
 //    each later chunk: a model trained on few samples (or the heuristic
 //    before it) is least reliable at the top of its ranking of the whole
-//    space, while a small change to a fast program is often fast.
+//    space, while a small change to a fast program is often fast. Then
+//    the best-scored of every variant of the space (VariantOf, space.h),
+//    so that ties at the top of the ranking never leave a variant out.
 // Neither ever proposes a candidate whose program is already measured (for
 // this workload and target) or proposes one twice. An empty batch means the
 // space has nothing new left.

@@ -9,6 +9,7 @@
 #include "ir/structural.h"
 #include "ir/workloads.h"
 #include "measure/lower.h"
+#include "search/mutator.h"
 #include "tests/ir/schedule/schedule_test_util.h"
 
 namespace tunedb::search {
@@ -44,6 +45,26 @@ TEST(DesignSpace, MatmulHasSevenTilingVariants) {
   EXPECT_EQ(spaces[0].AsScript().find("cache_write"), std::string::npos);
   EXPECT_NE(spaces[1].AsScript().find("cache_write"), std::string::npos);
   EXPECT_NE(spaces[2].AsScript().find("reverse_compute_at"), std::string::npos);
+}
+
+TEST(DesignSpace, VariantOfSeparatesVariantsAndSurvivesSamplingAndMutation) {
+  ir::Workload w = ir::BuildWorkload("matmul:M=64,N=64,K=64");
+  std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, SpaceOptions{});
+  std::set<std::string> keys;
+  std::mt19937_64 rng(11);
+  for (std::size_t v = 0; v < spaces.size(); ++v) {
+    keys.insert(VariantOf(spaces[v]));
+    for (std::uint64_t seed = 0; seed < 8; ++seed) {
+      std::optional<Candidate> c = Realize(w.func, WithoutDecisions(spaces[v]), seed);
+      ASSERT_TRUE(c);
+      EXPECT_EQ(VariantOf(c->design), VariantOf(spaces[v])) << "space " << v << " seed " << seed;
+      std::optional<ir::Trace> m = Mutate(c->design, w.func, 32, MutatorProbabilities{}, rng);
+      if (m) {
+        EXPECT_EQ(VariantOf(*m), VariantOf(spaces[v])) << "space " << v << " seed " << seed << ", mutated";
+      }
+    }
+  }
+  EXPECT_EQ(keys.size(), spaces.size());  // seven variants, seven keys
 }
 
 TEST(DesignSpace, SmallReductionGetsRFactorVariants) {

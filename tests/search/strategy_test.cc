@@ -2,6 +2,8 @@
 // measurement: the measured set and the elite are given).
 #include "search/strategy.h"
 
+#include <set>
+#include <string>
 #include <unordered_set>
 
 #include <gtest/gtest.h>
@@ -83,6 +85,18 @@ TEST(EvolutionarySearch, BatchIsNewDistinctAndStartsWithNeighboursOfTheElite) {
   }
   // The rest comes from the whole population, mostly far from the elite.
   EXPECT_GT(far_from_elite_after_quota, 0);
+}
+
+TEST(EvolutionarySearch, FirstBatchHoldsEveryVariantOfTheSpace) {
+  // A cold batch, ranked by the heuristic: its ties at the top would leave
+  // whole variants (the packed ones) out.
+  Fixture f(0);
+  std::vector<Candidate> batch = MakeEvolutionarySearch(SmallEvolution(), 5)->NextBatch(f.context, 16);
+  std::set<std::string> variants;
+  for (const Candidate& c : batch) variants.insert(VariantOf(c.design));
+  std::set<std::string> space;
+  for (const ir::Trace& t : f.context.spaces) space.insert(VariantOf(t));
+  EXPECT_EQ(variants, space);
 }
 
 TEST(EvolutionarySearch, NeighboursBetweenChunksFollowTheEliteAndSkipTheBatchRest) {
