@@ -91,7 +91,8 @@ class EvolutionarySearch : public SearchStrategy {
     // out otherwise, and neighbours can only explore a variant measured.
     std::set<std::string> variants;
     for (const Candidate* c : ranked) {
-      if (static_cast<int>(batch.size()) >= n) break;
+      // Keys cost a pass over the design; stop once every variant has one.
+      if (static_cast<int>(batch.size()) >= n || variants.size() == context.spaces.size()) break;
       if (variants.insert(VariantOf(c->design)).second && picked.insert(c->program_hash).second) batch.push_back(*c);
     }
     for (Candidate& c : SampleRandom(context, std::min(random_share, n - static_cast<int>(batch.size())), picked, rng_)) {
