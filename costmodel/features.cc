@@ -71,6 +71,15 @@ std::vector<FeatureColumn> MakeColumns() {
   c.push_back({"alloc_bytes", "bytes of buffers allocated in the scopes around the store"});
   c.push_back({"alloc_local", "1 when the stored buffer is allocated inside a loop (compacted, e.g. an accumulator)"});
   c.push_back({"total_flops", "float operations of the whole program"});
+  c.push_back({"tile_steps", "iterations of the register tile: the innermost vectorized or unrolled loops"});
+  c.push_back({"tile_ops", "vector arithmetic instructions per run of the register tile (16 float lanes)"});
+  c.push_back({"tile_loads", "vector loads per run of the register tile, not counting those kept in registers"});
+  c.push_back({"tile_stores", "vector stores per run of the register tile, not counting those kept in registers"});
+  c.push_back({"tile_registers",
+               "vectors kept in registers across the loop around the tile (accesses it does not move; 0 when "
+               "more than 28)"});
+  c.push_back({"tile_memory_per_op", "(tile_loads + tile_stores) / tile_ops, not log-transformed"});
+  c.push_back({"tile_outer_extent", "extent of the serial loop around the register tile"});
   c.push_back({"work_per_lane",
                "store executions / (extent of the vectorized loops x extent of the parallel loops): the serial "
                "work left to one vector lane of one thread"});
@@ -125,6 +134,19 @@ struct Access {
   bool write;
 };
 
+// The register tile of a store: the innermost loops that are vectorized or
+// unrolled, i.e. what code generation turns into one straight-line block of
+// vector instructions. Per execution of that block: vector arithmetic
+// instructions, vector loads and stores, and how many vectors stay in
+// registers across the serial loop just outside it (accesses that loop
+// does not move, e.g. an accumulator across the reduction loop: LLVM keeps
+// them in registers when they fit). Per-buffer columns describe the whole
+// loop nest; these describe the instruction mix of the innermost code,
+// which decides most of the speed of a compute-bound kernel.
+struct RegisterTile {
+  double steps = 1, ops = 0, loads = 0, stores = 0, registers = 0, outer_extent = 1;
+};
+
 struct Row {
   Counts ops;
   std::vector<const ForNode*> loops;  // of the store that runs most often
@@ -133,6 +155,8 @@ struct Row {
   std::vector<Access> accesses;
   std::int64_t alloc_bytes = 0;
   bool local = false;
+  double float_ops = 0;  // per run of that store
+  RegisterTile tile;      // of that store
 };
 
 class Extractor {
@@ -149,6 +173,69 @@ class Extractor {
   }
 
  private:
+  static constexpr double kVectorLanes = 16;  // float32 lanes of a 512-bit vector
+  static constexpr double kVectorRegisters = 28;  // of 32, some left for loads and addresses
+
+  RegisterTile TileOf(const StoreNode& st, double float_ops) {
+    const auto& loops = ctx_.loops;
+    std::size_t first = loops.size();  // the tile is loops [first, end)
+    while (first > 0 && (loops[first - 1]->for_kind == ForKind::kVectorized ||
+                         loops[first - 1]->for_kind == ForKind::kUnrolled)) {
+      --first;
+    }
+    RegisterTile t;
+    std::set<const ExprNode*> vars;
+    for (const ForNode* l : loops) vars.insert(l->loop_var.get());
+    // Vectors one access touches in the tile: a vectorized loop that walks
+    // it contiguously takes extent / 16 vector loads, one that does not
+    // move it a broadcast, any other stride one load per lane.
+    auto vectors = [&](const Expr& index, int elem, bool* invariant_outside) {
+      PartialCoefficients by_var = LinearCoefficientsByVar(index, vars, ranges_);
+      auto coefficient = [&](const ForNode* l) -> std::int64_t {
+        if (by_var.nonlinear.count(l->loop_var.get())) return -1;
+        for (const auto& [v, k] : by_var.linear) {
+          if (v == l->loop_var.get()) return std::abs(k);
+        }
+        return 0;
+      };
+      double n = 1;
+      for (std::size_t i = first; i < loops.size(); ++i) {
+        std::int64_t k = coefficient(loops[i]);
+        if (k == 0) continue;
+        double extent = static_cast<double>(loops[i]->extent);
+        bool contiguous = loops[i]->for_kind == ForKind::kVectorized && k == 1;
+        n *= contiguous ? std::ceil(extent * elem / (kVectorLanes * 4)) : extent;
+      }
+      *invariant_outside = first > 0 && coefficient(loops[first - 1]) == 0;
+      return n;
+    };
+    double lanes = 1;
+    for (std::size_t i = first; i < loops.size(); ++i) {
+      t.steps *= static_cast<double>(loops[i]->extent);
+      if (loops[i]->for_kind == ForKind::kVectorized) lanes = std::min(kVectorLanes, static_cast<double>(loops[i]->extent));
+    }
+    t.ops = std::max(1.0, float_ops) * t.steps / lanes;
+    if (first > 0) t.outer_extent = static_cast<double>(loops[first - 1]->extent);
+    // Accesses kept in registers across the outer loop, if they all fit. A
+    // load of the stored element (an accumulation) shares its registers.
+    struct Use { double vectors; bool kept; bool write; bool shares_store; };
+    std::vector<Use> uses;
+    bool invariant = false;
+    uses.push_back({vectors(st.indices[0], DataTypeBytes(st.buffer->dtype), &invariant), invariant, true, false});
+    VisitExpr(st.value, [&](const Expr& x) {
+      if (x->kind != ExprKind::kLoad) return;
+      double n = vectors(x->operands[0], DataTypeBytes(x->buffer->dtype), &invariant);
+      bool shares = x->buffer.get() == st.buffer.get() && ExprEqual(x->operands[0], st.indices[0]);
+      uses.push_back({n, invariant, false, shares});
+    });
+    for (const Use& u : uses) t.registers += u.kept && !u.shares_store ? u.vectors : 0;
+    bool fits = t.registers <= kVectorRegisters;
+    for (const Use& u : uses) {
+      if (!(u.kept && fits)) (u.write ? t.stores : t.loads) += u.vectors;
+    }
+    return t;
+  }
+
   void Walk(const Stmt& s) {
     if (!s) return;
     switch (s->kind) {
@@ -192,9 +279,15 @@ class Extractor {
     for (const Expr& i : st.indices) CountOps(i, c);
     for (int k = 0; k < 13; ++k) row.ops.v[k] += c.v[k] * runs;
     ++row.stores;
-    if (runs > row.executions) {
+    double float_ops = 0;
+    for (int k = 0; k <= 6; ++k) float_ops += c.v[k];
+    // The row describes the store that runs most often; of equals (a
+    // reduction's init and update in one nest), the one that computes.
+    if (runs > row.executions || (runs == row.executions && float_ops > row.float_ops)) {
       row.executions = runs;
+      row.float_ops = float_ops;
       row.loops = ctx_.loops;
+      row.tile = TileOf(st, float_ops);
     }
     row.alloc_bytes = std::max(row.alloc_bytes, ctx_.alloc_bytes);
     row.local = row.local || ctx_.scoped.count(st.buffer.get());
@@ -250,35 +343,37 @@ class Extractor {
       s.kind |= a.write ? 2 : 1;
       int elem = DataTypeBytes(a.buffer->dtype);
       s.bytes += static_cast<double>(elem) * row.executions;
-      auto coeffs = LinearCoefficients(a.index, all_vars, ranges_);
-      // coeff[i]: the index's coefficient of loops[i] (0 when it does not move it).
+      // coeff[i]: the index's coefficient of loops[i] (0 when it does not
+      // move it); unknown[i]: the index is not linear in loops[i]. A fused
+      // loop appears as floordiv/floormod (e.g. the parallel loop of most
+      // candidates), which makes the index non-linear in that loop only:
+      // every other loop keeps its coefficient.
       std::vector<std::int64_t> coeff(loops.size(), 0);
-      if (coeffs) {
-        for (const auto& [v, c] : *coeffs) {
-          for (std::size_t i = 0; i < loops.size(); ++i) {
-            if (loops[i]->loop_var.get() == v) coeff[i] = c;
-          }
+      std::vector<bool> unknown(loops.size(), false);
+      PartialCoefficients by_var = LinearCoefficientsByVar(a.index, all_vars, ranges_);
+      for (std::size_t i = 0; i < loops.size(); ++i) {
+        const ExprNode* var = loops[i]->loop_var.get();
+        unknown[i] = by_var.nonlinear.count(var) > 0;
+        for (const auto& [v, c] : by_var.linear) {
+          if (v == var) coeff[i] = c;
         }
       }
-      // Unique footprint: the affine span, or everything when unknown.
-      double span = 1;
-      if (coeffs) {
-        double lo = 0, hi = 0;
-        for (std::size_t i = 0; i < loops.size(); ++i) {
-          double c = static_cast<double>(coeff[i]);
-          (c < 0 ? lo : hi) += c * static_cast<double>(loops[i]->extent - 1);
-        }
-        span = std::min(hi - lo + 1, static_cast<double>(a.buffer->NumElements()));
-      } else {
-        span = static_cast<double>(a.buffer->NumElements());
+      // Unique footprint: the affine span of the linear loops, times the
+      // extents of the others; at most the whole buffer.
+      double lo = 0, hi = 0, unknown_extents = 1;
+      for (std::size_t i = 0; i < loops.size(); ++i) {
+        double c = static_cast<double>(coeff[i]);
+        if (unknown[i]) unknown_extents *= static_cast<double>(loops[i]->extent);
+        else (c < 0 ? lo : hi) += c * static_cast<double>(loops[i]->extent - 1);
       }
+      double span = std::min((hi - lo + 1) * unknown_extents, static_cast<double>(a.buffer->NumElements()));
       s.unique = std::max(s.unique, span * elem);
       // Reuse: loops that do not move the index.
       double count = 1, dist = 1;
       bool inner_found = false;
       for (std::size_t i = loops.size(); i-- > 0;) {
         const ForNode* l = loops[i];
-        bool moves = !coeffs || coeff[i] != 0;
+        bool moves = unknown[i] || coeff[i] != 0;
         if (!moves) {
           count *= static_cast<double>(l->extent);
           if (!inner_found) {
@@ -291,6 +386,7 @@ class Extractor {
       }
       s.reuse_count = std::max(s.reuse_count, count);
       for (std::size_t i = loops.size(); i-- > 0;) {
+        if (unknown[i]) break;  // the stride is unknown: left 0
         if (coeff[i] != 0) {
           s.stride = static_cast<double>(std::abs(coeff[i]));
           s.contiguous = i + 1 == loops.size() && std::abs(coeff[i]) == 1;
@@ -326,6 +422,10 @@ class Extractor {
     f.push_back(Log(static_cast<double>(row.alloc_bytes)));
     f.push_back(row.local ? 1.0f : 0.0f);
     f.push_back(Log(total_flops));
+    const RegisterTile& t = row.tile;
+    f.insert(f.end(), {Log(t.steps), Log(t.ops), Log(t.loads), Log(t.stores),
+                       Log(t.registers <= kVectorRegisters ? t.registers : 0),
+                       static_cast<float>((t.loads + t.stores) / t.ops), Log(t.outer_extent)});
     f.push_back(Log(row.executions / (vec_prod * par_prod)));
     return f;
   }

@@ -18,7 +18,7 @@
 
 namespace tunedb::costmodel {
 
-inline constexpr int kFeatureVersion = 2;
+inline constexpr int kFeatureVersion = 3;
 
 struct FeatureColumn {
   std::string name;

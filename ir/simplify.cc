@@ -181,6 +181,23 @@ class Simplifier {
     return out;
   }
 
+  PartialCoefficients CoefficientsByVar(const Expr& e, const std::set<const ExprNode*>& vars) {
+    PartialCoefficients out;
+    Linear read;
+    const Linear& l = ReadSum(e, 1, read) ? read : (read = ToLinear(e));
+    for (const Linear::Term& t : l.terms) {
+      if (t.atom->kind == ExprKind::kVar && vars.count(t.atom.get())) {
+        out.linear.emplace_back(t.atom.get(), t.coeff);
+        continue;
+      }
+      VisitExpr(t.atom, [&](const Expr& x) {
+        if (x->kind == ExprKind::kVar && vars.count(x.get())) out.nonlinear.insert(x.get());
+      });
+    }
+    std::erase_if(out.linear, [&](const auto& vc) { return out.nonlinear.count(vc.first) > 0; });
+    return out;
+  }
+
   // Reads a sum in the shape Run gives it - ((t0 +- t1) +- ...) +- c, each
   // term an atom or atom * c - into l without simplifying again (feature
   // extraction asks for the coefficients of every lowered, so simplified,
@@ -536,6 +553,11 @@ std::optional<AffineSplit> SplitAffine(const Expr& e, const std::set<const ExprN
 std::optional<std::vector<std::pair<const ExprNode*, std::int64_t>>> LinearCoefficients(
     const Expr& e, const std::set<const ExprNode*>& vars, const VarRanges& ranges) {
   return Simplifier(ranges).Coefficients(e, vars);
+}
+
+PartialCoefficients LinearCoefficientsByVar(const Expr& e, const std::set<const ExprNode*>& vars,
+                                            const VarRanges& ranges) {
+  return Simplifier(ranges).CoefficientsByVar(e, vars);
 }
 
 LinearForm ToLinearForm(const Expr& e, const VarRanges& ranges) { return Simplifier(ranges).Form(e); }

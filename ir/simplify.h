@@ -66,6 +66,17 @@ std::optional<AffineSplit> SplitAffine(const Expr& e, const std::set<const ExprN
 std::optional<std::vector<std::pair<const ExprNode*, std::int64_t>>> LinearCoefficients(
     const Expr& e, const std::set<const ExprNode*>& vars, const VarRanges& ranges);
 
+// The same, variable by variable: the coefficients of the variables of
+// `vars` that e uses only linearly, and apart the variables that appear in
+// a non-linear part of e (the fused loop in floordiv(fused, 4) * 64 + i):
+// e is linear in each of the first whatever the others do.
+struct PartialCoefficients {
+  std::vector<std::pair<const ExprNode*, std::int64_t>> linear;
+  std::set<const ExprNode*> nonlinear;
+};
+PartialCoefficients LinearCoefficientsByVar(const Expr& e, const std::set<const ExprNode*>& vars,
+                                            const VarRanges& ranges);
+
 // e as sum(coefficient * atom) + constant, after simplification: atoms are
 // variables or non-linear parts (floordiv, floormod, products, ...).
 struct LinearForm {

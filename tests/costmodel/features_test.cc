@@ -71,13 +71,76 @@ sch.reverse_compute_at(c, j0)
   EXPECT_FLOAT_EQ(rows[0][Col("work_per_lane")], L(32.0 * 32 * 32 / (16 * 32)));
 }
 
+// i1 (unrolled, 4) x j1 (vectorized, 16) under k: the register tile of a
+// 4 x 16 block of C, accumulated across k.
+TEST(FeaturesTest, RegisterTileOfAnUnrolledVectorizedBlock) {
+  ir::PrimFunc f = ir::BuildWorkload("matmul:M=32,N=32,K=32").func;
+  ir::Schedule sch(f, 0);
+  ir::RunScheduleScript(sch, R"(
+b0 = sch.get_block("C")
+i, j, k = sch.get_loops(b0)
+i0, i1 = sch.split(i, factors=[None, 4])
+j0, j1 = sch.split(j, factors=[None, 16])
+sch.reorder(i0, j0, k, i1, j1)
+sch.unroll(i1)
+sch.vectorize(j1)
+)");
+  std::vector<FeatureRow> rows = ExtractFeatures(measure::Lower(sch.func()));
+  ASSERT_EQ(rows.size(), 1u);
+  const FeatureRow& r = rows[0];
+  EXPECT_FLOAT_EQ(r[Col("tile_steps")], L(64));
+  EXPECT_FLOAT_EQ(r[Col("tile_ops")], L(4));         // one multiply-add per element, 16 lanes a vector
+  EXPECT_FLOAT_EQ(r[Col("tile_registers")], L(4));   // C's 4 vectors stay across k (its load shares them)
+  EXPECT_FLOAT_EQ(r[Col("tile_stores")], L(0));
+  EXPECT_FLOAT_EQ(r[Col("tile_loads")], L(4 + 1));   // A: a broadcast per row of the block; B: one vector
+  EXPECT_FLOAT_EQ(r[Col("tile_memory_per_op")], 5.0f / 4);
+  EXPECT_FLOAT_EQ(r[Col("tile_outer_extent")], L(32));
+
+  // With k inside the tile (unrolled too), nothing stays across the loop
+  // around it (j0 moves C): every access is loaded or stored.
+  ir::Schedule inner(f, 0);
+  ir::RunScheduleScript(inner, R"(
+b0 = sch.get_block("C")
+i, j, k = sch.get_loops(b0)
+j0, j1 = sch.split(j, factors=[None, 16])
+k0, k1 = sch.split(k, factors=[None, 2])
+sch.reorder(i, j0, k0, k1, j1)
+sch.unroll(k1)
+sch.vectorize(j1)
+)");
+  const FeatureRow r2 = ExtractFeatures(measure::Lower(inner.func())).at(0);
+  EXPECT_FLOAT_EQ(r2[Col("tile_steps")], L(32));
+  EXPECT_FLOAT_EQ(r2[Col("tile_registers")], L(1));  // C[i, j1] is the same across k0
+  EXPECT_FLOAT_EQ(r2[Col("tile_loads")], L(2 + 2));  // A: two broadcasts (k1), B: two vectors
+}
+
+// A fused loop makes an index non-linear in that loop only: the other
+// loops keep their coefficients (strides, reuse), as without the fusion.
+TEST(FeaturesTest, AFusedLoopLeavesTheOtherLoopsStrides) {
+  ir::PrimFunc f = ir::BuildWorkload("matmul:M=16,N=16,K=16").func;
+  ir::Schedule sch(f, 0);
+  ir::RunScheduleScript(sch, R"(
+b0 = sch.get_block("C")
+i, j, k = sch.get_loops(b0)
+ij = sch.fuse(i, j)
+sch.parallel(ij)
+)");
+  const FeatureRow r = ExtractFeatures(measure::Lower(sch.func())).at(0);
+  // Buffers by bytes: C, then A[(ij // 16) * 16 + k], then B[k * 16 + ij % 16].
+  EXPECT_FLOAT_EQ(r[Col("buf1_stride")], L(1));
+  EXPECT_FLOAT_EQ(r[Col("buf1_innermost_contiguous")], 1);
+  EXPECT_FLOAT_EQ(r[Col("buf2_stride")], L(16));
+  EXPECT_FLOAT_EQ(r[Col("buf2_reuse_type")], 0);  // ij moves it (as a non-linear part), k too
+  EXPECT_FLOAT_EQ(r[Col("buf0_reuse_type")], 1);  // k does not move C
+}
+
 TEST(FeaturesTest, ColumnsAreDocumentedAndUnique) {
   std::set<std::string> names;
   for (const FeatureColumn& c : FeatureColumns()) {
     EXPECT_FALSE(c.meaning.empty()) << c.name;
     EXPECT_TRUE(names.insert(c.name).second) << c.name;
   }
-  EXPECT_EQ(kFeatureVersion, 2);
+  EXPECT_EQ(kFeatureVersion, 3);
   EXPECT_THROW(FeatureIndex("no_such_column"), std::out_of_range);
 }
 

@@ -1,6 +1,8 @@
 #include "ir/simplify.h"
 
+#include <map>
 #include <random>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -95,6 +97,22 @@ TEST_F(SimplifyTest, BoundsOfExpressions) {
   EXPECT_EQ(b->min, -2);
   EXPECT_EQ(b->max, 29);
   EXPECT_FALSE(BoundOf(MakeVar("unknown"), ranges));
+}
+
+TEST_F(SimplifyTest, CoefficientsVariableByVariable) {
+  // floordiv(f, 16) * 64 + i_1 * 4 + i_0 * 2 + i_0: linear in i_0 and i_1,
+  // not in f (which LinearCoefficients therefore refuses for all three).
+  Expr e = FloorDiv(f, C(16)) * C(64) + i1 * C(4) + i0 * C(2) + i0;
+  std::set<const ExprNode*> vars{i0.get(), i1.get(), f.get()};
+  EXPECT_FALSE(LinearCoefficients(e, vars, ranges));
+  PartialCoefficients p = LinearCoefficientsByVar(e, vars, ranges);
+  std::map<const ExprNode*, std::int64_t> linear(p.linear.begin(), p.linear.end());
+  EXPECT_EQ(linear, (std::map<const ExprNode*, std::int64_t>{{i0.get(), 3}, {i1.get(), 4}}));
+  EXPECT_EQ(p.nonlinear, std::set<const ExprNode*>{f.get()});
+  // A variable both outside and inside a non-linear part is non-linear.
+  PartialCoefficients q = LinearCoefficientsByVar(f + FloorMod(f, C(16)), {f.get()}, ranges);
+  EXPECT_TRUE(q.linear.empty());
+  EXPECT_EQ(q.nonlinear, std::set<const ExprNode*>{f.get()});
 }
 
 TEST_F(SimplifyTest, RandomExpressionsKeepTheirValue) {
