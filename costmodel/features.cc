@@ -156,7 +156,18 @@ struct Row {
   std::int64_t alloc_bytes = 0;
   bool local = false;
   double float_ops = 0;  // per run of that store
-  RegisterTile tile;      // of that store
+  // That store's accesses: row.accesses[tile_begin, tile_end), its write first.
+  std::size_t tile_begin = 0, tile_end = 0;
+};
+
+// An index's coefficients in the loops of a row: coeff[i] of loops[i] (0
+// when it does not move it); unknown[i] when the index is not linear in
+// loops[i]. A fused loop appears as floordiv/floormod (e.g. the parallel
+// loop of most candidates), which makes the index non-linear in that loop
+// only: every other loop keeps its coefficient.
+struct LoopCoefficients {
+  std::vector<std::int64_t> coeff;
+  std::vector<char> unknown;  // char, not bool: read in the innermost loops
 };
 
 class Extractor {
@@ -176,58 +187,44 @@ class Extractor {
   static constexpr double kVectorLanes = 16;  // float32 lanes of a 512-bit vector
   static constexpr double kVectorRegisters = 28;  // of 32, some left for loads and addresses
 
-  RegisterTile TileOf(const StoreNode& st, double float_ops) {
-    const auto& loops = ctx_.loops;
+  static RegisterTile TileOf(const Row& row, const std::vector<LoopCoefficients>& coefficients) {
+    const auto& loops = row.loops;
     std::size_t first = loops.size();  // the tile is loops [first, end)
     while (first > 0 && (loops[first - 1]->for_kind == ForKind::kVectorized ||
                          loops[first - 1]->for_kind == ForKind::kUnrolled)) {
       --first;
     }
     RegisterTile t;
-    std::set<const ExprNode*> vars;
-    for (const ForNode* l : loops) vars.insert(l->loop_var.get());
-    // Vectors one access touches in the tile: a vectorized loop that walks
-    // it contiguously takes extent / 16 vector loads, one that does not
-    // move it a broadcast, any other stride one load per lane.
-    auto vectors = [&](const Expr& index, int elem, bool* invariant_outside) {
-      PartialCoefficients by_var = LinearCoefficientsByVar(index, vars, ranges_);
-      auto coefficient = [&](const ForNode* l) -> std::int64_t {
-        if (by_var.nonlinear.count(l->loop_var.get())) return -1;
-        for (const auto& [v, k] : by_var.linear) {
-          if (v == l->loop_var.get()) return std::abs(k);
-        }
-        return 0;
-      };
-      double n = 1;
-      for (std::size_t i = first; i < loops.size(); ++i) {
-        std::int64_t k = coefficient(loops[i]);
-        if (k == 0) continue;
-        double extent = static_cast<double>(loops[i]->extent);
-        bool contiguous = loops[i]->for_kind == ForKind::kVectorized && k == 1;
-        n *= contiguous ? std::ceil(extent * elem / (kVectorLanes * 4)) : extent;
-      }
-      *invariant_outside = first > 0 && coefficient(loops[first - 1]) == 0;
-      return n;
-    };
     double lanes = 1;
     for (std::size_t i = first; i < loops.size(); ++i) {
       t.steps *= static_cast<double>(loops[i]->extent);
       if (loops[i]->for_kind == ForKind::kVectorized) lanes = std::min(kVectorLanes, static_cast<double>(loops[i]->extent));
     }
-    t.ops = std::max(1.0, float_ops) * t.steps / lanes;
+    t.ops = std::max(1.0, row.float_ops) * t.steps / lanes;
     if (first > 0) t.outer_extent = static_cast<double>(loops[first - 1]->extent);
-    // Accesses kept in registers across the outer loop, if they all fit. A
-    // load of the stored element (an accumulation) shares its registers.
+    // Per access: the vectors it touches in the tile (a vectorized loop that
+    // walks it contiguously takes extent / 16 vector loads, one that does
+    // not move it a broadcast, any other stride one load per lane), and
+    // whether it stays in registers across the loop around the tile (if
+    // all such accesses fit). A load of the stored element (an
+    // accumulation) shares the store's registers.
     struct Use { double vectors; bool kept; bool write; bool shares_store; };
     std::vector<Use> uses;
-    bool invariant = false;
-    uses.push_back({vectors(st.indices[0], DataTypeBytes(st.buffer->dtype), &invariant), invariant, true, false});
-    VisitExpr(st.value, [&](const Expr& x) {
-      if (x->kind != ExprKind::kLoad) return;
-      double n = vectors(x->operands[0], DataTypeBytes(x->buffer->dtype), &invariant);
-      bool shares = x->buffer.get() == st.buffer.get() && ExprEqual(x->operands[0], st.indices[0]);
-      uses.push_back({n, invariant, false, shares});
-    });
+    const Access& store = row.accesses[row.tile_begin];
+    for (std::size_t a = row.tile_begin; a < row.tile_end; ++a) {
+      const Access& access = row.accesses[a];
+      const LoopCoefficients& c = coefficients[a];
+      double vectors = 1;
+      for (std::size_t i = first; i < loops.size(); ++i) {
+        if (c.coeff[i] == 0 && !c.unknown[i]) continue;
+        double extent = static_cast<double>(loops[i]->extent);
+        bool contiguous = loops[i]->for_kind == ForKind::kVectorized && !c.unknown[i] && std::abs(c.coeff[i]) == 1;
+        vectors *= contiguous ? std::ceil(extent * DataTypeBytes(access.buffer->dtype) / (kVectorLanes * 4)) : extent;
+      }
+      bool kept = first > 0 && c.coeff[first - 1] == 0 && !c.unknown[first - 1];
+      bool shares = !access.write && access.buffer == store.buffer && ExprEqual(access.index, store.index);
+      uses.push_back({vectors, kept, access.write, shares});
+    }
     for (const Use& u : uses) t.registers += u.kept && !u.shares_store ? u.vectors : 0;
     bool fits = t.registers <= kVectorRegisters;
     for (const Use& u : uses) {
@@ -283,11 +280,12 @@ class Extractor {
     for (int k = 0; k <= 6; ++k) float_ops += c.v[k];
     // The row describes the store that runs most often; of equals (a
     // reduction's init and update in one nest), the one that computes.
-    if (runs > row.executions || (runs == row.executions && float_ops > row.float_ops)) {
+    bool describes = runs > row.executions || (runs == row.executions && float_ops > row.float_ops);
+    if (describes) {
       row.executions = runs;
       row.float_ops = float_ops;
       row.loops = ctx_.loops;
-      row.tile = TileOf(st, float_ops);
+      row.tile_begin = row.accesses.size();
     }
     row.alloc_bytes = std::max(row.alloc_bytes, ctx_.alloc_bytes);
     row.local = row.local || ctx_.scoped.count(st.buffer.get());
@@ -295,6 +293,7 @@ class Extractor {
     VisitExpr(st.value, [&](const Expr& x) {
       if (x->kind == ExprKind::kLoad) row.accesses.push_back({x->buffer.get(), x->operands[0], false});
     });
+    if (describes) row.tile_end = row.accesses.size();
   }
 
   FeatureRow Features(const Row& row, double total_flops) {
@@ -333,31 +332,33 @@ class Extractor {
       double stride = 0;
       bool contiguous = false;
     };
+    std::set<const ExprNode*> loop_vars;
+    for (const ForNode* l : loops) loop_vars.insert(l->loop_var.get());
+    std::vector<LoopCoefficients> coefficients;
+    for (const Access& a : row.accesses) {
+      LoopCoefficients& c = coefficients.emplace_back();
+      c.coeff.assign(loops.size(), 0);
+      c.unknown.assign(loops.size(), 0);
+      PartialCoefficients by_var = LinearCoefficientsByVar(a.index, loop_vars, ranges_);
+      for (std::size_t i = 0; i < loops.size(); ++i) {
+        const ExprNode* var = loops[i]->loop_var.get();
+        c.unknown[i] = by_var.nonlinear.count(var) > 0;
+        for (const auto& [v, k] : by_var.linear) {
+          if (v == var) c.coeff[i] = k;
+        }
+      }
+    }
     std::map<const BufferNode*, BufStats> stats;
     std::vector<const BufferNode*> first_seen;  // buffers in order of first access: a deterministic order
-    std::set<const ExprNode*> all_vars;
-    for (const ForNode* l : loops) all_vars.insert(l->loop_var.get());
-    for (const Access& a : row.accesses) {
+    for (std::size_t ai = 0; ai < row.accesses.size(); ++ai) {
+      const Access& a = row.accesses[ai];
       if (!stats.count(a.buffer)) first_seen.push_back(a.buffer);
       BufStats& s = stats[a.buffer];
       s.kind |= a.write ? 2 : 1;
       int elem = DataTypeBytes(a.buffer->dtype);
       s.bytes += static_cast<double>(elem) * row.executions;
-      // coeff[i]: the index's coefficient of loops[i] (0 when it does not
-      // move it); unknown[i]: the index is not linear in loops[i]. A fused
-      // loop appears as floordiv/floormod (e.g. the parallel loop of most
-      // candidates), which makes the index non-linear in that loop only:
-      // every other loop keeps its coefficient.
-      std::vector<std::int64_t> coeff(loops.size(), 0);
-      std::vector<bool> unknown(loops.size(), false);
-      PartialCoefficients by_var = LinearCoefficientsByVar(a.index, all_vars, ranges_);
-      for (std::size_t i = 0; i < loops.size(); ++i) {
-        const ExprNode* var = loops[i]->loop_var.get();
-        unknown[i] = by_var.nonlinear.count(var) > 0;
-        for (const auto& [v, c] : by_var.linear) {
-          if (v == var) coeff[i] = c;
-        }
-      }
+      const std::vector<std::int64_t>& coeff = coefficients[ai].coeff;
+      const std::vector<char>& unknown = coefficients[ai].unknown;
       // Unique footprint: the affine span of the linear loops, times the
       // extents of the others; at most the whole buffer.
       double lo = 0, hi = 0, unknown_extents = 1;
@@ -422,7 +423,7 @@ class Extractor {
     f.push_back(Log(static_cast<double>(row.alloc_bytes)));
     f.push_back(row.local ? 1.0f : 0.0f);
     f.push_back(Log(total_flops));
-    const RegisterTile& t = row.tile;
+    const RegisterTile t = TileOf(row, coefficients);
     f.insert(f.end(), {Log(t.steps), Log(t.ops), Log(t.loads), Log(t.stores),
                        Log(t.registers <= kVectorRegisters ? t.registers : 0),
                        static_cast<float>((t.loads + t.stores) / t.ops), Log(t.outer_extent)});
