@@ -16,6 +16,13 @@ std::size_t Col(const std::string& name) { return FeatureIndex(name); }
 
 float L(double x) { return static_cast<float>(std::log2(1 + x)); }
 
+// The feature rows of a workload scheduled by a schedule script.
+std::vector<FeatureRow> ScheduledRows(const std::string& workload, const std::string& script) {
+  ir::Schedule sch(ir::BuildWorkload(workload).func, 0);
+  ir::RunScheduleScript(sch, script);
+  return ExtractFeatures(measure::Lower(sch.func()));
+}
+
 TEST(FeaturesTest, HandCheckedMatmul) {
   ir::PrimFunc f = measure::Lower(ir::BuildWorkload("matmul:M=4,N=4,K=4").func);
   std::vector<FeatureRow> rows = ExtractFeatures(f);
@@ -74,9 +81,7 @@ sch.reverse_compute_at(c, j0)
 // i1 (unrolled, 4) x j1 (vectorized, 16) under k: the register tile of a
 // 4 x 16 block of C, accumulated across k.
 TEST(FeaturesTest, RegisterTileOfAnUnrolledVectorizedBlock) {
-  ir::PrimFunc f = ir::BuildWorkload("matmul:M=32,N=32,K=32").func;
-  ir::Schedule sch(f, 0);
-  ir::RunScheduleScript(sch, R"(
+  std::vector<FeatureRow> rows = ScheduledRows("matmul:M=32,N=32,K=32", R"(
 b0 = sch.get_block("C")
 i, j, k = sch.get_loops(b0)
 i0, i1 = sch.split(i, factors=[None, 4])
@@ -85,7 +90,6 @@ sch.reorder(i0, j0, k, i1, j1)
 sch.unroll(i1)
 sch.vectorize(j1)
 )");
-  std::vector<FeatureRow> rows = ExtractFeatures(measure::Lower(sch.func()));
   ASSERT_EQ(rows.size(), 1u);
   const FeatureRow& r = rows[0];
   EXPECT_FLOAT_EQ(r[Col("tile_steps")], L(64));
@@ -98,8 +102,7 @@ sch.vectorize(j1)
 
   // With k inside the tile (unrolled too), nothing stays across the loop
   // around it (j0 moves C): every access is loaded or stored.
-  ir::Schedule inner(f, 0);
-  ir::RunScheduleScript(inner, R"(
+  const FeatureRow r2 = ScheduledRows("matmul:M=32,N=32,K=32", R"(
 b0 = sch.get_block("C")
 i, j, k = sch.get_loops(b0)
 j0, j1 = sch.split(j, factors=[None, 16])
@@ -107,8 +110,7 @@ k0, k1 = sch.split(k, factors=[None, 2])
 sch.reorder(i, j0, k0, k1, j1)
 sch.unroll(k1)
 sch.vectorize(j1)
-)");
-  const FeatureRow r2 = ExtractFeatures(measure::Lower(inner.func())).at(0);
+)").at(0);
   EXPECT_FLOAT_EQ(r2[Col("tile_steps")], L(32));
   EXPECT_FLOAT_EQ(r2[Col("tile_registers")], L(1));  // C[i, j1] is the same across k0
   EXPECT_FLOAT_EQ(r2[Col("tile_loads")], L(2 + 2));  // A: two broadcasts (k1), B: two vectors
@@ -117,15 +119,12 @@ sch.vectorize(j1)
 // A fused loop makes an index non-linear in that loop only: the other
 // loops keep their coefficients (strides, reuse), as without the fusion.
 TEST(FeaturesTest, AFusedLoopLeavesTheOtherLoopsStrides) {
-  ir::PrimFunc f = ir::BuildWorkload("matmul:M=16,N=16,K=16").func;
-  ir::Schedule sch(f, 0);
-  ir::RunScheduleScript(sch, R"(
+  const FeatureRow r = ScheduledRows("matmul:M=16,N=16,K=16", R"(
 b0 = sch.get_block("C")
 i, j, k = sch.get_loops(b0)
 ij = sch.fuse(i, j)
 sch.parallel(ij)
-)");
-  const FeatureRow r = ExtractFeatures(measure::Lower(sch.func())).at(0);
+)").at(0);
   // Buffers by bytes: C, then A[(ij // 16) * 16 + k], then B[k * 16 + ij % 16].
   EXPECT_FLOAT_EQ(r[Col("buf1_stride")], L(1));
   EXPECT_FLOAT_EQ(r[Col("buf1_innermost_contiguous")], 1);
