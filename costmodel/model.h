@@ -11,7 +11,9 @@
 //    from a prior), so a model trained on little data starts from the
 //    heuristic's ranking rather than from nothing.
 // Early stopping uses held-out whole records (a fraction of each group),
-// never the training rows. Every XGBoost handle is owned by an RAII type in model.cc.
+// never the training rows; the kept model is then refit on every record
+// for as many rounds per record as early stopping allowed. Every XGBoost
+// handle is owned by an RAII type in model.cc.
 //
 // Thread-safety: one CostModel per thread.
 #pragma once
@@ -63,9 +65,10 @@ struct TrainOptions {
 };
 
 struct TrainReport {
-  int rounds = 0;                // kept after early stopping
-  double holdout_loss = 0;       // of the objective, at the kept round
-  std::size_t train_samples = 0, holdout_samples = 0;
+  int rounds = 0;                // of the kept (refit) model
+  double holdout_loss = 0;       // of the objective, at the round early stopping chose
+  std::size_t train_samples = 0;    // records the kept model learned from: all of them
+  std::size_t holdout_samples = 0;  // records early stopping held out (then refit on)
 };
 
 class CostModel {

@@ -88,6 +88,33 @@ TEST(CostModelTest, TrainingIsDeterministicAndSaveLoadKeepsPredictions) {
   EXPECT_EQ(loaded.Predict(c), a.Predict(c));
 }
 
+// Early stopping holds a fifth of each group out to choose the number of
+// rounds; the kept model is then refit on every record with as many rounds
+// per record: the same model as training without a holdout for that many
+// rounds.
+TEST(CostModelTest, TheKeptModelIsRefitOnEveryRecord) {
+  TrainOptions o;
+  o.max_rounds = 20;
+  o.seed = 7;
+  o.threads = 1;
+  std::vector<Sample> data = Synthetic(4, 20, 3);
+  CostModel with_holdout;
+  TrainReport report = with_holdout.Train(data, o);
+  EXPECT_EQ(report.holdout_samples, 4u * 4);  // a fifth of each group's 20
+  EXPECT_EQ(report.train_samples, data.size());
+  TrainOptions all = o;
+  all.holdout = 0;
+  all.max_rounds = report.rounds;
+  CostModel without;
+  TrainReport plain = without.Train(data, all);
+  EXPECT_EQ(plain.holdout_samples, 0u);
+  EXPECT_EQ(plain.rounds, report.rounds);
+  std::vector<std::vector<FeatureRow>> c;
+  for (const Sample& s : Synthetic(1, 20, 4)) c.push_back(s.rows);
+  std::vector<double> p = with_holdout.Predict(c), q = without.Predict(c);
+  for (std::size_t i = 0; i < p.size(); ++i) EXPECT_NEAR(p[i], q[i], 1e-4) << i;
+}
+
 TEST(CostModelTest, RefusesOtherFeatureVersionsAndGarbage) {
   TrainOptions o;
   o.max_rounds = 3;
