@@ -39,6 +39,16 @@ std::vector<Sample> Synthetic(int groups, int per_group, std::uint64_t seed) {
   return out;
 }
 
+// Options for the small synthetic sets: one thread (deterministic), a
+// fixed seed, few rounds.
+TrainOptions SmallOptions(int max_rounds, std::uint64_t seed = 0) {
+  TrainOptions o;
+  o.max_rounds = max_rounds;
+  o.seed = seed;
+  o.threads = 1;
+  return o;
+}
+
 std::vector<double> Evaluate(const CostModel& m, const std::vector<Sample>& test, std::vector<double>* labels,
                              std::vector<int>* groups) {
   std::vector<std::vector<FeatureRow>> c;
@@ -53,10 +63,8 @@ std::vector<double> Evaluate(const CostModel& m, const std::vector<Sample>& test
 TEST(CostModelTest, RanksFarBetterThanChance) {
   for (Objective obj : {Objective::kRank, Objective::kWeightedMse}) {
     CostModel m;
-    TrainOptions o;
+    TrainOptions o = SmallOptions(60);
     o.objective = obj;
-    o.max_rounds = 60;
-    o.threads = 1;
     TrainReport report = m.Train(Synthetic(8, 60, 1), o);
     EXPECT_GT(report.rounds, 0);
     EXPECT_GT(report.holdout_samples, 0u);
@@ -73,10 +81,7 @@ TEST(CostModelTest, RanksFarBetterThanChance) {
 }
 
 TEST(CostModelTest, TrainingIsDeterministicAndSaveLoadKeepsPredictions) {
-  TrainOptions o;
-  o.max_rounds = 20;
-  o.seed = 5;
-  o.threads = 1;
+  TrainOptions o = SmallOptions(20, 5);
   std::vector<Sample> data = Synthetic(4, 30, 3);
   CostModel a, b;
   a.Train(data, o);
@@ -93,10 +98,7 @@ TEST(CostModelTest, TrainingIsDeterministicAndSaveLoadKeepsPredictions) {
 // per record: the same model as training without a holdout for that many
 // rounds.
 TEST(CostModelTest, TheKeptModelIsRefitOnEveryRecord) {
-  TrainOptions o;
-  o.max_rounds = 20;
-  o.seed = 7;
-  o.threads = 1;
+  TrainOptions o = SmallOptions(20, 7);
   std::vector<Sample> data = Synthetic(4, 20, 3);
   CostModel with_holdout;
   TrainReport report = with_holdout.Train(data, o);
@@ -116,9 +118,7 @@ TEST(CostModelTest, TheKeptModelIsRefitOnEveryRecord) {
 }
 
 TEST(CostModelTest, RefusesOtherFeatureVersionsAndGarbage) {
-  TrainOptions o;
-  o.max_rounds = 3;
-  o.threads = 1;
+  TrainOptions o = SmallOptions(3);
   CostModel m;
   m.Train(Synthetic(2, 12, 6), o);
   std::string blob = m.Save();
