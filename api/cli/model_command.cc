@@ -71,7 +71,7 @@ void Train(const ModelOptions& o) {
   costmodel::TrainReport report = trained.Train(train, train_options);
   Metrics m = costmodel::Evaluate(trained, test);
   fmt::print("database:           {}\nrecords used:       {} ({} skipped)\ngroups:             {}\ntrained on:         {} "
-             "(early stopping on {}), {} rounds\nobjective:          {}\n",
+             "records ({} of them first held out to choose the rounds), {} rounds\nobjective:          {}\n",
              o.db, data.samples.size(), data.skipped, data.group_names.size(), report.train_samples,
              report.holdout_samples, report.rounds, o.objective);
   PrintMetrics(m);
