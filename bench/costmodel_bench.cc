@@ -8,7 +8,12 @@
 //    and (b) workloads left out entirely.
 //
 // Usage: costmodel_bench [--per-workload 150] [--seed 0] [--data space|random] [--patience 20]
+//                        [--shapes small|tuning]
 //                        [--save-data FILE | --load-data FILE [--noise]] [--min-repeat-ms 5]
+// --shapes picks the workloads: small (the default; microsecond kernels,
+// quick to measure) or tuning (the shapes tune_bench tunes: millisecond
+// kernels, whose timings agree better between two measurements on a
+// shared VM, softmax apart; bench/RESULTS.md, session 9).
 // --save-data keeps the measured programs and times (JSON lines) so that
 // --load-data can compare feature or model changes on the same data without
 // measuring again. --noise measures (the first 100) loaded programs of
@@ -58,6 +63,24 @@ measure::MeasureConfig LabelConfig() {
   config.min_repeat_ms = g_min_repeat_ms;
   return config;
 }
+
+// The workloads of each --shapes: seen ones are split into training and
+// held-out records, unseen ones are only evaluated.
+struct WorkloadSet {
+  std::vector<std::string> seen, unseen;
+};
+const std::map<std::string, WorkloadSet> kWorkloadSets = {
+    {"small",
+     {{"matmul:M=128,N=128,K=128", "dense_bias_relu:B=64,IN=128,OUT=64",
+       "conv2d_nhwc:N=1,H=14,W=14,CI=16,CO=16,KH=3,KW=3,stride=1,pad=1", "softmax:M=64,N=256"},
+      {"batch_matmul:B=4,M=64,N=64,K=64", "depthwise_conv2d_nhwc:N=1,H=28,W=28,C=32,KH=3,KW=3,stride=1,pad=1"}}},
+    // tune_bench's matmul 512, dense layer and ResNet conv2d, and a softmax
+    // of the same order of work.
+    {"tuning",
+     {{"matmul:M=512,N=512,K=512", "dense_bias_relu:B=128,IN=784,OUT=128",
+       "conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,KH=3,KW=3,stride=1,pad=1", "softmax:M=256,N=1024"},
+      {"batch_matmul:B=8,M=128,N=128,K=128", "depthwise_conv2d_nhwc:N=1,H=56,W=56,C=64,KH=3,KW=3,stride=1,pad=1"}}},
+};
 
 struct Measured {
   std::vector<ir::PrimFunc> programs;
@@ -139,7 +162,7 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 0;
   bool design_space = true;
   int patience = costmodel::TrainOptions{}.early_stopping_rounds;
-  std::string save_path, load_path;
+  std::string save_path, load_path, shapes = "small";
   bool noise = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -149,11 +172,12 @@ int main(int argc, char** argv) {
     }
     if (a == "--help" || a == "-h") {
       std::printf("usage: costmodel_bench [--per-workload 150] [--seed 0] [--data space|random] [--patience 20]\n"
+                  "                       [--shapes small|tuning]\n"
                   "                       [--save-data FILE | --load-data FILE [--noise]] [--min-repeat-ms 5]\n");
       return 0;
     }
     static const std::set<std::string> with_value = {"--save-data", "--load-data", "--per-workload", "--seed",
-                                                     "--data", "--patience", "--min-repeat-ms"};
+                                                     "--data", "--patience", "--min-repeat-ms", "--shapes"};
     if (!with_value.count(a)) {
       std::fprintf(stderr, "unknown option %s (see --help)\n", a.c_str());
       return 2;
@@ -169,13 +193,16 @@ int main(int argc, char** argv) {
     if (a == "--data") design_space = std::string(argv[i + 1]) != "random";
     if (a == "--patience") patience = std::stoi(argv[i + 1]);
     if (a == "--min-repeat-ms") g_min_repeat_ms = std::stoi(argv[i + 1]);
+    if (a == "--shapes") shapes = argv[i + 1];
     ++i;
   }
-  std::vector<std::string> seen = {"matmul:M=128,N=128,K=128", "dense_bias_relu:B=64,IN=128,OUT=64",
-                                   "conv2d_nhwc:N=1,H=14,W=14,CI=16,CO=16,KH=3,KW=3,stride=1,pad=1",
-                                   "softmax:M=64,N=256"};
-  std::vector<std::string> unseen = {"batch_matmul:B=4,M=64,N=64,K=64",
-                                     "depthwise_conv2d_nhwc:N=1,H=28,W=28,C=32,KH=3,KW=3,stride=1,pad=1"};
+  auto workloads = kWorkloadSets.find(shapes);
+  if (workloads == kWorkloadSets.end()) {
+    std::fprintf(stderr, "--shapes %s: expected small or tuning\n", shapes.c_str());
+    return 2;
+  }
+  const std::vector<std::string>& seen = workloads->second.seen;
+  const std::vector<std::string>& unseen = workloads->second.unseen;
   if (load_path.empty()) {
     std::printf("data: %d %s per workload, measured by the Runner (%zu seen workloads, %zu unseen)\n\n", per_workload,
                 design_space ? "samples of the default design space" : "random 10-primitive schedules", seen.size(),
@@ -209,6 +236,14 @@ int main(int argc, char** argv) {
       } catch (const std::exception& e) {
         std::fprintf(stderr, "%s:%d: not a saved measurement: %s\n", load_path.c_str(), line_number, e.what());
         return 1;
+      }
+    }
+    for (const auto* set : {&seen, &unseen}) {
+      for (const std::string& spec : *set) {
+        if (loaded[spec].programs.empty()) {
+          std::fprintf(stderr, "%s has no records of %s (saved with another --shapes?)\n", load_path.c_str(), spec.c_str());
+          return 1;
+        }
       }
     }
   }
