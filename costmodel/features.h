@@ -18,7 +18,7 @@
 
 namespace tunedb::costmodel {
 
-inline constexpr int kFeatureVersion = 3;
+inline constexpr int kFeatureVersion = 4;
 
 struct FeatureColumn {
   std::string name;

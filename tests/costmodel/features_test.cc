@@ -35,6 +35,7 @@ TEST(FeaturesTest, HandCheckedMatmul) {
   EXPECT_FLOAT_EQ(r[Col("loop_prod")], L(64));
   EXPECT_FLOAT_EQ(r[Col("stores_in_row")], 2);    // the init and the update
   EXPECT_FLOAT_EQ(r[Col("vec_num")], 0);
+  EXPECT_FLOAT_EQ(r[Col("vec_implicit")], 0);     // k, innermost, does not move C: a reduction stays scalar
   // Buffers by bytes: C (two stores and a load per iteration), then A and B.
   EXPECT_FLOAT_EQ(r[Col("buf0_kind")], 3);
   EXPECT_FLOAT_EQ(r[Col("buf0_bytes")], L(3 * 4 * 64));
@@ -116,6 +117,48 @@ sch.vectorize(j1)
   EXPECT_FLOAT_EQ(r2[Col("tile_loads")], L(2 + 2));  // A: two broadcasts (k1), B: two vectors
 }
 
+// A serial innermost loop that walks the stored buffer contiguously is
+// vectorized by LLVM's loop vectorizer (codegen_test checks that it is):
+// the features count it as vectorized, and say it is LLVM's doing.
+TEST(FeaturesTest, AnInnermostLoopThatMovesTheStoreIsVectorizedByLlvm) {
+  const FeatureRow r = ScheduledRows("matmul:M=32,N=32,K=32", R"(
+b0 = sch.get_block("C")
+i, j, k = sch.get_loops(b0)
+sch.reorder(i, k, j)
+)").at(0);
+  EXPECT_FLOAT_EQ(r[Col("vec_implicit")], 1);
+  EXPECT_FLOAT_EQ(r[Col("vec_num")], 1);
+  EXPECT_FLOAT_EQ(r[Col("vec_len")], L(32));
+  EXPECT_FLOAT_EQ(r[Col("vec_pos")], 1);
+  EXPECT_FLOAT_EQ(r[Col("serial_prod")], L(32 * 32));  // i and k
+  EXPECT_FLOAT_EQ(r[Col("work_per_lane")], L(32 * 32));
+  // The tile is j: 32 multiply-adds in 2 vectors; A broadcast, B two
+  // vectors; C's two vectors are not moved by k, around the tile.
+  EXPECT_FLOAT_EQ(r[Col("tile_ops")], L(2));
+  EXPECT_FLOAT_EQ(r[Col("tile_loads")], L(1 + 2));
+  EXPECT_FLOAT_EQ(r[Col("tile_registers")], L(2));
+
+  // Too short a loop is left scalar (LLVM's cost model), as is any loop
+  // when the schedule vectorized one itself.
+  const FeatureRow short_loop = ScheduledRows("matmul:M=32,N=32,K=32", R"(
+b0 = sch.get_block("C")
+i, j, k = sch.get_loops(b0)
+j0, j1 = sch.split(j, factors=[None, 2])
+sch.reorder(i, j0, k, j1)
+)").at(0);
+  EXPECT_FLOAT_EQ(short_loop[Col("vec_implicit")], 0);
+  EXPECT_FLOAT_EQ(short_loop[Col("vec_num")], 0);
+  const FeatureRow explicit_loop = ScheduledRows("matmul:M=32,N=32,K=32", R"(
+b0 = sch.get_block("C")
+i, j, k = sch.get_loops(b0)
+j0, j1 = sch.split(j, factors=[None, 16])
+sch.reorder(i, k, j0, j1)
+sch.vectorize(j1)
+)").at(0);
+  EXPECT_FLOAT_EQ(explicit_loop[Col("vec_implicit")], 0);
+  EXPECT_FLOAT_EQ(explicit_loop[Col("vec_len")], L(16));
+}
+
 // A fused loop makes an index non-linear in that loop only: the other
 // loops keep their coefficients (strides, reuse), as without the fusion.
 TEST(FeaturesTest, AFusedLoopLeavesTheOtherLoopsStrides) {
@@ -139,7 +182,7 @@ TEST(FeaturesTest, ColumnsAreDocumentedAndUnique) {
     EXPECT_FALSE(c.meaning.empty()) << c.name;
     EXPECT_TRUE(names.insert(c.name).second) << c.name;
   }
-  EXPECT_EQ(kFeatureVersion, 3);
+  EXPECT_EQ(kFeatureVersion, 4);
   EXPECT_THROW(FeatureIndex("no_such_column"), std::out_of_range);
 }
 

@@ -82,6 +82,27 @@ sch.vectorize(c1)
   EXPECT_NE(ir.find("<16 x float>"), std::string::npos);
 }
 
+// What the cost model's features assume about LLVM (costmodel/features.cc,
+// vec_implicit): its loop vectorizer vectorizes an innermost serial loop
+// that walks the stored buffer, but not a float reduction (code generation
+// allows contraction into FMA, not reassociation).
+TEST(CodegenTest, LlvmVectorizesALoopThatMovesTheStoreButNotAReduction) {
+  PrimFunc f = BuildWorkload("matmul:M=32,N=32,K=32").func;
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+b0 = sch.get_block("C")
+i, j, k = sch.get_loops(b0)
+sch.reorder(i, k, j)
+)");
+  EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), 6), "");
+  EXPECT_NE(SharedJit().OptimizedIR(Lower(sch.func())).find("fmul contract <"), std::string::npos);
+  // K = 64: LLVM fully unrolls a 32-long reduction by itself, and then
+  // vectorizes the loop around it (something the features do not model).
+  std::string reduction = SharedJit().OptimizedIR(Lower(BuildWorkload("matmul:M=32,N=32,K=64").func));
+  EXPECT_EQ(reduction.find("fmul contract <"), std::string::npos);
+  EXPECT_NE(reduction.find("fmul contract float"), std::string::npos);
+}
+
 TEST(CodegenTest, PaddingSelectNeverReadsOutOfBounds) {
   // A guarded load with a vectorized channel loop and inlined padding.
   PrimFunc f = BuildWorkload("conv2d_nhwc:N=1,H=6,W=6,CI=4,CO=8,KH=3,KW=3,stride=1,pad=1").func;
