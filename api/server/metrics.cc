@@ -26,7 +26,7 @@ std::string Metrics::Render(std::int64_t records, std::int64_t workloads) const 
   for (const auto& [key, n] : requests_) {
     out += fmt::format("tunedb_requests_total{{route=\"{}\",status=\"{}\"}} {}\n", key.first, key.second, n);
   }
-  out += "# HELP tunedb_request_seconds Time from a request's arrival to its response written.\n";
+  out += "# HELP tunedb_request_seconds Time from a request's arrival to its response ready to write.\n";
   out += "# TYPE tunedb_request_seconds histogram\n";
   std::int64_t cumulative = 0;
   for (std::size_t b = 0; b < bounds_.size(); ++b) {

@@ -16,7 +16,7 @@ class Metrics {
  public:
   Metrics();
   // One answered request: its route name (Routes::RouteName), status and
-  // latency from the request's arrival to the response written.
+  // latency from the request's arrival to the response ready to write.
   void Observe(const std::string& route, int status, double secs);
   // tunedb_requests_total{route,status}, tunedb_request_seconds (histogram),
   // tunedb_records, tunedb_workloads.

@@ -224,10 +224,14 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
     msg->body() = std::move(res.body);
     msg->keep_alive(keep_alive && !impl_.stopping);
     msg->prepare_payload();
+    // Counted before the write: a client that has read its answer and then
+    // asks /metrics must find it counted (observed after the write, the
+    // count raced the client's next request on another connection).
+    impl_.metrics.Observe(Routes::RouteName(path), msg->result_int(),
+                          std::chrono::duration<double>(Clock::now() - start_).count());
     stream_.expires_after(std::chrono::seconds(30));
     http::async_write(stream_, *msg, [self = shared_from_this(), msg, method, path](beast::error_code ec, std::size_t bytes) {
       double secs = std::chrono::duration<double>(Clock::now() - self->start_).count();
-      self->impl_.metrics.Observe(Routes::RouteName(path), msg->result_int(), secs);
       if (self->impl_.options.access_log) {
         self->impl_.options.access_log(fmt::format("{} {} {} {} {}B {:.2f}ms", self->peer_, method, path,
                                                    msg->result_int(), bytes, secs * 1e3));
