@@ -75,7 +75,7 @@ const std::map<std::string, WorkloadSet> kWorkloadSets = {
        "conv2d_nhwc:N=1,H=14,W=14,CI=16,CO=16,KH=3,KW=3,stride=1,pad=1", "softmax:M=64,N=256"},
       {"batch_matmul:B=4,M=64,N=64,K=64", "depthwise_conv2d_nhwc:N=1,H=28,W=28,C=32,KH=3,KW=3,stride=1,pad=1"}}},
     // tune_bench's matmul 512, dense layer and ResNet conv2d, and a softmax
-    // of the same order of work.
+    // 16 times the small one (tune_bench tunes none).
     {"tuning",
      {{"matmul:M=512,N=512,K=512", "dense_bias_relu:B=128,IN=784,OUT=128",
        "conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,KH=3,KW=3,stride=1,pad=1", "softmax:M=256,N=1024"},
