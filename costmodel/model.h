@@ -46,8 +46,9 @@ struct Sample {
 // alone: the work left after vectorization,
 //   -log2(1 + sum over rows of executions / lanes x local)
 // with lanes the innermost extent the schedule vectorized, capped at 16 (1
-// when it vectorized nothing, whatever LLVM may do) and local 0.7 for a store into a compacted accumulator, 1
-// otherwise. Higher is faster. docs/COSTMODEL.md has how it was chosen.
+// when it vectorized nothing, whatever LLVM may do) and local 0.7 for a
+// store into a compacted accumulator, 1 otherwise. Higher is faster.
+// docs/COSTMODEL.md has how it was chosen.
 double HeuristicScore(const std::vector<FeatureRow>& rows);
 
 enum class Objective { kRank, kWeightedMse };
