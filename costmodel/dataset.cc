@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <map>
@@ -11,6 +12,7 @@
 
 #include "ir/json.h"
 #include "ir/schedule/schedule.h"
+#include "ir/structural.h"
 #include "measure/lower.h"
 
 namespace tunedb::costmodel {
@@ -147,9 +149,33 @@ std::vector<double> NormalizedThroughput(const std::vector<double>& median_secs,
   return labels;
 }
 
+DistinctCode MergeSameCode(const std::vector<std::uint64_t>& code_hashes, const std::vector<double>& median_secs,
+                           const std::vector<int>& groups) {
+  std::map<std::pair<int, std::uint64_t>, std::size_t> slot;  // (group, code) -> index into out
+  std::vector<std::vector<double>> copies;
+  DistinctCode out;
+  for (std::size_t i = 0; i < code_hashes.size(); ++i) {
+    auto [it, fresh] = slot.emplace(std::make_pair(groups[i], code_hashes[i]), out.kept.size());
+    if (fresh) {
+      out.kept.push_back(i);
+      copies.emplace_back();
+    }
+    copies[it->second].push_back(median_secs[i]);
+  }
+  for (std::vector<double>& times : copies) {
+    // Of an even count, the faster of the two middle times (no average: a
+    // failure's +infinity would swallow it).
+    std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>((times.size() - 1) / 2), times.end());
+    out.median_secs.push_back(times[(times.size() - 1) / 2]);
+  }
+  return out;
+}
+
 Dataset LoadDataset(db::Database& database) {
   Dataset data;
   std::map<std::string, int> group_ids;
+  std::vector<Sample> samples;  // every record that rebuilds, before merging
+  std::vector<std::uint64_t> code_hashes;
   std::vector<double> medians;
   std::vector<int> groups;
   for (const db::WorkloadStats& w : database.Workloads()) {
@@ -174,7 +200,9 @@ Dataset LoadDataset(db::Database& database) {
       for (const db::TuningRecord& r : page) {
         Sample s;
         try {
-          s.rows = CandidateFeatures(func, ir::Trace::FromJsonText(r.trace));
+          ir::PrimFunc lowered = measure::Lower(ir::ReplayTrace(func, ir::Trace::FromJsonText(r.trace), 0).func());
+          s.rows = ExtractFeatures(lowered);
+          code_hashes.push_back(ir::StructuralHash(lowered));
         } catch (const std::exception&) {
           ++data.skipped;
           continue;
@@ -185,11 +213,18 @@ Dataset LoadDataset(db::Database& database) {
         s.group = it->second;
         medians.push_back(r.Median());
         groups.push_back(s.group);
-        data.samples.push_back(std::move(s));
+        samples.push_back(std::move(s));
       }
     }
   }
-  std::vector<double> labels = NormalizedThroughput(medians, groups);
+  DistinctCode distinct = MergeSameCode(code_hashes, medians, groups);
+  data.merged = samples.size() - distinct.kept.size();
+  std::vector<int> kept_groups;
+  for (std::size_t i : distinct.kept) {
+    kept_groups.push_back(samples[i].group);
+    data.samples.push_back(std::move(samples[i]));
+  }
+  std::vector<double> labels = NormalizedThroughput(distinct.median_secs, kept_groups);
   for (std::size_t i = 0; i < data.samples.size(); ++i) data.samples[i].label = labels[i];
   return data;
 }

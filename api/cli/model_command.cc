@@ -70,9 +70,10 @@ void Train(const ModelOptions& o) {
   costmodel::CostModel trained;
   costmodel::TrainReport report = trained.Train(train, train_options);
   Metrics m = costmodel::Evaluate(trained, test);
-  fmt::print("database:           {}\nrecords used:       {} ({} skipped)\ngroups:             {}\ntrained on:         {} "
+  fmt::print("database:           {}\nrecords used:       {} ({} skipped, {} merged into one of the same code)\n"
+             "groups:             {}\ntrained on:         {} "
              "records ({} of them first held out to choose the rounds), {} rounds\nobjective:          {}\n",
-             o.db, data.samples.size(), data.skipped, data.group_names.size(), report.train_samples,
+             o.db, data.samples.size(), data.skipped, data.merged, data.group_names.size(), report.train_samples,
              report.holdout_samples, report.rounds, o.objective);
   PrintMetrics(m);
   db::StoredModel stored;

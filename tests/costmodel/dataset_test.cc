@@ -5,6 +5,8 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <limits>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -38,7 +40,7 @@ std::string* DatasetTest::path_ = nullptr;
 TEST_F(DatasetTest, RecordsBecomeLabelledSamples) {
   db::SqliteDatabase d(*path_);
   Dataset data = LoadDataset(d);
-  EXPECT_EQ(data.samples.size(), 48u);
+  EXPECT_EQ(data.samples.size() + data.merged, 48u);
   EXPECT_EQ(data.skipped, 0u);
   EXPECT_EQ(data.group_names.size(), 2u);
   double best = 0;
@@ -68,6 +70,43 @@ TEST_F(DatasetTest, TrainAndModelCommands) {
   out = RunTunedb("train --db " + *path_ + " --objective fast", &rc);
   EXPECT_EQ(rc, 2);
   EXPECT_EQ(out, "tunedb: error: --objective must be rank or weighted-mse\n");
+}
+
+TEST(MergeSameCodeTest, OneRecordPerCodeAndGroupWithTheMedianTime) {
+  const double failed = std::numeric_limits<double>::infinity();
+  DistinctCode d = MergeSameCode({7, 9, 7, 7, 9, 5, 5}, {3.0, 5.0, 1.0, failed, 7.0, 2.0, failed}, {0, 0, 0, 0, 1, 2, 2});
+  EXPECT_EQ(d.kept, (std::vector<std::size_t>{0, 1, 4, 5}));
+  // code 7 in group 0: median of 3, 1 and a failure; code 9 is in two
+  // groups, each its own record; of two, the faster middle time.
+  EXPECT_EQ(d.median_secs, (std::vector<double>{3.0, 5.0, 7.0, 2.0}));
+}
+
+TEST(LoadDatasetTest, RecordsOfTheSameCodeBecomeOneSample) {
+  std::string path = ::testing::TempDir() + "/costmodel_same_code_" + std::to_string(::getpid()) + ".sqlite";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  ir::Workload w = ir::BuildWorkload("matmul:M=16,N=16,K=16");
+  ir::Schedule plain(w.func, 0), split(w.func, 0);
+  split.Split(split.GetLoops(split.GetBlock("C"))[1], {std::int64_t{4}, std::monostate{}});
+  auto record = [&](const ir::Schedule& sch, double secs) {
+    db::TuningRecord r;
+    r.workload_hash = ir::WorkloadHash(w.func);
+    r.target = "llvm";
+    r.trace = sch.trace().ToJson().dump();
+    r.run_secs = {secs};
+    return r;
+  };
+  {
+    db::SqliteDatabase d(path);
+    d.CommitWorkload(testing::AsWorkloadInput(w));
+    // The unscheduled program measured three times, the split one once.
+    d.CommitRecords({record(plain, 4e-3), record(split, 1e-3), record(plain, 2e-3), record(plain, 9e-3)});
+  }
+  db::SqliteDatabase d(path);
+  Dataset data = LoadDataset(d);
+  ASSERT_EQ(data.samples.size(), 2u);
+  EXPECT_EQ(data.merged, 2u);
+  EXPECT_DOUBLE_EQ(data.samples[0].label, 1e-3 / 4e-3);  // the median of its three times
+  EXPECT_DOUBLE_EQ(data.samples[1].label, 1.0);
 }
 
 TEST(NormalizedThroughputTest, BestIsOneFailuresZero) {
