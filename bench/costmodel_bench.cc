@@ -9,14 +9,17 @@
 //
 // Usage: costmodel_bench [--per-workload 150] [--seed 0] [--data space|random] [--patience 20]
 //                        [--shapes small|tuning]
-//                        [--save-data FILE | --load-data FILE [--noise]] [--min-repeat-ms 5]
+//                        [--save-data FILE | --load-data FILE... [--noise]] [--min-repeat-ms 5]
 // --shapes picks the workloads: small (the default; microsecond kernels,
 // quick to measure) or tuning (the shapes tune_bench tunes: millisecond
 // kernels, whose timings agree better between two measurements on a
 // shared VM, softmax apart; bench/RESULTS.md, session 9).
 // --save-data keeps the measured programs and times (JSON lines) so that
 // --load-data can compare feature or model changes on the same data without
-// measuring again. --noise measures (the first 100) loaded programs of
+// measuring again. --load-data may be given several times: each file is a
+// run, whose records are labelled and ranked within that run only.
+// Samples that lower to the same code become one record, with the median
+// of their times (costmodel::MergeSameCode). --noise measures (the first 100) loaded programs of
 // each seen workload twice more with each way of repeating (back to back,
 // spread over the call) and prints how often two measurements order a
 // pair alike: the ceiling that label noise puts on pairwise accuracy.
@@ -162,7 +165,8 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 0;
   bool design_space = true;
   int patience = costmodel::TrainOptions{}.early_stopping_rounds;
-  std::string save_path, load_path, shapes = "small";
+  std::string save_path, shapes = "small";
+  std::vector<std::string> load_paths;  // --load-data, repeatable: one run per file
   bool noise = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -173,7 +177,7 @@ int main(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::printf("usage: costmodel_bench [--per-workload 150] [--seed 0] [--data space|random] [--patience 20]\n"
                   "                       [--shapes small|tuning]\n"
-                  "                       [--save-data FILE | --load-data FILE [--noise]] [--min-repeat-ms 5]\n");
+                  "                       [--save-data FILE | --load-data FILE... [--noise]] [--min-repeat-ms 5]\n");
       return 0;
     }
     static const std::set<std::string> with_value = {"--save-data", "--load-data", "--per-workload", "--seed",
@@ -187,7 +191,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (a == "--save-data") save_path = argv[i + 1];
-    if (a == "--load-data") load_path = argv[i + 1];
+    if (a == "--load-data") load_paths.push_back(argv[i + 1]);
     if (a == "--per-workload") per_workload = std::stoi(argv[i + 1]);
     if (a == "--seed") seed = std::stoull(argv[i + 1]);
     if (a == "--data") design_space = std::string(argv[i + 1]) != "random";
@@ -203,27 +207,31 @@ int main(int argc, char** argv) {
   }
   const std::vector<std::string>& seen = workloads->second.seen;
   const std::vector<std::string>& unseen = workloads->second.unseen;
-  if (load_path.empty()) {
+  if (!save_path.empty() && !load_paths.empty()) {
+    std::fprintf(stderr, "--save-data and --load-data do not go together\n");
+    return 2;
+  }
+  if (load_paths.empty()) {
     std::printf("data: %d %s per workload, measured by the Runner (%zu seen workloads, %zu unseen)\n\n", per_workload,
                 design_space ? "samples of the default design space" : "random 10-primitive schedules", seen.size(),
                 unseen.size());
   } else {
-    std::printf("data: loaded from %s (%zu seen workloads, %zu unseen)\n\n", load_path.c_str(), seen.size(), unseen.size());
+    std::string files;
+    for (const std::string& path : load_paths) files += (files.empty() ? "" : ", ") + path;
+    std::printf("data: loaded from %s (%zu seen workloads, %zu unseen)\n\n", files.c_str(), seen.size(), unseen.size());
   }
-  // Measure, featurize, label.
-  std::vector<costmodel::Sample> train, seen_test, unseen_test;
-  std::vector<ir::PrimFunc> all_programs;
-  std::vector<int> program_groups;  // of each of all_programs
-  std::mt19937_64 rng(seed);
-  int group = 0;
-  double measure_secs = 0;
-  std::map<std::string, Measured> loaded;
-  if (!load_path.empty()) {
-    std::ifstream in(load_path);
+  // The measurements, one map per run: each loaded file, or this process's
+  // measuring. The VM's speed drifts between runs half an hour apart, so a
+  // record is labelled and ranked only against its own run's records of
+  // its workload (each (run, workload) is a group).
+  std::vector<std::map<std::string, Measured>> runs;
+  for (const std::string& path : load_paths) {
+    std::ifstream in(path);
     if (!in) {
-      std::fprintf(stderr, "cannot read %s\n", load_path.c_str());
+      std::fprintf(stderr, "cannot read %s\n", path.c_str());
       return 1;
     }
+    std::map<std::string, Measured>& loaded = runs.emplace_back();
     int line_number = 0;
     for (std::string line; std::getline(in, line);) {
       ++line_number;
@@ -234,54 +242,82 @@ int main(int argc, char** argv) {
         m.medians.push_back(j.at("median").is_number() ? j.at("median").get<double>()
                                                        : std::numeric_limits<double>::infinity());
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "%s:%d: not a saved measurement: %s\n", load_path.c_str(), line_number, e.what());
+        std::fprintf(stderr, "%s:%d: not a saved measurement: %s\n", path.c_str(), line_number, e.what());
         return 1;
       }
     }
     for (const auto* set : {&seen, &unseen}) {
       for (const std::string& spec : *set) {
         if (loaded[spec].programs.empty()) {
-          std::fprintf(stderr, "%s has no records of %s (saved with another --shapes?)\n", load_path.c_str(), spec.c_str());
+          std::fprintf(stderr, "%s has no records of %s (saved with another --shapes?)\n", path.c_str(), spec.c_str());
           return 1;
         }
       }
     }
   }
-  if (noise && !load_path.empty()) {
+  if (noise && !runs.empty()) {
     std::printf("| workload | programs | agreement of two measurements, repeats back to back | spread |\n"
                 "| --- | --- | --- | --- |\n");
-    for (const std::string& spec : seen) PrintNoiseCeiling(spec, loaded[spec]);
+    for (const std::string& spec : seen) PrintNoiseCeiling(spec, runs.front()[spec]);
     std::printf("\n");
   }
-  std::ofstream save;
-  if (!save_path.empty()) save.open(save_path);
-  for (const auto* set : {&seen, &unseen}) {
-    for (const std::string& spec : *set) {
-      auto t0 = Clock::now();
-      Measured m = load_path.empty()
-                       ? MeasureRandomSchedules(spec, per_workload, seed + static_cast<std::uint64_t>(group), design_space)
-                       : loaded[spec];
-      measure_secs += std::chrono::duration<double>(Clock::now() - t0).count();
-      for (std::size_t i = 0; save && i < m.programs.size(); ++i) {
-        nlohmann::json j = {{"spec", spec}, {"program", ir::ProgramToJson(m.programs[i])}};
-        j["median"] = std::isfinite(m.medians[i]) ? nlohmann::json(m.medians[i]) : nlohmann::json(nullptr);
-        save << j.dump() << "\n";
-      }
-      std::vector<int> groups(m.medians.size(), group);
-      std::vector<double> labels = costmodel::NormalizedThroughput(m.medians, groups);
-      for (std::size_t i = 0; i < m.programs.size(); ++i) {
-        costmodel::Sample s{costmodel::CandidateFeatures(m.programs[i]), labels[i], group};
-        all_programs.push_back(m.programs[i]);
-        program_groups.push_back(group);
-        if (set == &unseen) {
-          unseen_test.push_back(std::move(s));
-        } else if (std::uniform_real_distribution<double>(0, 1)(rng) < 0.2) {
-          seen_test.push_back(std::move(s));
-        } else {
-          train.push_back(std::move(s));
+  double measure_secs = 0;
+  if (runs.empty()) {
+    std::map<std::string, Measured>& measured = runs.emplace_back();
+    std::ofstream save;
+    if (!save_path.empty()) save.open(save_path);
+    std::uint64_t index = 0;
+    for (const auto* set : {&seen, &unseen}) {
+      for (const std::string& spec : *set) {
+        auto t0 = Clock::now();
+        Measured& m = measured[spec] = MeasureRandomSchedules(spec, per_workload, seed + index++, design_space);
+        measure_secs += std::chrono::duration<double>(Clock::now() - t0).count();
+        for (std::size_t i = 0; save && i < m.programs.size(); ++i) {
+          nlohmann::json j = {{"spec", spec}, {"program", ir::ProgramToJson(m.programs[i])}};
+          j["median"] = std::isfinite(m.medians[i]) ? nlohmann::json(m.medians[i]) : nlohmann::json(nullptr);
+          save << j.dump() << "\n";
         }
       }
-      ++group;
+    }
+  }
+
+  // Featurize and label. Candidates that lower to the same code are one
+  // record (costmodel::MergeSameCode): softmax's samples, for one, lower
+  // to a few dozen programs, and copies of one program on both sides of the
+  // split would score the model on inputs it was trained on.
+  std::vector<costmodel::Sample> train, seen_test, unseen_test;
+  std::vector<ir::PrimFunc> all_programs;  // every sample, copies included: the search featurizes them all
+  std::vector<std::string> group_specs;    // group id -> workload
+  std::map<std::string, std::pair<std::size_t, std::size_t>> distinct_of;  // workload -> (records, samples)
+  std::mt19937_64 rng(seed);
+  for (std::map<std::string, Measured>& run : runs) {
+    for (const auto* set : {&seen, &unseen}) {
+      for (const std::string& spec : *set) {
+        const Measured& m = run[spec];
+        int group = static_cast<int>(group_specs.size());
+        group_specs.push_back(spec);
+        std::vector<std::uint64_t> code;
+        for (const ir::PrimFunc& p : m.programs) {
+          all_programs.push_back(p);
+          code.push_back(ir::StructuralHash(measure::Lower(p)));
+        }
+        std::vector<int> groups(m.medians.size(), group);
+        costmodel::DistinctCode distinct = costmodel::MergeSameCode(code, m.medians, groups);
+        groups.resize(distinct.kept.size());
+        std::vector<double> labels = costmodel::NormalizedThroughput(distinct.median_secs, groups);
+        distinct_of[spec].first += distinct.kept.size();
+        distinct_of[spec].second += m.programs.size();
+        for (std::size_t k = 0; k < distinct.kept.size(); ++k) {
+          costmodel::Sample s{costmodel::CandidateFeatures(m.programs[distinct.kept[k]]), labels[k], group};
+          if (set == &unseen) {
+            unseen_test.push_back(std::move(s));
+          } else if (std::uniform_real_distribution<double>(0, 1)(rng) < 0.2) {
+            seen_test.push_back(std::move(s));
+          } else {
+            train.push_back(std::move(s));
+          }
+        }
+      }
     }
   }
   std::printf("measuring took %.0f s\n\n", measure_secs);
@@ -330,27 +366,18 @@ int main(int argc, char** argv) {
   Print("heuristic / seen workloads (held-out records)", heuristic(seen_test));
   Print("heuristic / unseen workloads", heuristic(unseen_test));
 
-  // Per seen workload. Programs that differ only in annotations that
-  // lowering drops (an unroll limit no loop is short enough for) lower to
-  // the same code: their label differences are measurement noise that no
-  // model can rank, so the count of distinct lowered programs says how
-  // much of a workload's pairs are learnable at all.
-  std::printf("\n| seen workload | held-out records | rank: pairwise | heuristic: pairwise | distinct lowered programs / samples |\n"
+  // Per seen workload, with how many distinct lowered programs (records)
+  // its samples gave, over all runs.
+  std::printf("\n| seen workload | held-out records | rank: pairwise | heuristic: pairwise | records (distinct programs) / samples |\n"
               "| --- | --- | --- | --- | --- |\n");
-  for (int g = 0; g < static_cast<int>(seen.size()); ++g) {
+  for (const std::string& spec : seen) {
     std::vector<costmodel::Sample> held;
     for (const costmodel::Sample& s : seen_test) {
-      if (s.group == g) held.push_back(s);
+      if (group_specs[static_cast<std::size_t>(s.group)] == spec) held.push_back(s);
     }
-    std::set<std::uint64_t> lowered;
-    int samples = 0;
-    for (std::size_t i = 0; i < all_programs.size(); ++i) {
-      if (program_groups[i] != g) continue;
-      ++samples;
-      lowered.insert(ir::StructuralHash(measure::Lower(all_programs[i])));
-    }
-    std::printf("| %s | %zu | %.3f | %.3f | %zu / %d |\n", seen[static_cast<std::size_t>(g)].c_str(), held.size(),
-                costmodel::Evaluate(rank_model, held).pairwise, heuristic(held).pairwise, lowered.size(), samples);
+    std::printf("| %s | %zu | %.3f | %.3f | %zu / %zu |\n", spec.c_str(), held.size(),
+                costmodel::Evaluate(rank_model, held).pairwise, heuristic(held).pairwise, distinct_of[spec].first,
+                distinct_of[spec].second);
   }
 
   // Features + prediction throughput, from scheduled programs to scores, in
