@@ -17,12 +17,13 @@
 // --save-data keeps the measured programs and times (JSON lines) so that
 // --load-data can compare feature or model changes on the same data without
 // measuring again. --load-data may be given several times: each file is a
-// run, whose records are labelled and ranked within that run only.
-// Samples that lower to the same code become one record, with the median
-// of their times (costmodel::MergeSameCode). --noise measures (the first 100) loaded programs of
-// each seen workload twice more with each way of repeating (back to back,
-// spread over the call) and prints how often two measurements order a
-// pair alike: the ceiling that label noise puts on pairwise accuracy.
+// run, whose records are labelled and ranked within that run only. Samples
+// that lower to the same code become one record, with the median of their
+// times (costmodel::MergeSameCode). --noise measures (the first 100)
+// programs of each seen workload of the first loaded file twice more with
+// each way of repeating (back to back, spread over the call) and prints how
+// often two measurements order a pair alike: the ceiling that label noise
+// puts on pairwise accuracy.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
