@@ -1,9 +1,9 @@
 #include "costmodel/dataset.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
-#include <algorithm>
 #include <functional>
 #include <limits>
 #include <map>

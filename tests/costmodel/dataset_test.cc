@@ -107,6 +107,7 @@ TEST(LoadDatasetTest, RecordsOfTheSameCodeBecomeOneSample) {
   EXPECT_EQ(data.merged, 2u);
   EXPECT_DOUBLE_EQ(data.samples[0].label, 1e-3 / 4e-3);  // the median of its three times
   EXPECT_DOUBLE_EQ(data.samples[1].label, 1.0);
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
 }
 
 TEST(NormalizedThroughputTest, BestIsOneFailuresZero) {
