@@ -27,8 +27,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <cstdio>
+#include <limits>
 #include <fstream>
 #include <map>
 #include <random>
@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "costmodel/dataset.h"
+#include "costmodel/features.h"
 #include "costmodel/metrics.h"
 #include "costmodel/model.h"
 #include "ir/json.h"
@@ -297,10 +298,11 @@ int main(int argc, char** argv) {
         const Measured& m = run[spec];
         int group = static_cast<int>(group_specs.size());
         group_specs.push_back(spec);
+        std::vector<ir::PrimFunc> lowered;  // lowered once: for the code hash and the features
         std::vector<std::uint64_t> code;
         for (const ir::PrimFunc& p : m.programs) {
           all_programs.push_back(p);
-          code.push_back(ir::StructuralHash(measure::Lower(p)));
+          code.push_back(ir::StructuralHash(lowered.emplace_back(measure::Lower(p))));
         }
         std::vector<int> groups(m.medians.size(), group);
         costmodel::DistinctCode distinct = costmodel::MergeSameCode(code, m.medians, groups);
@@ -309,7 +311,7 @@ int main(int argc, char** argv) {
         distinct_of[spec].first += distinct.kept.size();
         distinct_of[spec].second += m.programs.size();
         for (std::size_t k = 0; k < distinct.kept.size(); ++k) {
-          costmodel::Sample s{costmodel::CandidateFeatures(m.programs[distinct.kept[k]]), labels[k], group};
+          costmodel::Sample s{costmodel::ExtractFeatures(lowered[distinct.kept[k]]), labels[k], group};
           if (set == &unseen) {
             unseen_test.push_back(std::move(s));
           } else if (std::uniform_real_distribution<double>(0, 1)(rng) < 0.2) {
