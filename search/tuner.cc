@@ -18,6 +18,7 @@
 #include "ir/json.h"
 #include "ir/structural.h"
 #include "ir/workloads.h"
+#include "search/confirm.h"
 
 namespace tunedb::search {
 
@@ -347,29 +348,24 @@ class Tuner {
     Emit({TuneEvent::kBatchDone, static_cast<int>(t), spent_, o_.trials, Elapsed(), model_.Describe()});
   }
 
-  // Times again the fastest results that beat `best` (confirm_best at a
-  // time), adding the new repeats to theirs, until the chunk's fastest is a
-  // confirmed one: a lucky first timing that the second look undoes can
-  // leave another, unconfirmed, candidate in front. A failure on the second
-  // look is kept as the candidate's result (a kernel that failed once is not
-  // one to serve).
+  // Times again the candidates that could be the task's new best (see
+  // search/confirm.h), confirm_best at a time, adding the new repeats to
+  // theirs, until the chunk's fastest is a confirmed one: a lucky first
+  // timing that the second look undoes can leave another, unconfirmed,
+  // candidate in front. A failure on the second look is kept as the
+  // candidate's result (a kernel that failed once is not one to serve).
   void ConfirmContenders(Task& task, double best, const std::vector<ir::PrimFunc>& programs,
                          std::vector<measure::MeasureResult>& results) {
     if (o_.confirm_best <= 0) return;
     std::vector<bool> confirmed(results.size(), false);
-    auto ok = [&](std::size_t i) { return results[i].status == measure::MeasureStatus::kOk; };
+    auto median = [&](std::size_t i) {
+      return results[i].status == measure::MeasureStatus::kOk ? results[i].MedianSecs() : kInf;
+    };
     while (!Stopped()) {
-      std::vector<std::size_t> order;
-      for (std::size_t i = 0; i < results.size(); ++i) {
-        if (ok(i) && results[i].MedianSecs() < best) order.push_back(i);
-      }
-      std::sort(order.begin(), order.end(),
-                [&](std::size_t a, std::size_t b) { return results[a].MedianSecs() < results[b].MedianSecs(); });
-      if (order.empty() || confirmed[order.front()]) return;
-      std::vector<std::size_t> contenders;
-      for (std::size_t i : order) {
-        if (!confirmed[i] && static_cast<int>(contenders.size()) < o_.confirm_best) contenders.push_back(i);
-      }
+      std::vector<double> medians;
+      for (std::size_t i = 0; i < results.size(); ++i) medians.push_back(median(i));
+      std::vector<std::size_t> contenders = NextContenders(medians, confirmed, best, o_.confirm_margin, o_.confirm_best);
+      if (contenders.empty()) return;
       std::vector<ir::PrimFunc> again;
       for (std::size_t i : contenders) again.push_back(programs[i]);
       std::vector<measure::MeasureResult> second = task.runner->Measure(again);

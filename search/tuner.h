@@ -47,12 +47,15 @@ struct TuneOptions {
   measure::MeasureConfig measure;      // the target is measure.target
   EvolutionaryOptions evolutionary;
   int chunk = 16;                      // candidates measured (and committed) at a time
-  // Of each chunk's candidates that beat the task's best so far, this many
-  // (the fastest) are timed again before they are committed, and their
-  // record keeps every repeat. The best of many noisy timings is biased
-  // towards a lucky one; a second look keeps that luck out of the best the
-  // session reports, serves and races against. 0 turns it off.
+  // Of each chunk's candidates that beat the task's best so far, or come
+  // within confirm_margin of it, this many (the fastest) are timed again
+  // before they are committed, and their record keeps every repeat. The
+  // best of many noisy timings is biased towards a lucky one, and a near
+  // tie is decided by noise; a second look keeps that luck out of the best
+  // the session reports, serves and races against (search/confirm.h).
+  // 0 turns it off.
   int confirm_best = 2;
+  double confirm_margin = 0.05;
   int model_min_samples = 64;          // the cost model's heuristic until this many samples
   bool transfer = true;
   bool measure_baseline = true;        // time the unscheduled program at the end

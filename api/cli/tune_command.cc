@@ -40,6 +40,7 @@ struct TuneCliOptions {
   double min_repeat_ms = 20;
   int model_min_samples = 64;
   int confirm_best = search::TuneOptions{}.confirm_best;
+  double confirm_margin = search::TuneOptions{}.confirm_margin;
   std::string token_file;
   bool no_transfer = false;
   bool no_baseline = false;
@@ -105,6 +106,8 @@ void RunTune(const TuneCliOptions& o) {
   options.model_min_samples = o.model_min_samples;
   if (o.confirm_best < 0) throw UsageError("--confirm-best must be 0 or more");
   options.confirm_best = o.confirm_best;
+  if (!(o.confirm_margin >= 0)) throw UsageError("--confirm-margin must be 0 or more");
+  options.confirm_margin = o.confirm_margin;
   options.measure_baseline = !o.no_baseline;
   if (o.repeat < 1) throw UsageError("--repeat must be at least 1");
   options.measure.repeat = o.repeat;
@@ -210,6 +213,9 @@ void AddTuneCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--confirm-best", o->confirm_best,
                   "Per chunk, the fastest new-best candidates timed again before they are stored (0: none)")
+      ->capture_default_str();
+  cmd->add_option("--confirm-margin", o->confirm_margin,
+                  "Candidates this fraction slower than the best also count as new-best contenders")
       ->capture_default_str();
   cmd->add_flag("--no-transfer", o->no_transfer, "Do not seed the search with other shapes' best schedules");
   cmd->add_flag("--no-baseline", o->no_baseline, "Do not time the unscheduled program at the end");
