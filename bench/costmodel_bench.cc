@@ -28,8 +28,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>

@@ -30,6 +30,11 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// A result's median time, +inf for a failure (it ranks behind every kernel).
+double MedianOrInf(const measure::MeasureResult& r) {
+  return r.status == measure::MeasureStatus::kOk ? r.MedianSecs() : kInf;
+}
+
 // "matmul:M=512,N=512,K=512" -> "matmul": workloads of one computation at
 // other shapes share schedules worth transferring.
 std::string ComputationOf(const std::string& name) { return name.substr(0, name.find(':')); }
@@ -325,7 +330,7 @@ class Tuner {
         const measure::MeasureResult& r = results[i - begin];
         records.push_back(ToRecord(task, batch[i], r, target_, report_.session_id, hardware_));
         task.measured.insert(batch[i].program_hash);
-        double median = r.status == measure::MeasureStatus::kOk ? r.MedianSecs() : kInf;
+        double median = MedianOrInf(r);
         measured_programs.push_back(batch[i].program);
         medians.push_back(median);
         ++status.trials;
@@ -358,12 +363,9 @@ class Tuner {
                          std::vector<measure::MeasureResult>& results) {
     if (o_.confirm_best <= 0) return;
     std::vector<bool> confirmed(results.size(), false);
-    auto median = [&](std::size_t i) {
-      return results[i].status == measure::MeasureStatus::kOk ? results[i].MedianSecs() : kInf;
-    };
     while (!Stopped()) {
       std::vector<double> medians;
-      for (std::size_t i = 0; i < results.size(); ++i) medians.push_back(median(i));
+      for (const measure::MeasureResult& r : results) medians.push_back(MedianOrInf(r));
       std::vector<std::size_t> contenders = NextContenders(medians, confirmed, best, o_.confirm_margin, o_.confirm_best);
       if (contenders.empty()) return;
       std::vector<ir::PrimFunc> again;
