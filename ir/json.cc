@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/error.h"
+#include "ir/limits.h"
 
 namespace tunedb::ir {
 namespace {
@@ -179,6 +180,11 @@ class Reader {
     }
     f.body = StmtFrom(Field(j, "body", ""), "body");
     Require(f.body && f.body->kind == StmtKind::kBlock, "body", "the body must be the root block");
+    try {
+      CheckProgramSize(f);
+    } catch (const IrError& e) {
+      Fail("", e.what());
+    }
     return f;
   }
 
@@ -395,8 +401,9 @@ class Reader {
           std::string p = path + ".iter_vars[" + std::to_string(i) + "]";
           std::string kind = String(iters[i], "kind", p);
           Require(kind == "S" || kind == "R", p + ".kind", "expected \"S\" or \"R\"");
-          n->iter_vars.push_back({VarAt(Field(iters[i], "var", p), p + ".var"),
-                                  Int(Field(iters[i], "extent", p), p + ".extent"),
+          std::int64_t extent = Int(Field(iters[i], "extent", p), p + ".extent");
+          Require(extent >= 1, p + ".extent", "iteration extent must be at least 1");
+          n->iter_vars.push_back({VarAt(Field(iters[i], "var", p), p + ".var"), extent,
                                   kind == "S" ? IterKind::kSpatial : IterKind::kReduce});
         }
         n->bindings = ExprList(Field(o, "bindings", path), Join(path, "bindings"));

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "ir/error.h"
+#include "ir/limits.h"
 
 namespace tunedb::ir::te {
 namespace {
@@ -177,6 +178,7 @@ PrimFunc Builder::Build(const std::vector<Tensor>& params) const {
   PrimFunc f;
   for (const Tensor& t : params) f.params.push_back(t.buffer());
   f.body = root;
+  CheckProgramSize(f);
   return f;
 }
 

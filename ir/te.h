@@ -77,7 +77,8 @@ class Builder {
   // The program whose parameters are `params` (inputs, then outputs). Every
   // computed stage that an output depends on becomes a block; the ones that
   // are not parameters are allocated in the root block. Throws IrError when
-  // an output depends on a placeholder that is not a parameter.
+  // an output depends on a placeholder that is not a parameter, or when the
+  // program is over a size limit of ir/limits.h.
   PrimFunc Build(const std::vector<Tensor>& params) const;
 
  private:

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/factor.h"
 #include "ir/schedule/schedule.h"
 
 namespace tunedb::search {
@@ -17,14 +18,6 @@ const T& PickOne(const std::vector<T>& v, std::mt19937_64& rng) {
 bool IsAnnotateOf(const ir::Instruction& inst, const char* key) {
   return inst.kind == "Annotate" && inst.attrs.is_array() && !inst.attrs.empty() && inst.attrs[0].is_string() &&
          inst.attrs[0].get<std::string>() == key && inst.inputs.size() == 2;
-}
-
-std::vector<std::int64_t> Divisors(std::int64_t x) {
-  std::vector<std::int64_t> d;
-  for (std::int64_t i = 2; i <= x; ++i) {
-    if (x % i == 0) d.push_back(i);
-  }
-  return d;
 }
 
 }  // namespace
@@ -56,7 +49,10 @@ std::optional<ir::Trace> MutateTileSize(const ir::Trace& design, std::mt19937_64
     std::size_t src = PickOne(from, rng);
     std::size_t dst = std::uniform_int_distribution<std::size_t>(0, tiles.size() - 2)(rng);
     if (dst >= src) ++dst;
-    std::int64_t factor = PickOne(Divisors(tiles[src]), rng);
+    // A divisor other than 1, so the mutation changes something.
+    std::vector<std::int64_t> factors = ir::Divisors(tiles[src]);
+    factors.erase(factors.begin());
+    std::int64_t factor = PickOne(factors, rng);
     tiles[src] /= factor;
     tiles[dst] *= factor;
     if (max_innermost > 0 && tiles.back() > max_innermost) continue;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "ir/factor.h"
 #include "ir/schedule/schedule_internal.h"
 
 namespace tunedb::ir {
@@ -342,22 +343,6 @@ void Schedule::EnterPostproc() { Record(*state_, "EnterPostproc", {}, nlohmann::
 
 // ---- sampling ------------------------------------------------------------------------
 
-namespace {
-
-std::vector<std::int64_t> PrimeFactors(std::int64_t n) {
-  std::vector<std::int64_t> primes;
-  for (std::int64_t p = 2; p * p <= n; ++p) {
-    while (n % p == 0) {
-      primes.push_back(p);
-      n /= p;
-    }
-  }
-  if (n > 1) primes.push_back(n);
-  return primes;
-}
-
-}  // namespace
-
 std::vector<ExprRV> Schedule::SamplePerfectTile(LoopRV loop, int n, int max_innermost_factor,
                                                 std::optional<std::vector<std::int64_t>> decision) {
   State& s = *state_;
@@ -385,9 +370,9 @@ std::vector<ExprRV> Schedule::SamplePerfectTile(LoopRV loop, int n, int max_inne
   } else {
     // The innermost factor uniformly among the divisors allowed; the rest of
     // the extent's prime factors each to a uniformly chosen outer position.
-    std::vector<std::int64_t> inner_choices;
-    for (std::int64_t d = 1; d <= extent; ++d) {
-      if (extent % d == 0 && (max_innermost_factor == -1 || d <= max_innermost_factor)) inner_choices.push_back(d);
+    std::vector<std::int64_t> inner_choices = Divisors(extent);
+    if (max_innermost_factor != -1) {
+      std::erase_if(inner_choices, [&](std::int64_t d) { return d > max_innermost_factor; });
     }
     tiles.assign(n, 1);
     std::int64_t inner = n == 1 ? extent : inner_choices[s.RandomInt(0, static_cast<std::int64_t>(inner_choices.size()))];

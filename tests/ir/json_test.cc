@@ -83,6 +83,21 @@ TEST(JsonTest, ErrorsNameThePath) {
   ExpectError(bad.dump(), "program JSON: missing field 'vars'");
 
   bad = j;
+  bad["body"]["body"]["body"]["body"]["body"]["iter_vars"][2]["extent"] = 0;
+  ExpectError(bad.dump(), "program JSON at body.body.body.body.body.iter_vars[2].extent: iteration extent must be "
+                          "at least 1");
+
+  // Sizes that would overflow int64 byte and FLOP counts (ir/limits.h).
+  bad = j;
+  bad["buffers"][0]["shape"] = {1 << 30, 1 << 30};
+  ExpectError(bad.dump(), "program JSON: buffer 'A' of shape [1073741824, 1073741824] float32 is larger than "
+                          "tunedb's limit of 2^48 bytes (256 TiB)");
+
+  bad = j;
+  bad["body"]["body"]["body"]["body"]["body"]["iter_vars"][2]["extent"] = std::int64_t{1} << 62;
+  ExpectError(bad.dump(), "program JSON: block 'C' iterates more than tunedb's limit of 2^48 times");
+
+  bad = j;
   bad["format"] = "tunedb.program/9";
   ExpectError(bad.dump(), "program JSON at format: unsupported format \"tunedb.program/9\" (this build reads "
                           "tunedb.program/1)");

@@ -11,7 +11,7 @@
 namespace tunedb::ir {
 namespace {
 
-PrimFunc Matmul(int m = 16, int n = 16, int k = 16) {
+PrimFunc Matmul(std::int64_t m = 16, std::int64_t n = 16, std::int64_t k = 16) {
   return BuildWorkload("matmul:M=" + std::to_string(m) + ",N=" + std::to_string(n) + ",K=" + std::to_string(k)).func;
 }
 
@@ -303,6 +303,21 @@ TEST(SamplingTest, PerfectTileIsDeterministicAndPerfect) {
       EXPECT_LE(a.Get(ta.back()), 8);
     }
   }
+}
+
+TEST(SamplingTest, PerfectTileOfAHugeExtentDoesNotTryEveryNumber) {
+  // The largest prime a workload parameter may be (2^40 - 87): its only
+  // divisors are 1 and itself, so the innermost tile (at most 64) is 1.
+  // Trying every number up to it, as this once did, takes about an hour.
+  const std::int64_t prime = (std::int64_t{1} << 40) - 87;
+  Schedule sch(Matmul(prime, 1, 1), 0);
+  auto loops = sch.GetLoops(sch.GetBlock("C"));
+  auto t = sch.SamplePerfectTile(loops[0], 4, 64);
+  ASSERT_EQ(t.size(), 4u);
+  EXPECT_EQ(sch.Get(t[3]), 1);
+  std::int64_t product = 1;
+  for (const auto& v : t) product *= sch.Get(v);
+  EXPECT_EQ(product, prime);
 }
 
 TEST(SamplingTest, DecisionsAreRepairedAsTvmDoes) {
