@@ -2,14 +2,38 @@
 
 #include <sched.h>
 
+#include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
 
 #include <llvm/ADT/StringMap.h>
+#include <llvm/MC/MCSubtargetInfo.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/TargetSelect.h>
 #include <llvm/TargetParser/Host.h>
 
 namespace tunedb::measure {
+namespace {
+
+// LLVM only warns about a CPU it does not know, then generates code for a
+// machine without the features of any real one; on x86-64 that aborts the
+// process ("64-bit code requested on a subtarget that doesn't support it").
+// So an unknown CPU is refused here, where the message can name it.
+void CheckCpuKnown(const std::string& text, const std::string& cpu) {
+  llvm::InitializeNativeTarget();  // registers the host's target; repeat calls are no-ops
+  std::string triple = llvm::sys::getProcessTriple();
+  std::string error;
+  const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target) throw std::invalid_argument("target '" + text + "': LLVM has no target for " + triple + ": " + error);
+  std::unique_ptr<llvm::MCSubtargetInfo> info(target->createMCSubtargetInfo(triple, "", ""));
+  if (!info || !info->isCPUStringValid(cpu)) {
+    throw std::invalid_argument("target '" + text + "': LLVM does not know the CPU '" + cpu + "' for " + triple +
+                                " (LLVM's names: znver4, skylake-avx512, generic, ...)");
+  }
+}
+
+}  // namespace
 
 std::string Target::ToString() const { return "llvm -mcpu=" + cpu + " -num-cores=" + std::to_string(num_cores); }
 
@@ -64,6 +88,7 @@ Target Target::Parse(const std::string& text) {
       throw std::invalid_argument("target '" + text + "': unknown option '" + word + "'");
     }
   }
+  if (t.cpu != host.cpu) CheckCpuKnown(text, t.cpu);
   if (t.cpu != host.cpu && text.find("-mattr=") == std::string::npos) t.features.clear();
   return t;
 }

@@ -1,6 +1,7 @@
 // Code generation through the JIT, against the interpreter.
 #include "measure/jit.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "ir/interpreter.h"
@@ -158,6 +159,18 @@ TEST(TargetTest, ParseAndPrint) {
   EXPECT_THROW(Target::Parse("cuda"), std::invalid_argument);
   EXPECT_THROW(Target::Parse("llvm -num-cores=zero"), std::invalid_argument);
   EXPECT_THROW(Target::Parse("llvm -frobnicate"), std::invalid_argument);
+  EXPECT_EQ(Target::Parse("llvm -mcpu=generic").cpu, "generic");
+}
+
+TEST(TargetTest, AnUnknownCpuIsRefusedBeforeLlvmSeesIt) {
+  // LLVM would only warn, then abort the process when generating code.
+  try {
+    Target::Parse("llvm -mcpu=bogus -num-cores=2");
+    FAIL() << "expected an error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("target 'llvm -mcpu=bogus -num-cores=2': LLVM does not know the CPU "
+                                               "'bogus' for "));
+  }
 }
 
 }  // namespace
