@@ -219,8 +219,8 @@ Workload BuildWorkload(std::string_view spec) {
     if (d.name == name) def = &d;
   }
   if (!def) {
-    throw IrError("unknown workload '" + std::string(name) + "' (built-in workloads: " +
-                  Join(names) + "; or give the path of a workload file)");
+    throw IrError("unknown workload '" + std::string(name) + "' (built-in workloads: " + Join(names) +
+                  ", as NAME:P=V,... e.g. matmul:M=128,N=128,K=128; or give the path of a workload file)");
   }
   WorkloadParams params;
   for (const WorkloadParam& p : def->params) params[p.name] = p.default_value;

@@ -84,6 +84,7 @@ class Tuner {
     if (o_.workloads.empty()) throw std::invalid_argument("no workload to tune");
     if (o_.trials < 1) throw std::invalid_argument("--trials must be at least 1");
     if (o_.batch < 1) throw std::invalid_argument("--batch must be at least 1");
+    if (o_.evolutionary.population < 1) throw std::invalid_argument("--population must be at least 1");
     if (o_.strategy != "evolutionary" && o_.strategy != "random") {
       throw std::invalid_argument("unknown strategy '" + o_.strategy + "' (choose evolutionary or random)");
     }

@@ -181,8 +181,13 @@ void RunTune(const TuneCliOptions& o) {
     fmt::print("best schedule:\n{}", ir::Trace::FromJsonText(t.best_trace).Simplified(false).AsScript());
     fmt::print("best:        {:.4f} ms, {:.2f} GFLOP/s\n", t.best_secs * 1e3, t.GFlops());
     if (t.baseline_secs > 0) {
-      fmt::print("unscheduled: {:.4f} ms, {:.2f} GFLOP/s; the best is {:.1f}x faster\n", t.baseline_secs * 1e3,
-                 static_cast<double>(t.flops) / t.baseline_secs / 1e9, t.baseline_secs / t.best_secs);
+      double speedup = t.baseline_secs / t.best_secs;
+      // A tiny budget on a tiny workload can leave the best slower than the
+      // unscheduled program; say so rather than print "0.3x faster".
+      std::string verdict = speedup >= 1 ? fmt::format("the best is {:.1f}x faster", speedup)
+                                         : fmt::format("the best is {:.1f}x slower", 1 / speedup);
+      fmt::print("unscheduled: {:.4f} ms, {:.2f} GFLOP/s; {}\n", t.baseline_secs * 1e3,
+                 static_cast<double>(t.flops) / t.baseline_secs / 1e9, verdict);
     }
   }
   fmt::print("\nsession {} took {:.1f} s; {}\n", report.session_id, report.wall_secs, report.model);

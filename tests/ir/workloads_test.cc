@@ -47,8 +47,12 @@ void ExpectError(const std::string& spec, const std::string& message) {
 
 TEST(WorkloadsTest, BadSpecsNameTheProblem) {
   ExpectError("matmull", "unknown workload 'matmull' (built-in workloads: matmul, batch_matmul, "
-                         "dense, dense_bias_relu, conv2d_nhwc, depthwise_conv2d_nhwc, softmax, reduce_sum; "
-                         "or give the path of a workload file)");
+                         "dense, dense_bias_relu, conv2d_nhwc, depthwise_conv2d_nhwc, softmax, reduce_sum, "
+                         "as NAME:P=V,... e.g. matmul:M=128,N=128,K=128; or give the path of a workload file)");
+  // TVM-style call syntax is a common first guess; the message shows the real one.
+  ExpectError("matmul(M=4)", "unknown workload 'matmul(M=4)' (built-in workloads: matmul, batch_matmul, "
+                             "dense, dense_bias_relu, conv2d_nhwc, depthwise_conv2d_nhwc, softmax, reduce_sum, "
+                             "as NAME:P=V,... e.g. matmul:M=128,N=128,K=128; or give the path of a workload file)");
   ExpectError("matmul:Q=4", "workload matmul has no parameter 'Q' (parameters: M, N, K)");
   ExpectError("matmul:M=abc", "workload matmul parameter M: 'abc' is not a positive integer");
   ExpectError("matmul:M", "workload matmul: expected NAME=VALUE, got 'M'");

@@ -201,6 +201,9 @@ TEST(Tuner, RandomStrategyAndBadSetupErrors) {
   bad = o;
   bad.space = "/nonexistent/space.py";
   EXPECT_THROW(Tune(database, bad), std::invalid_argument);
+  bad = o;
+  bad.evolutionary.population = 0;
+  EXPECT_THROW(Tune(database, bad), std::invalid_argument);
   EXPECT_EQ(database.Size(), 8) << "a refused setup writes nothing";
 }
 

@@ -166,6 +166,15 @@ TEST(CliTest, RunWithAScheduleAndBadTargets) {
   r = RunTunedb("run --workload matmul:M=16,N=16,K=16 --target \"cuda -arch=sm_80\"");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "tunedb: error: target 'cuda -arch=sm_80': must start with 'llvm' (e.g. llvm -mcpu=znver4 -num-cores=2)\n");
+  // An unknown CPU once reached LLVM, which aborted the worker.
+  r = RunTunedb("run --workload matmul:M=16,N=16,K=16 --target \"llvm -mcpu=bogus\"");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out.rfind("tunedb: error: target 'llvm -mcpu=bogus': LLVM does not know the CPU 'bogus'", 0), 0u) << r.out;
+  // A program too large to count in int64 is refused by name, not given a negative FLOP count.
+  r = RunTunedb("show --workload matmul:M=3000000000,N=3000000000,K=3000000000");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("buffer 'A' of shape [3000000000, 3000000000] float32 is larger than"), std::string::npos)
+      << r.out;
 }
 
 }  // namespace
