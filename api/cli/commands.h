@@ -30,6 +30,11 @@ void AddTuneCommand(CLI::App& app);
 void AddE2eCommand(CLI::App& app);    // `e2e mlp`
 void AddServeCommand(CLI::App& app);
 
+// "2.5x faster" or "1.3x slower": how a new time compares with a reference
+// time. A tiny budget on a tiny workload can leave the tuned program the
+// slower one, and "0.3x faster" would misread. (Defined in tune_command.cc.)
+std::string SpeedupText(double reference_secs, double new_secs);
+
 // Reads a whole text file; UsageError when it cannot.
 std::string ReadTextFile(const std::string& path);
 // A bearer token from a file, without trailing whitespace; UsageError when

@@ -69,6 +69,8 @@ double TimeMlp(const MlpKernels& k, MlpTensors& t, int repeat) {
 void RunE2e(const E2eOptions& o) {
   if (o.model != "mlp") throw UsageError("unknown model '" + o.model + "' (available: mlp)");
   if (o.batch_size < 1 || o.in < 1 || o.hidden < 1 || o.out < 1) throw UsageError("layer sizes must be at least 1");
+  if (o.trials < 1) throw UsageError("--trials must be at least 1");
+  if (o.repeat < 1) throw UsageError("--repeat must be at least 1");
   std::vector<ir::Workload> layers = {
       ir::BuildWorkload(fmt::format("dense_bias_relu:B={},IN={},OUT={}", o.batch_size, o.in, o.hidden)),
       ir::BuildWorkload(fmt::format("dense:B={},IN={},OUT={}", o.batch_size, o.hidden, o.out)),
@@ -133,7 +135,7 @@ void RunE2e(const E2eOptions& o) {
   double fast_secs = TimeMlp(fast, t, o.repeat);
   fmt::print("outputs: identical within 1e-3 ({} values)\n", expected.size());
   fmt::print("end to end, unscheduled kernels: {:.3f} ms\n", plain_secs * 1e3);
-  fmt::print("end to end, tuned kernels:       {:.3f} ms ({:.1f}x faster)\n", fast_secs * 1e3, plain_secs / fast_secs);
+  fmt::print("end to end, tuned kernels:       {:.3f} ms ({})\n", fast_secs * 1e3, SpeedupText(plain_secs, fast_secs));
   for (const measure::Kernel& k : {plain.layer1, plain.layer2, fast.layer1, fast.layer2}) jit.Release(k);
 }
 

@@ -110,6 +110,7 @@ void RunTune(const TuneCliOptions& o) {
   options.confirm_margin = o.confirm_margin;
   options.measure_baseline = !o.no_baseline;
   if (o.repeat < 1) throw UsageError("--repeat must be at least 1");
+  if (!(o.min_repeat_ms >= 0)) throw UsageError("--min-repeat-ms must be 0 or more");
   options.measure.repeat = o.repeat;
   options.measure.min_repeat_ms = o.min_repeat_ms;
   try {
@@ -181,19 +182,19 @@ void RunTune(const TuneCliOptions& o) {
     fmt::print("best schedule:\n{}", ir::Trace::FromJsonText(t.best_trace).Simplified(false).AsScript());
     fmt::print("best:        {:.4f} ms, {:.2f} GFLOP/s\n", t.best_secs * 1e3, t.GFlops());
     if (t.baseline_secs > 0) {
-      double speedup = t.baseline_secs / t.best_secs;
-      // A tiny budget on a tiny workload can leave the best slower than the
-      // unscheduled program; say so rather than print "0.3x faster".
-      std::string verdict = speedup >= 1 ? fmt::format("the best is {:.1f}x faster", speedup)
-                                         : fmt::format("the best is {:.1f}x slower", 1 / speedup);
-      fmt::print("unscheduled: {:.4f} ms, {:.2f} GFLOP/s; {}\n", t.baseline_secs * 1e3,
-                 static_cast<double>(t.flops) / t.baseline_secs / 1e9, verdict);
+      fmt::print("unscheduled: {:.4f} ms, {:.2f} GFLOP/s; the best is {}\n", t.baseline_secs * 1e3,
+                 static_cast<double>(t.flops) / t.baseline_secs / 1e9, SpeedupText(t.baseline_secs, t.best_secs));
     }
   }
   fmt::print("\nsession {} took {:.1f} s; {}\n", report.session_id, report.wall_secs, report.model);
 }
 
 }  // namespace
+
+std::string SpeedupText(double reference_secs, double new_secs) {
+  double ratio = reference_secs / new_secs;
+  return ratio >= 1 ? fmt::format("{:.1f}x faster", ratio) : fmt::format("{:.1f}x slower", 1 / ratio);
+}
 
 void AddTuneCommand(CLI::App& app) {
   auto o = std::make_shared<TuneCliOptions>();

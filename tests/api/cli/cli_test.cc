@@ -166,6 +166,11 @@ TEST(CliTest, RunWithAScheduleAndBadTargets) {
   r = RunTunedb("run --workload matmul:M=16,N=16,K=16 --target \"cuda -arch=sm_80\"");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "tunedb: error: target 'cuda -arch=sm_80': must start with 'llvm' (e.g. llvm -mcpu=znver4 -num-cores=2)\n");
+  for (const char* bad : {"--number -1", "--min-repeat-ms -5", "--timeout 0"}) {
+    r = RunTunedb(std::string("run --workload matmul:M=16,N=16,K=16 ") + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  }
   // An unknown CPU once reached LLVM, which aborted the worker.
   r = RunTunedb("run --workload matmul:M=16,N=16,K=16 --target \"llvm -mcpu=bogus\"");
   EXPECT_EQ(r.exit_code, 2);
@@ -259,6 +264,12 @@ TEST(CliTune, BadOptionsAreOneLineErrors) {
   r = RunTunedb("tune --workload matmul:M=32 --confirm-best -1 --db " + db);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "tunedb: error: --confirm-best must be 0 or more\n");
+  r = RunTunedb("tune --workload matmul:M=32 --population 0 --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: --population must be at least 1\n");
+  r = RunTunedb("tune --workload matmul:M=32 --min-repeat-ms -1 --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: --min-repeat-ms must be 0 or more\n");
 }
 
 // Ctrl-C as a terminal sends it: SIGINT to the whole foreground process
@@ -320,6 +331,13 @@ TEST(CliE2e, MlpRunsWithTunedKernelsAndTheSameOutput) {
   ASSERT_EQ(second.exit_code, 0) << second.out;
   EXPECT_EQ(second.out.find("tuning"), std::string::npos) << "schedules come from the database:\n" << second.out;
   EXPECT_EQ(RunTunedb("e2e resnet --db " + db).exit_code, 2);
+  // --repeat 0 once timed nothing and read the median of no times (a crash).
+  Result r = RunTunedb("e2e mlp --repeat 0 --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: --repeat must be at least 1\n");
+  r = RunTunedb("e2e mlp --trials 0 --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: --trials must be at least 1\n") << "refused before any work is printed";
 }
 
 }  // namespace
