@@ -20,7 +20,9 @@ std::string ShapeText(const std::vector<std::int64_t>& shape) {
   return s + "]";
 }
 
-void CheckBuffer(const Buffer& b) {
+}  // namespace
+
+void CheckBufferSize(const Buffer& b) {
   std::int64_t bytes = DataTypeBytes(b->dtype);
   for (std::int64_t d : b->shape) {
     bytes = CheckedProduct(bytes, d, kMaxBufferBytes);
@@ -31,19 +33,21 @@ void CheckBuffer(const Buffer& b) {
   }
 }
 
-}  // namespace
+void CheckIterationCount(const std::string& block, const std::vector<std::int64_t>& extents) {
+  std::int64_t points = 1;
+  for (std::int64_t e : extents) {
+    points = CheckedProduct(points, e, kMaxBlockIterations);
+    if (points < 0) throw IrError("block '" + block + "' iterates more than tunedb's limit of 2^48 times");
+  }
+}
 
 void CheckProgramSize(const PrimFunc& func) {
-  for (const Buffer& b : func.params) CheckBuffer(b);
+  for (const Buffer& b : func.params) CheckBufferSize(b);
   for (const BlockNode* block : CollectBlocks(func)) {
-    for (const Buffer& b : block->alloc_buffers) CheckBuffer(b);
-    std::int64_t points = 1;
-    for (const IterVar& iv : block->iter_vars) {
-      points = CheckedProduct(points, iv.extent, kMaxBlockIterations);
-      if (points < 0) {
-        throw IrError("block '" + block->name + "' iterates more than tunedb's limit of 2^48 times");
-      }
-    }
+    for (const Buffer& b : block->alloc_buffers) CheckBufferSize(b);
+    std::vector<std::int64_t> extents;
+    for (const IterVar& iv : block->iter_vars) extents.push_back(iv.extent);
+    CheckIterationCount(block->name, extents);
   }
 }
 

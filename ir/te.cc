@@ -63,6 +63,7 @@ Tensor Builder::Placeholder(std::string name, std::vector<std::int64_t> shape, D
     if (d < 1) throw IrError("placeholder '" + name + "' has a dimension of " + std::to_string(d));
   }
   Buffer b = MakeBuffer(std::move(name), std::move(shape), dtype);
+  CheckBufferSize(b);
   placeholders_.push_back(b);
   return Tensor(b);
 }
@@ -75,8 +76,10 @@ Tensor Builder::Compute(std::string name, std::vector<Axis> axes,
   if (!s.body) throw IrError("compute '" + name + "': the body is empty");
   std::vector<std::int64_t> shape;
   for (const Axis& a : axes) shape.push_back(a.extent);
+  CheckIterationCount(name, shape);
   s.axes = std::move(axes);
   s.output = MakeBuffer(std::move(name), std::move(shape), s.body->dtype);
+  CheckBufferSize(s.output);
   stages_.push_back(s);
   return Tensor(s.output);
 }
@@ -95,9 +98,13 @@ Tensor Builder::Reduce(std::string name, std::vector<Axis> axes, ReduceOp op,
   if (s.body->dtype == DataType::kBool) throw IrError("reduction '" + name + "' over bool values");
   std::vector<std::int64_t> shape;
   for (const Axis& a : axes) shape.push_back(a.extent);
+  std::vector<std::int64_t> domain = shape;
+  for (const Axis& a : reduce_axes) domain.push_back(a.extent);
+  CheckIterationCount(name, domain);
   s.axes = std::move(axes);
   s.reduce_axes = std::move(reduce_axes);
   s.output = MakeBuffer(std::move(name), std::move(shape), s.body->dtype);
+  CheckBufferSize(s.output);
   stages_.push_back(s);
   return Tensor(s.output);
 }

@@ -60,6 +60,8 @@ class Tensor {
   Buffer buffer_;
 };
 
+// Placeholder, Compute and Reduce throw IrError when the new tensor, or the
+// stage's iteration domain, is over a size limit of ir/limits.h.
 class Builder {
  public:
   Tensor Placeholder(std::string name, std::vector<std::int64_t> shape,

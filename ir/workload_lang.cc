@@ -1,6 +1,7 @@
 #include "ir/workload_lang.h"
 
 #include <cctype>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
@@ -91,7 +92,16 @@ std::vector<Token> Lex(std::string_view text, const std::string& file) {
         if (text.substr(i, 2) == two) punct = two;
       }
       if (punct.size() == 1 && std::string_view("()[],:=+-*/%<>!?").find(c) == std::string_view::npos) {
-        throw WorkloadParseError(file, line, col, std::string("unexpected character '") + c + "'");
+        // A control or non-ASCII byte is shown as \xNN: printed raw, a NUL
+        // would cut the message short.
+        unsigned char byte = static_cast<unsigned char>(c);
+        char shown[8];
+        if (std::isprint(byte)) {
+          std::snprintf(shown, sizeof shown, "%c", c);
+        } else {
+          std::snprintf(shown, sizeof shown, "\\x%02x", byte);
+        }
+        throw WorkloadParseError(file, line, col, std::string("unexpected character '") + shown + "'");
       }
       tokens.push_back({Tok::kPunct, punct, line, col});
       advance(punct.size());
@@ -224,7 +234,11 @@ class Parser {
       shape.push_back(ExpectPositiveInt("a dimension"));
     } while (Accept(","));
     Expect("]", "to close the input's shape");
-    tensors_[name.text] = {builder_.Placeholder(name.text, shape, dtype), true, name.line, name.column};
+    try {
+      tensors_[name.text] = {builder_.Placeholder(name.text, shape, dtype), true, name.line, name.column};
+    } catch (const IrError& e) {
+      Fail(name, e.what());
+    }
     inputs_.push_back(name.text);
   }
 

@@ -103,6 +103,14 @@ TEST(WorkloadLangTest, ErrorsNameLineColumnAndExpectation) {
               "w.tw:2:1: stage 'B' computes bool values; use select to make numbers");
   ExpectError("input A: f32[4]\nB[i] = foo(A[i])\n", "w.tw:2:8: unknown function 'foo'");
   ExpectError("input A: f32[4]\nB[i] = A[i] + i\n", "w.tw:2:13: add: operand types differ (float32 and int32)");
+  ExpectError(std::string("input A: f32[4]\nB[i] = A[i]\0\n", 29), "w.tw:2:12: unexpected character '\\x00'");
+  ExpectError("input A: f32[4]\nB[i] = A[i] \xc3\xa9\n", "w.tw:2:13: unexpected character '\\xc3'");
+  // Sizes over ir/limits.h point at the tensor or stage that has them.
+  ExpectError("input A: f32[4]\ninput Big: f32[1099511627776, 1099511627776]\n",
+              "w.tw:2:7: buffer 'Big' of shape [1099511627776, 1099511627776] float32 is larger than tunedb's "
+              "limit of 2^48 bytes (256 TiB)");
+  ExpectError("input A: f32[8388608]\nB[i, j, k] = A[i] * A[j] * A[k]\n",
+              "w.tw:2:1: in stage 'B': block 'B' iterates more than tunedb's limit of 2^48 times");
 }
 
 }  // namespace
