@@ -9,6 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "db/sqlite_database.h"
+
 namespace tunedb::cli {
 
 // Bad input from the user (spec, file, option value): exit code 2.
@@ -34,6 +36,13 @@ void AddServeCommand(CLI::App& app);
 // time. A tiny budget on a tiny workload can leave the tuned program the
 // slower one, and "0.3x faster" would misread. (Defined in tune_command.cc.)
 std::string SpeedupText(double reference_secs, double new_secs);
+
+// Opens a database file that must already exist, for the commands that only
+// read one (stats, records, best, export, merge's source, train, model): a
+// mistyped path would otherwise create an empty file and report "no
+// records". UsageError naming the path when there is no such file.
+// (Defined in db_command.cc.)
+db::SqliteDatabase OpenExistingDatabase(const std::string& path);
 
 // Reads a whole text file; UsageError when it cannot.
 std::string ReadTextFile(const std::string& path);

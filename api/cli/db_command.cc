@@ -2,6 +2,7 @@
 // `tunedb best`: the tuning database from the command line.
 #include <cmath>
 #include <ctime>
+#include <filesystem>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -28,7 +29,6 @@ struct DbOptions {
   std::int64_t limit = 20;
 };
 
-db::SqliteDatabase Open(const std::string& path) { return db::SqliteDatabase(path); }
 
 // The workload hash named by --workload (spec or file) or --hash.
 std::string HashOf(const DbOptions& o) {
@@ -43,7 +43,7 @@ std::string FormatSecs(double s) {
 }
 
 void Stats(const DbOptions& o) {
-  db::SqliteDatabase d = Open(o.db);
+  db::SqliteDatabase d = OpenExistingDatabase(o.db);
   std::vector<db::WorkloadStats> workloads = d.Workloads();
   fmt::print("database: {}\nworkloads: {}\nrecords:   {}\nsessions:  {}\nmodels:    {}\n\n", o.db, workloads.size(),
              d.Size(), d.Sessions().size(), d.Models().size());
@@ -58,7 +58,7 @@ void Stats(const DbOptions& o) {
 }
 
 void Records(const DbOptions& o) {
-  db::SqliteDatabase d = Open(o.db);
+  db::SqliteDatabase d = OpenExistingDatabase(o.db);
   db::RecordQuery q;
   q.workload_hash = HashOf(o);
   if (!o.target.empty()) q.target = o.target;
@@ -73,7 +73,7 @@ void Records(const DbOptions& o) {
 }
 
 void Best(const DbOptions& o) {
-  db::SqliteDatabase d = Open(o.db);
+  db::SqliteDatabase d = OpenExistingDatabase(o.db);
   std::string hash = HashOf(o);
   std::string target = o.target.empty() ? measure::Target::Host().ToString() : o.target;
   std::vector<db::TuningRecord> top = d.TopK(hash, target, 1);
@@ -98,6 +98,14 @@ void Best(const DbOptions& o) {
 
 }  // namespace
 
+db::SqliteDatabase OpenExistingDatabase(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) {
+    throw UsageError("no database file " + path + " (check the path; tunedb tune creates one)");
+  }
+  return db::SqliteDatabase(path);
+}
+
 void AddDbCommands(CLI::App& app) {
   auto o = std::make_shared<DbOptions>();
   CLI::App* dbcmd = app.add_subcommand("db", "Inspect and exchange the tuning database");
@@ -109,7 +117,7 @@ void AddDbCommands(CLI::App& app) {
   add_db(imp);
   imp->add_option("dir", o->dir, "Directory with database_workload.json and database_tuning_record.json")->required();
   imp->callback([o] {
-    db::SqliteDatabase d = Open(o->db);
+    db::SqliteDatabase d(o->db);
     db::TvmImportStats s = db::ImportTvm(d, o->dir);
     fmt::print("imported {} workloads and {} records ({} duplicates skipped) into {}\n", s.workloads, s.records,
                s.duplicates, o->db);
@@ -118,7 +126,7 @@ void AddDbCommands(CLI::App& app) {
   add_db(exp);
   exp->add_option("dir", o->dir, "Output directory")->required();
   exp->callback([o] {
-    db::SqliteDatabase d = Open(o->db);
+    db::SqliteDatabase d = OpenExistingDatabase(o->db);
     db::TvmExportStats s = db::ExportTvm(d, o->dir);
     fmt::print("exported {} workloads and {} records to {}\n", s.workloads, s.records, o->dir);
   });
@@ -126,8 +134,8 @@ void AddDbCommands(CLI::App& app) {
   add_db(merge);
   merge->add_option("other", o->other, "The database to merge from")->required();
   merge->callback([o] {
-    db::SqliteDatabase into = Open(o->db);
-    db::SqliteDatabase from = Open(o->other);
+    db::SqliteDatabase from = OpenExistingDatabase(o->other);
+    db::SqliteDatabase into(o->db);
     std::int64_t added = 0;
     into.Transaction([&] { added = db::Merge(into, from); });
     fmt::print("merged {} new records from {} into {} ({} records now)\n", added, o->other, o->db, into.Size());

@@ -60,7 +60,7 @@ void Train(const ModelOptions& o) {
   }
   train_options.seed = o.seed;
   train_options.max_rounds = o.rounds;
-  db::SqliteDatabase d(o.db);
+  db::SqliteDatabase d = OpenExistingDatabase(o.db);
   costmodel::Dataset data = Load(d, o.db);
   // Held-out records: a random fraction of every group.
   std::mt19937_64 rng(o.seed);
@@ -95,7 +95,7 @@ void Train(const ModelOptions& o) {
 }
 
 void List(const ModelOptions& o) {
-  db::SqliteDatabase d(o.db);
+  db::SqliteDatabase d = OpenExistingDatabase(o.db);
   std::vector<db::StoredModel> models = d.Models();
   if (models.empty()) {
     fmt::print("no stored models in {} (run tunedb train)\n", o.db);
@@ -112,7 +112,7 @@ void List(const ModelOptions& o) {
 }
 
 void Eval(const ModelOptions& o) {
-  db::SqliteDatabase d(o.db);
+  db::SqliteDatabase d = OpenExistingDatabase(o.db);
   std::optional<db::StoredModel> stored = d.LoadModel(o.model);
   if (!stored) throw UsageError(o.model ? "no model " + std::to_string(o.model) + " in " + o.db : "no stored models in " + o.db);
   costmodel::CostModel model = costmodel::CostModel::Load(stored->blob);

@@ -199,7 +199,7 @@ std::string SpeedupText(double reference_secs, double new_secs) {
 void AddTuneCommand(CLI::App& app) {
   auto o = std::make_shared<TuneCliOptions>();
   CLI::App* cmd = app.add_subcommand("tune", "Tune workloads by searching their schedules into the database");
-  cmd->add_option("--workload", o->workloads, "Workload spec or file (repeat for several)")->required();
+  cmd->add_option("-w,--workload", o->workloads, "Workload spec or file (repeat for several)")->required();
   cmd->add_option("--trials", o->trials, "Candidates to measure, shared by all workloads")->capture_default_str();
   cmd->add_option("--db", o->db, "The SQLite database file, or a tunedb server's http://HOST:PORT")
       ->capture_default_str();

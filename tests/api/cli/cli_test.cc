@@ -218,6 +218,19 @@ TEST(CliTest, DatabaseCommands) {
   r = RunTunedb("db import-tvm " + dir + " --db " + db);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "tunedb: error: " + dir + "/database_tuning_record.json:2: not valid JSON\n");
+
+  // Commands that only read a database refuse a path with no file, rather
+  // than create an empty database there and report nothing.
+  std::string missing = ::testing::TempDir() + "/cli_test_no_such.sqlite";
+  std::filesystem::remove(missing);
+  for (const std::string& command : {"db stats --db " + missing, "db merge " + missing + " --db " + db,
+                                     "train --db " + missing, "model list --db " + missing}) {
+    r = RunTunedb(command);
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_EQ(r.out, "tunedb: error: no database file " + missing + " (check the path; tunedb tune creates one)\n")
+        << command;
+    EXPECT_FALSE(std::filesystem::exists(missing)) << command;
+  }
 }
 
 }  // namespace
