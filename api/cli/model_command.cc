@@ -115,7 +115,12 @@ void Eval(const ModelOptions& o) {
   db::SqliteDatabase d = OpenExistingDatabase(o.db);
   std::optional<db::StoredModel> stored = d.LoadModel(o.model);
   if (!stored) throw UsageError(o.model ? "no model " + std::to_string(o.model) + " in " + o.db : "no stored models in " + o.db);
-  costmodel::CostModel model = costmodel::CostModel::Load(stored->blob);
+  costmodel::CostModel model;
+  try {
+    model = costmodel::CostModel::Load(stored->blob);
+  } catch (const costmodel::CostModelError& e) {
+    throw UsageError("model " + std::to_string(stored->id) + " in " + o.db + ": " + e.what());
+  }
   costmodel::Dataset data = Load(d, o.db);
   fmt::print("model {} ({}, trained on {} records) on all {} records of {}:\n", stored->id, stored->objective,
              stored->training_rows, data.samples.size(), o.db);
