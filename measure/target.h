@@ -22,7 +22,8 @@ struct Target {
   // Parses a target string. -mcpu defaults to the host's; a CPU equal to
   // the host's takes the host's features (LLVM 16 calls some new CPUs
   // "generic" but still detects their features). Throws
-  // std::invalid_argument naming the bad part.
+  // std::invalid_argument naming the bad part, a CPU that LLVM does not
+  // know included.
   static Target Parse(const std::string& text);
 };
 
