@@ -91,13 +91,28 @@ class Tuner {
     TaskSchedulerKind scheduler = ParseTaskScheduler(o_.task_scheduler);
     FindSessionToResume();
     std::string model_note = LoadModel();
-    // A workload file with several outputs is one task per output.
+    // A workload file with several outputs is one task per output. A
+    // workload given twice (matmul:M=64 and matmul:N=512,M=64 are the same
+    // program) is one task: two would split its budget and race for the
+    // same database entries.
     std::vector<ir::Workload> workloads;
+    std::map<std::string, std::string> spec_of_hash;
+    std::string notes;
     for (const std::string& spec : o_.workloads) {
-      for (ir::Workload& w : ir::LoadWorkloads(spec)) workloads.push_back(std::move(w));
+      std::vector<ir::Workload> loaded = ir::LoadWorkloads(spec);
+      for (ir::Workload& w : loaded) {
+        // The user's own words, unless a file gave several outputs.
+        std::string given = loaded.size() == 1 ? spec : w.spec;
+        auto [it, fresh] = spec_of_hash.emplace(ir::WorkloadHash(w.func), given);
+        if (!fresh) {
+          notes += given + " is the same workload as " + it->second + "; it is tuned once\n";
+          continue;
+        }
+        workloads.push_back(std::move(w));
+      }
     }
     for (std::size_t i = 0; i < workloads.size(); ++i) SetUpTask(i, std::move(workloads[i]));
-    Emit({TuneEvent::kSetup, -1, spent_, o_.trials, Elapsed(), model_note});
+    Emit({TuneEvent::kSetup, -1, spent_, o_.trials, Elapsed(), notes + model_note});
     if (report_.session_id == 0) {
       db::Session s;
       s.command = o_.command;

@@ -183,6 +183,25 @@ TEST(Tuner, AWorkloadFileWithSeveralOutputsIsOneTaskPerOutput) {
   EXPECT_THROW(ir::LoadWorkload(file + "#Z"), ir::IrError);
 }
 
+TEST(Tuner, TheSameWorkloadGivenTwiceIsOneTask) {
+  std::string path = FreshDb("tuner_same_twice.sqlite");
+  db::SqliteDatabase database(path);
+  TuneOptions o = SmallTune("matmul:M=16,N=16,K=16", 8);
+  o.workloads.push_back("matmul:K=16,N=16,M=16");  // the same program, spelled otherwise
+  o.measure_baseline = false;
+  std::string setup_message;
+  TuneReport r = Tune(database, o, [&](const TuneEvent& e, const std::vector<TaskStatus>&) {
+    if (e.kind == TuneEvent::kSetup) setup_message = e.message;
+  });
+  ASSERT_EQ(r.tasks.size(), 1u);
+  EXPECT_EQ(r.tasks[0].trials, 8) << "the whole budget goes to the one task";
+  EXPECT_EQ(setup_message.rfind("matmul:K=16,N=16,M=16 is the same workload as matmul:M=16,N=16,K=16; it is tuned "
+                                "once\n",
+                                0),
+            0u)
+      << setup_message;
+}
+
 TEST(Tuner, RandomStrategyAndBadSetupErrors) {
   std::string path = FreshDb("tuner_random.sqlite");
   db::SqliteDatabase database(path);
