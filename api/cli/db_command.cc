@@ -29,7 +29,6 @@ struct DbOptions {
   std::int64_t limit = 20;
 };
 
-
 // The workload hash named by --workload (spec or file) or --hash.
 std::string HashOf(const DbOptions& o) {
   if (!o.hash.empty()) return o.hash;
