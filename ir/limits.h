@@ -5,7 +5,7 @@
 // like matmul:M=3000000000,N=3000000000 would overflow them silently and
 // print a negative FLOP count, so programs are checked where they are made:
 // by te::Builder as each tensor is added (so the workload language can point
-// at the line) and in Build, and by ProgramFromJson. The limits are far
+// at the line), and by ProgramFromJson. The limits are far
 // above anything that could be measured: 2^48 iterations of one block take
 // over twenty minutes on a machine running at 200 GFLOP/s.
 #pragma once

@@ -79,8 +79,8 @@ class Builder {
   // The program whose parameters are `params` (inputs, then outputs). Every
   // computed stage that an output depends on becomes a block; the ones that
   // are not parameters are allocated in the root block. Throws IrError when
-  // an output depends on a placeholder that is not a parameter, or when the
-  // program is over a size limit of ir/limits.h.
+  // an output depends on a placeholder that is not a parameter. (Sizes were
+  // checked as each tensor was added: every buffer and block comes from one.)
   PrimFunc Build(const std::vector<Tensor>& params) const;
 
  private:
