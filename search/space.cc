@@ -6,6 +6,7 @@
 #include "search/space_internal.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -114,19 +115,43 @@ struct TilingVariant {
   int read_cache = -1;        // read buffer index packed per outer tile, or -1
 };
 
+// Whether the region `read` of block `node` moves with loop `loop` (an
+// untransformed loop, bound to one iteration variable or to none).
+bool ReadMovesWith(const BlockNode& node, const ir::BufferRegion& read, const ir::ExprNode* loop_var) {
+  for (std::size_t i = 0; i < node.bindings.size(); ++i) {
+    if (node.bindings[i].get() != loop_var) continue;
+    for (const ir::Range& r : read.ranges) {
+      if (UsesVar(r.min, node.iter_vars[i].var.get())) return true;
+    }
+  }
+  return false;
+}
+
 // SSRSRS tiling; write_cache_level 0 = no cache, 1 or 2 = a "local"
-// accumulator written back at the end of that spatial tile level. With a
-// read cache, one input's tile is copied to a contiguous buffer at the end
-// of the outermost spatial level (BLAS's packing: a panel of B read with a
-// row stride of 4 KiB conflicts in the caches; its packed copy does not).
+// accumulator written back at the end of that spatial tile level.
+//
+// With a read cache, one input's tile is packed as BLAS packs a panel: the
+// outermost loops it moves with (B's j_0) go first, the copy goes under
+// them, and the other outermost loops (i_0) follow, so each panel is copied
+// once and read contiguously by every tile of the rows. A panel of B read
+// in place has a row stride of 4 KiB at N = 1024, which conflicts in the
+// caches; its packed copy does not. Copied under all outermost loops
+// instead, it was copied again for every i_0 (bench/RESULTS.md, session 14).
 void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant variant, int max_innermost) {
   const int write_cache_level = variant.write_cache_level;
   BlockRV b = sch.GetBlock(name);
   std::vector<LoopRV> loops = sch.GetLoops(b);
   auto kinds = LoopKinds(sch, b, loops);
   if (!kinds) throw ScheduleError("multi-level tiling: block " + name + " has non-trivial bindings");
+  std::vector<bool> packed_moves(loops.size(), false);
+  if (variant.read_cache >= 0) {
+    const BlockNode& node = sch.Get(b);
+    const ir::BufferRegion& read = node.reads.at(static_cast<std::size_t>(variant.read_cache));
+    for (std::size_t i = 0; i < loops.size(); ++i) packed_moves[i] = ReadMovesWith(node, read, sch.Get(loops[i]).loop_var.get());
+  }
   std::vector<std::vector<LoopRV>> levels(6);
   const int spatial_levels[4] = {0, 1, 3, 5}, reduce_levels[2] = {2, 4};
+  std::size_t outer_moving = 0;  // how many of levels[0] the packed tile moves with
   for (std::size_t i = 0; i < loops.size(); ++i) {
     bool spatial = (*kinds)[i] == IterKind::kSpatial;
     int n = spatial ? 4 : 2;
@@ -134,6 +159,15 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
     std::vector<ir::SplitFactor> factors(tiles.begin(), tiles.end());
     std::vector<LoopRV> parts = sch.Split(loops[i], factors);
     for (int k = 0; k < n; ++k) levels[spatial ? spatial_levels[k] : reduce_levels[k]].push_back(parts[k]);
+    if (spatial && packed_moves[i]) {
+      // Keep the outermost loops the packed tile moves with ahead of the others.
+      std::vector<LoopRV>& outer = levels[0];
+      std::rotate(outer.begin() + static_cast<std::ptrdiff_t>(outer_moving), outer.end() - 1, outer.end());
+      ++outer_moving;
+    }
+  }
+  if (variant.read_cache >= 0 && outer_moving == 0) {
+    throw ScheduleError("multi-level tiling: the packed input of " + name + " moves with no outer loop");
   }
   std::vector<LoopRV> order;
   for (const auto& level : levels) order.insert(order.end(), level.begin(), level.end());
@@ -145,7 +179,7 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
   sch.ReverseComputeAt(cache, at_level.back(), /*preserve_unit_loops=*/true);
   if (variant.read_cache >= 0) {
     BlockRV packed = sch.CacheRead(b, variant.read_cache, "global");
-    sch.ComputeAt(packed, levels[spatial_levels[0]].back(), /*preserve_unit_loops=*/true);
+    sch.ComputeAt(packed, levels[0][outer_moving - 1], /*preserve_unit_loops=*/true);
   }
   // An elementwise consumer (bias, relu) is fused into the write-back, so
   // the result goes to memory once, as TVM's MultiLevelTilingWithFusion does.
@@ -302,6 +336,43 @@ std::string VariantOf(const ir::Trace& design) {
     key += ";";
   }
   return key;
+}
+
+namespace {
+
+bool IsParallelLimit(const ir::Instruction& inst) {
+  return inst.kind == "Annotate" && inst.attrs.is_array() && !inst.attrs.empty() && inst.attrs[0].is_string() &&
+         inst.attrs[0].get<std::string>() == "meta_schedule.parallel" && inst.inputs.size() == 2 &&
+         std::holds_alternative<std::int64_t>(inst.inputs[1]);
+}
+
+}  // namespace
+
+ir::Trace WithDecisionsOf(const ir::Trace& onto, const ir::Trace& design) {
+  // design's sampling instructions by kind, in order.
+  std::map<std::string, std::vector<std::size_t>> samples;
+  for (std::size_t index : design.SamplingInstructions()) samples[design.insts[index].kind].push_back(index);
+  const ir::Instruction* parallel = nullptr;
+  for (const ir::Instruction& inst : design.insts) {
+    if (IsParallelLimit(inst)) parallel = &inst;
+  }
+  ir::Trace out = WithoutDecisions(onto);
+  std::map<std::string, std::size_t> seen;
+  for (std::size_t index : onto.SamplingInstructions()) {
+    const ir::Instruction& inst = onto.insts[index];
+    std::size_t k = seen[inst.kind]++;
+    auto it = samples.find(inst.kind);
+    if (it == samples.end() || k >= it->second.size()) continue;
+    std::size_t from = it->second[k];
+    auto decision = design.decisions.find(from);
+    if (decision != design.decisions.end() && design.insts[from].attrs == inst.attrs) out.decisions[index] = decision->second;
+  }
+  if (parallel) {
+    for (ir::Instruction& inst : out.insts) {
+      if (IsParallelLimit(inst)) inst.inputs[1] = parallel->inputs[1];
+    }
+  }
+  return out;
 }
 
 ir::Trace WithoutDecisions(const ir::Trace& design) {

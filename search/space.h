@@ -13,7 +13,9 @@
 //    by sample_perfect_tile (innermost factor <= 64), then reordered
 //    S0 S1 R0 S2 R1 S3. Three variants: no write cache, or a "local"
 //    accumulator (cache_write) reverse-computed at tile level 1 or 2; an
-//    elementwise consumer of the result is then inlined into the write-back;
+//    elementwise consumer of the result is then inlined into the write-back.
+//    With a write cache, a reused input may also be packed as BLAS packs a
+//    panel (cache_read, computed under the S0 loops it moves with);
 //  - rfactor for reductions whose spatial extent is too small to feed the
 //    cores (an extra variant);
 //  - random compute location for the other intermediate stages;
@@ -58,6 +60,16 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
 // Designs of one variant share the key; the default space's variants
 // (tiling with or without a write cache or a packed input, rfactor) differ.
 std::string VariantOf(const ir::Trace& design);
+
+// `onto` (another design of the space, usually another variant) with the
+// decisions of `design`: the k-th sampling instruction of each kind in
+// `onto` takes the decision of the k-th of that kind in `design` when their
+// attributes agree (the default space's rules sample the loops in the same
+// order in every variant), and the parallel limit annotation takes
+// `design`'s. Samples without a counterpart keep no decision, so Realize
+// draws them afresh; a tiling that does not fit is repaired on replay. The search uses it to try the
+// fastest candidate's tile sizes with another write cache or packing.
+ir::Trace WithDecisionsOf(const ir::Trace& onto, const ir::Trace& design);
 
 // A user's stochastic schedule script (schedule script language, see
 // docs/SCHEDULES.md) as the design space. Throws ScheduleError naming

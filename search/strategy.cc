@@ -109,9 +109,10 @@ class EvolutionarySearch : public SearchStrategy {
     return batch;
   }
 
-  // Round robin over the elite, fastest first, each parent's neighbours
-  // best-scored first: the first pick is the best-scored neighbour of the
-  // fastest program, and no single parent takes the whole share.
+  // Round robin over the fastest program's siblings and the elite's
+  // neighbours, fastest parent first, each group best-scored first: the
+  // first picks are the best-scored sibling and the best-scored neighbour
+  // of the fastest program, and no single group takes the whole share.
   std::vector<Candidate> Neighbours(const SearchContext& context, int n,
                                     const std::unordered_set<std::uint64_t>& exclude) override {
     if (n <= 0) return {};
@@ -160,8 +161,10 @@ class EvolutionarySearch : public SearchStrategy {
 
   int NeighbourQuota(int n) const { return static_cast<int>(options_.neighbour_share * n + 0.5); }
 
-  // Unmeasured programs one mutation away from the fastest measured ones,
-  // none of them in `exclude`, grouped by parent (fastest first).
+  // Unmeasured programs, none of them in `exclude`: first the fastest
+  // measured program's siblings (its decisions on the other variants),
+  // then those one mutation away from each of the fastest, grouped by
+  // parent (fastest first).
   std::vector<std::vector<Candidate>> EliteNeighbours(const SearchContext& context,
                                                       const std::unordered_set<std::uint64_t>& exclude) {
     if (!context.elite) return {};
@@ -170,17 +173,28 @@ class EvolutionarySearch : public SearchStrategy {
     std::vector<ir::Trace> designs;
     std::vector<std::size_t> parent_of;
     std::vector<std::uint64_t> seeds;
+    // Group 0: the fastest program's decisions on every other variant of
+    // the space (its siblings). Mutation never leaves a variant, so without
+    // them a variant whose random samples were slow (packing, with tiles
+    // that copy a panel per row tile) is never tried with tiles that work.
+    const std::string fastest = VariantOf(parents[0]);
+    for (const ir::Trace& space : context.spaces) {
+      if (VariantOf(space) == fastest) continue;
+      designs.push_back(WithDecisionsOf(space, parents[0]));
+      parent_of.push_back(0);
+      seeds.push_back(rng_());
+    }
     for (int i = 0; i < options_.neighbour_attempts; ++i) {
       std::size_t parent = static_cast<std::size_t>(i) % parents.size();
       std::optional<ir::Trace> design = Mutate(parents[parent], *context.workload, context.max_jobs, options_.mutators, rng_);
       if (!design) continue;
       designs.push_back(std::move(*design));
-      parent_of.push_back(parent);
+      parent_of.push_back(parent + 1);
       seeds.push_back(rng_());
     }
     std::vector<RealizeRequest> requests;
     for (std::size_t i = 0; i < designs.size(); ++i) requests.push_back({&designs[i], seeds[i]});
-    std::vector<std::vector<Candidate>> out(parents.size());
+    std::vector<std::vector<Candidate>> out(parents.size() + 1);
     std::unordered_set<std::uint64_t> seen;
     std::vector<std::optional<Candidate>> children = RealizeBatch(*context.workload, requests, context.threads);
     for (std::size_t i = 0; i < children.size(); ++i) {

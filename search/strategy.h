@@ -9,7 +9,9 @@
 //    then the batch is the best-scored unmeasured candidates, with an
 //    epsilon share of random ones (epsilon-greedy). A share of each batch
 //    goes first to the best-scored neighbours of the fastest measured
-//    candidates (one mutation away), and the tuner asks for more before
+//    candidates (one mutation away) and to the fastest one's siblings (its
+//    decisions on the space's other variants, WithDecisionsOf in space.h:
+//    mutation never changes a variant), and the tuner asks for more before
 //    each later chunk: a model trained on few samples (or the heuristic
 //    before it) is least reliable at the top of its ranking of the whole
 //    space, while a small change to a fast program is often fast. Then

@@ -47,6 +47,75 @@ TEST(DesignSpace, MatmulHasSevenTilingVariants) {
   EXPECT_NE(spaces[2].AsScript().find("reverse_compute_at"), std::string::npos);
 }
 
+// The loops of a block of a design's program (before postprocessing),
+// outermost first.
+std::vector<std::string> LoopsOf(const ir::PrimFunc& workload, const ir::Trace& design, const std::string& block) {
+  ir::Schedule sch = ir::ReplayTrace(workload, design, 0);
+  std::vector<std::string> names;
+  for (ir::LoopRV l : sch.GetLoops(sch.GetBlock(block))) names.push_back(sch.Get(l).loop_var->name);
+  return names;
+}
+
+TEST(DesignSpace, PackedPanelIsCopiedOncePerPanelAsBlasDoes) {
+  // The copy of B sits under j_0 alone (and A's under i_0), ahead of the
+  // other outermost loop, so it is not made again for every row tile.
+  ir::Workload w = ir::BuildWorkload("matmul:M=64,N=64,K=64");
+  std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, SpaceOptions{});
+  int packed_a = 0, packed_b = 0;
+  for (const ir::Trace& space : spaces) {
+    std::string script = space.AsScript();
+    if (script.find("cache_read") == std::string::npos) continue;
+    std::optional<Candidate> c = Realize(w.func, WithoutDecisions(space), 3);
+    ASSERT_TRUE(c);
+    bool b = script.find("read_buffer_index=1") != std::string::npos;
+    std::vector<std::string> copy_loops = {b ? "j_0" : "i_0", "ax0", "ax1"};
+    EXPECT_EQ(LoopsOf(w.func, c->design, b ? "B_global" : "A_global"), copy_loops) << script;
+    (b ? packed_b : packed_a)++;
+  }
+  EXPECT_EQ(packed_a, 2);
+  EXPECT_EQ(packed_b, 2);
+}
+
+std::int64_t ParallelLimit(const ir::Trace& design) {
+  for (const ir::Instruction& inst : design.insts) {
+    if (inst.kind == "Annotate" && inst.attrs[0] == "meta_schedule.parallel") return std::get<std::int64_t>(inst.inputs[1]);
+  }
+  return -1;
+}
+
+TEST(DesignSpace, WithDecisionsOfCarriesTilesAndParallelLimitToAnotherVariant) {
+  ir::Workload w = ir::BuildWorkload("matmul:M=64,N=64,K=64");
+  std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, SpaceOptions{});
+  std::optional<Candidate> c = Realize(w.func, WithoutDecisions(spaces[1]), 5);
+  ASSERT_TRUE(c);
+  std::mt19937_64 rng(2);
+  std::optional<ir::Trace> design = MutateParallel(c->design, 16, rng);
+  ASSERT_TRUE(design);
+  ASSERT_NE(ParallelLimit(*design), ParallelLimit(spaces[1]));
+  for (std::size_t v = 0; v < spaces.size(); ++v) {
+    SCOPED_TRACE(v);
+    ir::Trace sibling = WithDecisionsOf(spaces[v], *design);
+    EXPECT_EQ(VariantOf(sibling), VariantOf(spaces[v]));
+    // Every sample has its counterpart, so the seed draws nothing.
+    std::optional<Candidate> one = Realize(w.func, sibling, 1), two = Realize(w.func, sibling, 2);
+    ASSERT_TRUE(one && two);
+    EXPECT_EQ(one->program_hash, two->program_hash);
+    std::vector<std::size_t> from = design->SamplingInstructions(), to = one->design.SamplingInstructions();
+    ASSERT_EQ(from.size(), to.size());
+    for (std::size_t i = 0; i < from.size(); ++i) EXPECT_EQ(one->design.decisions.at(to[i]), design->decisions.at(from[i]));
+    EXPECT_EQ(ParallelLimit(one->design), ParallelLimit(*design));
+  }
+  EXPECT_EQ(Realize(w.func, WithDecisionsOf(spaces[1], *design), 9)->program_hash,
+            Realize(w.func, *design, 9)->program_hash);
+  // Samples whose attributes differ (another innermost limit) take nothing.
+  SpaceOptions narrow;
+  narrow.max_vectorize = 16;
+  ir::Trace other = WithDecisionsOf(DefaultDesignSpace(w.func, narrow)[1], *design);
+  for (std::size_t index : other.SamplingInstructions()) {
+    EXPECT_EQ(other.decisions.count(index), other.insts[index].kind == "SampleCategorical" ? 1u : 0u);
+  }
+}
+
 TEST(DesignSpace, VariantOfSeparatesVariantsAndSurvivesSamplingAndMutation) {
   ir::Workload w = ir::BuildWorkload("matmul:M=64,N=64,K=64");
   std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, SpaceOptions{});
