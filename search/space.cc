@@ -115,8 +115,9 @@ struct TilingVariant {
   int read_cache = -1;        // read buffer index packed per outer tile, or -1
 };
 
-// Whether the region `read` of block `node` moves with loop `loop` (an
-// untransformed loop, bound to one iteration variable or to none).
+// Whether the region `read` of block `node` moves with the loop whose
+// variable is `loop_var` (an untransformed loop, bound to one iteration
+// variable or to none).
 bool ReadMovesWith(const BlockNode& node, const ir::BufferRegion& read, const ir::ExprNode* loop_var) {
   for (std::size_t i = 0; i < node.bindings.size(); ++i) {
     if (node.bindings[i].get() != loop_var) continue;
@@ -147,7 +148,9 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
   if (variant.read_cache >= 0) {
     const BlockNode& node = sch.Get(b);
     const ir::BufferRegion& read = node.reads.at(static_cast<std::size_t>(variant.read_cache));
-    for (std::size_t i = 0; i < loops.size(); ++i) packed_moves[i] = ReadMovesWith(node, read, sch.Get(loops[i]).loop_var.get());
+    for (std::size_t i = 0; i < loops.size(); ++i) {
+      packed_moves[i] = ReadMovesWith(node, read, sch.Get(loops[i]).loop_var.get());
+    }
   }
   std::vector<std::vector<LoopRV>> levels(6);
   const int spatial_levels[4] = {0, 1, 3, 5}, reduce_levels[2] = {2, 4};
@@ -365,7 +368,9 @@ ir::Trace WithDecisionsOf(const ir::Trace& onto, const ir::Trace& design) {
     if (it == samples.end() || k >= it->second.size()) continue;
     std::size_t from = it->second[k];
     auto decision = design.decisions.find(from);
-    if (decision != design.decisions.end() && design.insts[from].attrs == inst.attrs) out.decisions[index] = decision->second;
+    if (decision != design.decisions.end() && design.insts[from].attrs == inst.attrs) {
+      out.decisions[index] = decision->second;
+    }
   }
   if (parallel) {
     for (ir::Instruction& inst : out.insts) {

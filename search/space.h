@@ -67,8 +67,9 @@ std::string VariantOf(const ir::Trace& design);
 // attributes agree (the default space's rules sample the loops in the same
 // order in every variant), and the parallel limit annotation takes
 // `design`'s. Samples without a counterpart keep no decision, so Realize
-// draws them afresh; a tiling that does not fit is repaired on replay. The search uses it to try the
-// fastest candidate's tile sizes with another write cache or packing.
+// draws them afresh; a tiling that does not fit is repaired on replay.
+// The search uses it to try the fastest candidate's tile sizes with
+// another write cache or packing.
 ir::Trace WithDecisionsOf(const ir::Trace& onto, const ir::Trace& design);
 
 // A user's stochastic schedule script (schedule script language, see

@@ -175,8 +175,8 @@ class EvolutionarySearch : public SearchStrategy {
     std::vector<std::uint64_t> seeds;
     // Group 0: the fastest program's decisions on every other variant of
     // the space (its siblings). Mutation never leaves a variant, so without
-    // them a variant whose random samples were slow (packing, with tiles
-    // that copy a panel per row tile) is never tried with tiles that work.
+    // them the variants the elite is not from are only ever tried with
+    // random tiles, which are slow in every variant.
     const std::string fastest = VariantOf(parents[0]);
     for (const ir::Trace& space : context.spaces) {
       if (VariantOf(space) == fastest) continue;
