@@ -6,18 +6,16 @@
 
 #include "ir/factor.h"
 #include "ir/schedule/schedule.h"
+#include "search/space_internal.h"
 
 namespace tunedb::search {
 namespace {
 
+using internal::IsAnnotateOf;
+
 template <typename T>
 const T& PickOne(const std::vector<T>& v, std::mt19937_64& rng) {
   return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(rng)];
-}
-
-bool IsAnnotateOf(const ir::Instruction& inst, const char* key) {
-  return inst.kind == "Annotate" && inst.attrs.is_array() && !inst.attrs.empty() && inst.attrs[0].is_string() &&
-         inst.attrs[0].get<std::string>() == key && inst.inputs.size() == 2;
 }
 
 }  // namespace

@@ -344,9 +344,7 @@ std::string VariantOf(const ir::Trace& design) {
 namespace {
 
 bool IsParallelLimit(const ir::Instruction& inst) {
-  return inst.kind == "Annotate" && inst.attrs.is_array() && !inst.attrs.empty() && inst.attrs[0].is_string() &&
-         inst.attrs[0].get<std::string>() == "meta_schedule.parallel" && inst.inputs.size() == 2 &&
-         std::holds_alternative<std::int64_t>(inst.inputs[1]);
+  return internal::IsAnnotateOf(inst, "meta_schedule.parallel") && std::holds_alternative<std::int64_t>(inst.inputs[1]);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/schedule/trace.h"
 #include "ir/stmt.h"
 
 namespace tunedb::search::internal {
@@ -20,6 +21,13 @@ inline bool HasReduction(const ir::BlockNode& b) {
     if (iv.kind == ir::IterKind::kReduce) return true;
   }
   return false;
+}
+
+// Whether a trace instruction annotates something with `key` (the root's
+// meta_schedule.* annotations, which mutators and WithDecisionsOf edit).
+inline bool IsAnnotateOf(const ir::Instruction& inst, const char* key) {
+  return inst.kind == "Annotate" && inst.attrs.is_array() && !inst.attrs.empty() && inst.attrs[0].is_string() &&
+         inst.attrs[0].get<std::string>() == key && inst.inputs.size() == 2;
 }
 
 // Names of every block but the root, in program order.
