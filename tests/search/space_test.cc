@@ -10,6 +10,7 @@
 #include "ir/workloads.h"
 #include "measure/lower.h"
 #include "search/mutator.h"
+#include "search/space_internal.h"
 #include "tests/ir/schedule/schedule_test_util.h"
 
 namespace tunedb::search {
@@ -78,7 +79,7 @@ TEST(DesignSpace, PackedPanelIsCopiedOncePerPanelAsBlasDoes) {
 
 std::int64_t ParallelLimit(const ir::Trace& design) {
   for (const ir::Instruction& inst : design.insts) {
-    if (inst.kind == "Annotate" && inst.attrs[0] == "meta_schedule.parallel") return std::get<std::int64_t>(inst.inputs[1]);
+    if (internal::IsAnnotateOf(inst, "meta_schedule.parallel")) return std::get<std::int64_t>(inst.inputs[1]);
   }
   return -1;
 }
