@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "ir/factor.h"
 #include "search/space.h"
 #include "search/space_internal.h"
 
@@ -107,12 +106,8 @@ void ParallelizeOuterLoops(Schedule& sch, std::int64_t max_jobs) {
   }
 }
 
-// Vectorizes each block's innermost loop when it is spatial and holds only
-// that block. A loop longer than max_lanes is split first, by its largest
-// divisor within max_lanes, and its inner part vectorized (TVM leaves such
-// a loop to LLVM). Left scalar, a packing copy or write-back 128-512 long
-// was fully unrolled by LLVM into scalar loads and stores that took 1-2 s
-// to compile (bench/RESULTS.md, "Tuning, session 16").
+// Vectorizes each block's innermost loop when it is spatial, holds only
+// that block and is at most max_lanes long.
 void VectorizeInnerLoops(Schedule& sch, std::int64_t max_lanes) {
   for (const std::string& name : BlockNames(sch.func())) {
     BlockRV b = sch.GetBlock(name);
@@ -120,19 +115,9 @@ void VectorizeInnerLoops(Schedule& sch, std::int64_t max_lanes) {
     if (loops.empty()) continue;
     const ForNode& f = sch.Get(loops.back());
     if (f.body.get() != &sch.Get(b) || f.for_kind != ir::ForKind::kSerial) continue;
-    if (f.extent < 2 || !IsSpatialLoop(f)) continue;
-    std::int64_t lanes = f.extent;
-    if (lanes > max_lanes) {
-      lanes = 1;
-      for (std::int64_t d : ir::Divisors(f.extent)) {
-        if (d <= max_lanes) lanes = d;
-      }
-      if (lanes < 2) continue;
-    }
+    if (f.extent < 2 || f.extent > max_lanes || !IsSpatialLoop(f)) continue;
     try {
-      LoopRV inner = loops.back();
-      if (lanes < f.extent) inner = sch.Split(loops.back(), {std::monostate{}, lanes}).back();
-      sch.Vectorize(inner);
+      sch.Vectorize(loops.back());
     } catch (const ScheduleError&) {
     }
   }

@@ -204,40 +204,6 @@ TEST(DesignSpace, PostprocessorsMakeParallelVectorizedUnrolledLoops) {
   EXPECT_TRUE(unroll);
 }
 
-// The vector-lane limit of a loop longer than it: the postprocessor splits
-// off the largest divisor within the limit and vectorizes that, and leaves
-// a loop with no such divisor scalar. Programs stay the workload's.
-TEST(DesignSpace, InnerLoopsLongerThanTheLaneLimitAreSplitThenVectorized) {
-  SpaceOptions o;
-  o.cores = 2;
-  o.max_vectorize = 16;
-  auto postproc_of = [](const Candidate& c) {
-    std::string script = c.trace.AsScript();
-    return script.substr(script.find("sch.enter_postproc()"));
-  };
-  int split = 0;
-  for (const char* spec : {"dense_bias_relu:B=4,IN=8,OUT=96", "dense_bias_relu:B=4,IN=8,OUT=17"}) {
-    SCOPED_TRACE(spec);
-    ir::Workload w = ir::BuildWorkload(spec);
-    std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, o);
-    for (std::uint64_t seed = 0; seed < 24; ++seed) {
-      std::optional<Candidate> c = Realize(w.func, WithoutDecisions(spaces[seed % spaces.size()]), seed);
-      if (!c) continue;
-      ASSERT_EQ(ir::testing::SameResult(w.func, c->program, seed), "") << c->trace.AsScript();
-      bool splits = postproc_of(*c).find("sch.split(") != std::string::npos;
-      if (std::string(spec).find("OUT=17") != std::string::npos) {
-        EXPECT_FALSE(splits) << "17 has no divisor from 2 to 16:\n" << postproc_of(*c);
-      }
-      split += splits;
-      std::string text = ir::PrintProgram(c->program);
-      for (std::size_t at = text.find("T.vectorized("); at != std::string::npos; at = text.find("T.vectorized(", at + 1)) {
-        EXPECT_LE(std::stoll(text.substr(at + 13)), 16) << text;
-      }
-    }
-  }
-  EXPECT_GT(split, 0) << "no loop of 96 was split to be vectorized";
-}
-
 TEST(DesignSpace, StoredTraceGivesBackItsDesign) {
   ir::Workload w = ir::BuildWorkload("matmul:M=32,N=32,K=32");
   std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, SpaceOptions{});
