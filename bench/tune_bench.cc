@@ -74,6 +74,7 @@ struct Point {
 struct Session {
   std::vector<Point> curve;
   double wall_secs = 0;
+  std::string times;  // where the wall time went (search::TimesText)
   double best_gflops = 0;
   std::string best_trace;
 };
@@ -101,6 +102,7 @@ Session RunSession(const std::string& db_path, const BenchWorkload& w, const std
       });
   Session s;
   s.wall_secs = report.wall_secs;
+  s.times = tunedb::search::TimesText(report.times, report.wall_secs);
   double flops = static_cast<double>(report.tasks[0].flops);
   tunedb::db::RecordQuery q;
   q.workload_hash = report.tasks[0].hash;
@@ -323,6 +325,8 @@ int main(int argc, char** argv) {
                 remeasured.c_str(), blas.c_str(), ratio.c_str());
     std::fflush(stdout);
   }
+  std::printf("\n| workload | where the cold session's wall time went |\n| --- | --- |\n");
+  for (const BenchWorkload& w : workloads) std::printf("| %s | %s |\n", w.id.c_str(), sessions[w.id]["cold"].times.c_str());
   WriteSvg(out + "/tune_curves.svg", workloads, sessions);
   std::printf("\ncurves: %s/tune_curves.csv, %s/tune_curves.svg\n", out.c_str(), out.c_str());
   return 0;

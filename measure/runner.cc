@@ -212,6 +212,7 @@ struct Runner::Impl {
   ir::PrimFunc workload;
   std::vector<std::unique_ptr<WorkerProcess>> workers;
   std::string reference_check;
+  PhaseSecs phase_secs;
 
   json InitMessage(bool check_reference) const {
     return {{"op", "init"},
@@ -255,6 +256,7 @@ Runner::~Runner() {
 
 const MeasureConfig& Runner::config() const { return impl_->config; }
 const std::string& Runner::reference_check() const { return impl_->reference_check; }
+const PhaseSecs& Runner::phase_secs() const { return impl_->phase_secs; }
 
 std::vector<MeasureResult> Runner::Measure(const std::vector<ir::PrimFunc>& candidates, double slow_cutoff_secs) {
   const MeasureConfig& c = impl_->config;
@@ -290,7 +292,9 @@ std::vector<MeasureResult> Runner::Measure(const std::vector<ir::PrimFunc>& cand
     }
   };
 
+  auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
   // Phase 1: builds, in parallel across workers.
+  const Clock::time_point build_start = Clock::now();
   std::size_t next = 0;
   std::vector<Clock::time_point> deadlines(workers.size());
   auto submit = [&](std::size_t k) {
@@ -319,6 +323,8 @@ std::vector<MeasureResult> Runner::Measure(const std::vector<ir::PrimFunc>& cand
     if (!any) break;
   }
 
+  impl_->phase_secs.build += seconds_since(build_start);
+
   // Phase 2: runs, one at a time. With spread repeats, a candidate's
   // repeats are spread over the whole call: pass 0 verifies every candidate
   // and times its first repeat (finding `number`), each later pass times one
@@ -329,6 +335,7 @@ std::vector<MeasureResult> Runner::Measure(const std::vector<ir::PrimFunc>& cand
   const int passes = c.spread_repeats && candidates.size() > 1 ? std::max(1, c.repeat) : 1;
   std::vector<int> number_of(candidates.size(), c.number);
   std::vector<bool> standing(candidates.size(), true);  // verified and timed so far, or not yet run
+  const Clock::time_point run_start = Clock::now();
   for (int pass = 0; pass < passes; ++pass) {
     const bool last = pass + 1 == passes;
     for (std::size_t i = 0; i < candidates.size(); ++i) {
@@ -386,6 +393,7 @@ std::vector<MeasureResult> Runner::Measure(const std::vector<ir::PrimFunc>& cand
       if (!w.init_error().empty()) throw std::runtime_error("a replaced worker failed to start: " + w.init_error());
     }
   }
+  impl_->phase_secs.run += seconds_since(run_start);
   return results;
 }
 

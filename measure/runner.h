@@ -79,6 +79,14 @@ struct MeasureConfig {
   FaultInjection fault;
 };
 
+// Wall time a Runner has spent in each phase of Measure, summed over its
+// calls: building (lowering and compiling, spread over the workers) and
+// running (verifying and timing, one candidate at a time).
+struct PhaseSecs {
+  double build = 0;
+  double run = 0;
+};
+
 class Runner {
  public:
   // Starts the workers and builds the reference; throws std::runtime_error
@@ -96,6 +104,7 @@ class Runner {
   std::vector<MeasureResult> Measure(const std::vector<ir::PrimFunc>& candidates, double slow_cutoff_secs = 0);
 
   const MeasureConfig& config() const;
+  const PhaseSecs& phase_secs() const;
   // "interpreter" when the reference was checked against the interpreter,
   // otherwise why not ("skipped: 268435456 FLOPs > 20000000").
   const std::string& reference_check() const;

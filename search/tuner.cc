@@ -72,6 +72,25 @@ db::TuningRecord ToRecord(const Task& task, const Candidate& c, const measure::M
   return rec;
 }
 
+// Adds the wall time of its scope to a SessionTimes field.
+class Stopwatch {
+ public:
+  explicit Stopwatch(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  ~Stopwatch() { Stop(); }
+  void Stop() {
+    if (stopped_) return;
+    stopped_ = true;
+    total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  Stopwatch(const Stopwatch&) = delete;
+  Stopwatch& operator=(const Stopwatch&) = delete;
+
+ private:
+  double& total_;
+  std::chrono::steady_clock::time_point start_;
+  bool stopped_ = false;
+};
+
 class Tuner {
  public:
   Tuner(db::Database& database, const TuneOptions& options, const TuneObserver& observer,
@@ -90,6 +109,7 @@ class Tuner {
     }
     TaskSchedulerKind scheduler = ParseTaskScheduler(o_.task_scheduler);
     FindSessionToResume();
+    Stopwatch warm_start(times_.warm_start);
     std::string model_note = LoadModel();
     // A workload file with several outputs is one task per output. A
     // workload given twice (matmul:M=64 and matmul:N=512,M=64 are the same
@@ -112,6 +132,7 @@ class Tuner {
       }
     }
     for (std::size_t i = 0; i < workloads.size(); ++i) SetUpTask(i, std::move(workloads[i]));
+    warm_start.Stop();
     Emit({TuneEvent::kSetup, -1, spent_, o_.trials, Elapsed(), notes + model_note});
     if (report_.session_id == 0) {
       db::Session s;
@@ -141,7 +162,10 @@ class Tuner {
     report_.interrupted = Stopped() && spent_ < o_.trials;
     if (!report_.interrupted) {
       db_.EndSession(report_.session_id, db::NowSeconds());
-      if (o_.measure_baseline) MeasureBaselines();
+      if (o_.measure_baseline) {
+        Stopwatch baseline(times_.baseline);
+        MeasureBaselines();
+      }
     }
     if (model_.model().trained() && model_.samples() > 0) {
       nlohmann::json metrics = {{"session", report_.session_id}, {"samples", model_.samples()}, {"source", "tune"}};
@@ -149,6 +173,12 @@ class Tuner {
     }
     report_.tasks = status_;
     report_.wall_secs = Elapsed();
+    for (const auto& t : tasks_) {
+      if (!t->runner) continue;
+      times_.build += t->runner->phase_secs().build;
+      times_.run += t->runner->phase_secs().run;
+    }
+    report_.times = times_;
     report_.model = model_.Describe();
     return report_;
   }
@@ -307,6 +337,7 @@ class Tuner {
     if (n <= 0) return;
     std::unordered_set<std::uint64_t> rest;
     for (std::size_t i = next; i < batch.size(); ++i) rest.insert(batch[i].program_hash);
+    Stopwatch search(times_.search);
     std::vector<Candidate> neighbours = task.strategy->Neighbours(task.context, n, rest);
     batch.insert(batch.begin() + static_cast<std::ptrdiff_t>(next), std::make_move_iterator(neighbours.begin()),
                  std::make_move_iterator(neighbours.end()));
@@ -323,8 +354,15 @@ class Tuner {
         return std::make_unique<measure::Runner>(task.workload.func, o_.measure);
       });
     }
-    std::vector<Candidate> batch = task.strategy->NextBatch(task.context, n);
-    if (starting.valid()) task.runner = starting.get();
+    std::vector<Candidate> batch;
+    {
+      Stopwatch search(times_.search);
+      batch = task.strategy->NextBatch(task.context, n);
+    }
+    if (starting.valid()) {
+      Stopwatch workers(times_.workers);
+      task.runner = starting.get();
+    }
     if (batch.empty()) {
       status.done = task.progress.done = true;
       return;
@@ -357,10 +395,14 @@ class Tuner {
           status.best_trace = records.back().trace;
         }
       }
-      db_.CommitRecords(records);
+      {
+        Stopwatch commit(times_.commit);
+        db_.CommitRecords(records);
+      }
       Emit({TuneEvent::kMeasured, static_cast<int>(t), spent_, o_.trials, Elapsed(), ""});
     }
     try {
+      Stopwatch model(times_.model);
       model_.Update(costmodel::FeaturizeBatch(measured_programs), medians, static_cast<int>(t));
     } catch (const costmodel::CostModelError&) {
     }
@@ -422,10 +464,25 @@ class Tuner {
   std::vector<std::unique_ptr<Task>> tasks_;
   std::vector<TaskStatus> status_;
   TuneReport report_;
+  SessionTimes times_;  // build and run are the runners' own, added at the end
   int spent_ = 0;
 };
 
 }  // namespace
+
+std::string TimesText(const SessionTimes& t, double wall_secs) {
+  std::string out;
+  for (auto [name, secs] : {std::pair{"warm start", t.warm_start}, {"search", t.search}, {"workers", t.workers},
+                            {"build", t.build}, {"runs", t.run}, {"commit", t.commit}, {"model", t.model},
+                            {"baseline", t.baseline}, {"other", std::max(0.0, wall_secs - t.Sum())}}) {
+    if (secs < 0.05) continue;
+    if (!out.empty()) out += ", ";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s %.1f s", name, secs);
+    out += buf;
+  }
+  return out;
+}
 
 TuneReport Tune(db::Database& database, const TuneOptions& options, const TuneObserver& observer,
                 const std::atomic<bool>* stop) {

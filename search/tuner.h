@@ -85,12 +85,30 @@ struct TuneEvent {
   std::string message;  // kSetup: what was loaded (history, transfer, model)
 };
 
+// Where a session's wall time went, in seconds. A tuner that is slow must
+// say whether the search, the compiler or the timed runs are to blame.
+struct SessionTimes {
+  double warm_start = 0;  // loading the stored model, the workloads' records and transfer designs
+  double search = 0;      // the strategies choosing candidates (sampling, mutation, features, ranking)
+  double workers = 0;     // starting the measuring workers, beyond what overlapped the first search
+  double build = 0;       // lowering and compiling candidates, spread over the workers
+  double run = 0;         // verifying and timing them, one at a time (second looks included)
+  double commit = 0;      // committing records to the database
+  double model = 0;       // featurizing measured candidates and training the cost model
+  double baseline = 0;    // timing the unscheduled programs at the end
+  double Sum() const { return warm_start + search + workers + build + run + commit + model + baseline; }
+};
+// "search 1.2 s, build 4.1 s, runs 6.8 s, ..., other 0.2 s": the parts
+// that took any time, then what none of them covers.
+std::string TimesText(const SessionTimes& times, double wall_secs);
+
 struct TuneReport {
   std::vector<TaskStatus> tasks;
   std::int64_t session_id = 0;
   bool resumed = false;
   bool interrupted = false;
   double wall_secs = 0;
+  SessionTimes times;   // wall_secs - times.Sum() is what none of them covers
   std::string model;  // the cost model at the end, described
 };
 

@@ -186,7 +186,8 @@ void RunTune(const TuneCliOptions& o) {
                  static_cast<double>(t.flops) / t.baseline_secs / 1e9, SpeedupText(t.baseline_secs, t.best_secs));
     }
   }
-  fmt::print("\nsession {} took {:.1f} s; {}\n", report.session_id, report.wall_secs, report.model);
+  fmt::print("\nsession {} took {:.1f} s ({}); {}\n", report.session_id, report.wall_secs,
+             search::TimesText(report.times, report.wall_secs), report.model);
 }
 
 }  // namespace

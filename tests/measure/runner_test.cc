@@ -1,6 +1,7 @@
 // The measuring runner with real worker processes.
 #include "measure/runner.h"
 
+#include <chrono>
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -152,6 +153,28 @@ TEST(RunnerTest, RepeatsSpreadOverTheCallOrBackToBack) {
     std::vector<MeasureResult> again = runner.Measure({Tiled(f), f});
     EXPECT_EQ(again[0].run_secs.size(), 3u);
     EXPECT_EQ(again[1].status, MeasureStatus::kOk) << again[1].error;
+  }
+}
+
+TEST(RunnerTest, PhaseTimesAddUpTheBuildsAndTheRunsOfEveryCall) {
+  PrimFunc f = BuildWorkload("matmul:M=32,N=32,K=32").func;
+  for (bool flush : {false, true}) {
+    MeasureConfig c = QuickConfig();
+    c.flush_cache = flush;
+    Runner runner(f, c);
+    EXPECT_EQ(runner.phase_secs().build, 0);
+    EXPECT_EQ(runner.phase_secs().run, 0);
+    auto start = std::chrono::steady_clock::now();
+    std::vector<MeasureResult> results = runner.Measure({f, Tiled(f)});
+    double call_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (const MeasureResult& r : results) EXPECT_EQ(r.run_secs.size(), 3u) << (flush ? "flushed" : "not flushed");
+    PhaseSecs first = runner.phase_secs();
+    EXPECT_GT(first.build, 0);
+    EXPECT_GT(first.run, 3 * c.min_repeat_ms / 1000) << "two candidates, three repeats each";
+    EXPECT_LE(first.build + first.run, call_secs);
+    runner.Measure({Tiled(f)});
+    EXPECT_GT(runner.phase_secs().build, first.build);
+    EXPECT_GT(runner.phase_secs().run, first.run);
   }
 }
 

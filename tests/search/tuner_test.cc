@@ -86,6 +86,14 @@ TEST(Tuner, TunesASmallMatmulIntoARealDatabaseAndResumesWithoutRemeasuring) {
     }
     EXPECT_GE(confirmed, 1);
     EXPECT_LT(confirmed, 24);
+    // Where the time went: every phase took some, and together they
+    // cover no more than the session's wall time.
+    for (double secs : {r.times.warm_start, r.times.search, r.times.build, r.times.run, r.times.commit,
+                        r.times.model, r.times.baseline}) {
+      EXPECT_GT(secs, 0);
+    }
+    EXPECT_LE(r.times.Sum(), r.wall_secs);
+    EXPECT_NE(TimesText(r.times, r.wall_secs).find("runs "), std::string::npos);
   }
   {
     // A new session on the same database: warm start, nothing re-measured.
