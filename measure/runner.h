@@ -11,7 +11,9 @@
 //     runs once and its outputs are compared with the reference
 //     (wrong_result on mismatch, no timing); then `repeat` timed repeats of
 //     `number` runs each, `number` grown until one repeat lasts at least
-//     min_repeat_ms; optionally the caches are flushed before each repeat.
+//     min_repeat_ms (the growth's last timing is the first repeat);
+//     optionally the caches are flushed before each repeat (then the
+//     growth's timings are not kept).
 //     With spread_repeats (the default) the repeats are not back to back:
 //     pass 1 checks every candidate and times one repeat, each further
 //     pass times one more repeat of every candidate (after one untimed

@@ -175,17 +175,26 @@ class Worker {
     int number = r.at("number").get<int>();
     double min_repeat_ms = r.at("min_repeat_ms").get<double>();
     bool flush = r.at("flush_cache").get<bool>();
+    json run_secs = json::array();
     if (number <= 0) {
-      // Grow the number of runs per repeat until a repeat is long enough.
+      // Grow the number of runs per repeat until a repeat is long enough,
+      // aiming at once for 1.2 x min_repeat_ms from a warm run (the
+      // verification run paid for page faults and for waking the threads).
+      // The last, long enough, timing is a repeat like any other, and is
+      // kept as the first one (not under flush_cache, which flushes before
+      // each repeat): discarding it cost a third of tuning's run time.
       number = 1;
-      while (true) {
-        double secs = TimeRuns(fn, number);
-        if (secs * 1000 >= min_repeat_ms || number >= (1 << 24)) break;
-        double scale = secs > 0 ? std::min(10.0, std::max(2.0, 1.2 * min_repeat_ms / (secs * 1000))) : 10.0;
-        number = static_cast<int>(std::ceil(number * scale));
+      double secs = TimeRuns(fn, number);
+      while (secs * 1000 < min_repeat_ms && number < (1 << 24)) {
+        double scale = secs > 0 ? std::clamp(1.2 * min_repeat_ms / (secs * 1000), 1.1, 1000.0) : 1000.0;
+        number = static_cast<int>(std::min<double>(std::ceil(number * scale), 1 << 24));
+        secs = TimeRuns(fn, number);
+      }
+      if (!flush && repeat > 0) {
+        run_secs.push_back(secs / number);
+        --repeat;
       }
     }
-    json run_secs = json::array();
     for (int rep = 0; rep < repeat; ++rep) {
       if (flush) FlushCaches();
       run_secs.push_back(TimeRuns(fn, number) / number);
