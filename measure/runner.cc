@@ -205,9 +205,48 @@ class WorkerProcess {
   int incarnation_ = 0;
 };
 
+// After the first pass: candidates more than slow_factor times slower than
+// the call's fastest stop standing (see Runner::Measure).
+void CutSlowAfterFirstPass(std::vector<std::unique_ptr<WorkerProcess>>& workers,
+                           const std::vector<MeasureResult>& results, double slow_factor,
+                           const std::vector<int>& built_in, const std::vector<int>& worker_of,
+                           std::vector<bool>& standing) {
+  double fastest = std::numeric_limits<double>::infinity();
+  for (const MeasureResult& r : results) {
+    if (r.status == MeasureStatus::kOk && !r.run_secs.empty()) fastest = std::min(fastest, r.run_secs.front());
+  }
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    if (!standing[i] || results[i].run_secs.empty() || results[i].run_secs.front() <= slow_factor * fastest) continue;
+    standing[i] = false;
+    WorkerProcess& w = *workers[static_cast<std::size_t>(worker_of[i])];
+    if (built_in[i] != w.incarnation()) continue;
+    // The worker kept the kernel for the later passes: it is not needed.
+    w.Send({{"op", "release"}, {"id", i}});
+    if (w.Receive(Clock::now() + std::chrono::seconds(10)).kind != Reply::kOk) w.Restart();
+  }
+}
+
 }  // namespace
 
+// A private temporary file, removed with its owner.
+struct TempFile {
+  std::string path;
+  explicit TempFile(const std::string& prefix) {
+    std::string name = (std::filesystem::temp_directory_path() / (prefix + "XXXXXX")).string();
+    int fd = ::mkstemp(name.data());
+    if (fd < 0) throw std::runtime_error("cannot create a temporary file " + name + ": " + std::strerror(errno));
+    ::close(fd);
+    path = name;
+  }
+  ~TempFile() { ::unlink(path.c_str()); }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+};
+
 struct Runner::Impl {
+  // The reference outputs, computed by the first worker and read by the
+  // others. Declared first, removed last: after the workers have quit.
+  TempFile reference_file{"tunedb-reference-"};
   MeasureConfig config;
   ir::PrimFunc workload;
   std::vector<std::unique_ptr<WorkerProcess>> workers;
@@ -224,6 +263,7 @@ struct Runner::Impl {
             {"rtol", config.rtol},
             {"atol", config.atol},
             {"check_reference", check_reference},
+            {"reference_file", reference_file.path},
             {"max_check_flops", config.interpreter_check_max_flops}};
   }
 };
@@ -240,8 +280,8 @@ Runner::Runner(const ir::PrimFunc& workload, MeasureConfig config) : impl_(std::
   }
   int n = c.workers > 0 ? c.workers : std::max(1, c.target.num_cores);
   for (int i = 0; i < n; ++i) {
-    // The first worker checks the reference against the interpreter; the
-    // others build the same reference from the same code.
+    // The first worker computes the reference (and checks it against the
+    // interpreter); the others read its outputs from reference_file.
     impl_->workers.push_back(std::make_unique<WorkerProcess>(c.worker_path, impl_->InitMessage(i == 0)));
     if (!impl_->workers.back()->init_error().empty()) {
       throw std::runtime_error(impl_->workers.back()->init_error());
@@ -258,7 +298,8 @@ const MeasureConfig& Runner::config() const { return impl_->config; }
 const std::string& Runner::reference_check() const { return impl_->reference_check; }
 const PhaseSecs& Runner::phase_secs() const { return impl_->phase_secs; }
 
-std::vector<MeasureResult> Runner::Measure(const std::vector<ir::PrimFunc>& candidates, double slow_cutoff_secs) {
+std::vector<MeasureResult> Runner::Measure(const std::vector<ir::PrimFunc>& candidates, double slow_cutoff_secs,
+                                           double slow_factor) {
   const MeasureConfig& c = impl_->config;
   auto& workers = impl_->workers;
   std::vector<MeasureResult> results(candidates.size());
@@ -391,6 +432,9 @@ std::vector<MeasureResult> Runner::Measure(const std::vector<ir::PrimFunc>& cand
         }
       }
       if (!w.init_error().empty()) throw std::runtime_error("a replaced worker failed to start: " + w.init_error());
+    }
+    if (pass == 0 && !last && slow_factor > 0) {
+      CutSlowAfterFirstPass(workers, results, slow_factor, built_in, worker_of, standing);
     }
   }
   impl_->phase_secs.run += seconds_since(run_start);

@@ -21,7 +21,10 @@
 //     candidates alike instead of whichever was running at the time.
 // The reference is the unscheduled program compiled by the same code
 // generator; when the workload is small enough (interpreter_check_max_flops)
-// it is itself checked against the reference interpreter first.
+// it is itself checked against the reference interpreter first. The first
+// worker computes it and leaves its outputs in a private temporary file
+// (removed with the Runner) that the other workers, and workers restarted
+// after a crash, read instead of running the unscheduled program again.
 //
 // A worker that crashes (any signal) or passes its deadline is killed and
 // replaced; the candidate gets run_error or timeout with the reason, and the
@@ -103,7 +106,13 @@ class Runner {
   // its only timing (run_secs has one entry). Tuning passes a multiple of
   // its best time, so hopeless candidates cost two runs instead of
   // `repeat` repeats.
-  std::vector<MeasureResult> Measure(const std::vector<ir::PrimFunc>& candidates, double slow_cutoff_secs = 0);
+  // slow_factor > 0 (with spread repeats): after the first pass, a
+  // candidate whose first timing is more than slow_factor times the call's
+  // fastest first timing is not timed further either. The first chunk of a
+  // session has no best time to cut against, and its slowest candidates
+  // (seconds per run at matmul 1024) cost more than all the others.
+  std::vector<MeasureResult> Measure(const std::vector<ir::PrimFunc>& candidates, double slow_cutoff_secs = 0,
+                                     double slow_factor = 0);
 
   const MeasureConfig& config() const;
   const PhaseSecs& phase_secs() const;

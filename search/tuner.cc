@@ -375,9 +375,12 @@ class Tuner {
       std::size_t end = std::min(batch_size, begin + static_cast<std::size_t>(o_.chunk));
       std::vector<ir::PrimFunc> programs;
       for (std::size_t i = begin; i < end; ++i) programs.push_back(batch[i].program);
-      // Candidates 10x slower than the best are timed by one run only.
-      double cutoff = std::isfinite(status.best_secs) ? 10 * status.best_secs : 0;
-      std::vector<measure::MeasureResult> results = task.runner->Measure(programs, cutoff);
+      // Candidates 10x slower than the best so far, or than the chunk's
+      // fastest, are not timed further: they cannot win, and at matmul 1024
+      // one of them can cost more run time than the rest of the chunk.
+      constexpr double kHopeless = 10;
+      double cutoff = std::isfinite(status.best_secs) ? kHopeless * status.best_secs : 0;
+      std::vector<measure::MeasureResult> results = task.runner->Measure(programs, cutoff, kHopeless);
       ConfirmContenders(task, status.best_secs, programs, results);
       std::vector<db::TuningRecord> records;
       for (std::size_t i = begin; i < end; ++i) {

@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 
 #include <gtest/gtest.h>
 
@@ -65,6 +67,44 @@ TEST(RunnerTest, SlowCandidatesAreTimedByOneRunOnly) {
   // A cutoff far above a warm run of a 32x32 matmul (microseconds) but
   // within reach of a first run's start-up costs: fully timed.
   for (const MeasureResult& r : runner.Measure({f, Tiled(f)}, 2e-3)) EXPECT_EQ(r.run_secs.size(), 3u);
+}
+
+TEST(RunnerTest, CandidatesFarSlowerThanTheCallsFastestGetNoMoreRepeats) {
+  PrimFunc f = BuildWorkload("matmul:M=32,N=32,K=32").func;
+  Runner runner(f, QuickConfig());
+  // slow_factor 1: after the first pass only the fastest stands (ties of
+  // nanosecond timings aside).
+  std::vector<MeasureResult> cut = runner.Measure({f, Tiled(f), f}, 0, 1);
+  int fully_timed = 0;
+  for (const MeasureResult& r : cut) {
+    EXPECT_EQ(r.status, MeasureStatus::kOk) << r.error;
+    EXPECT_TRUE(r.run_secs.size() == 1u || r.run_secs.size() == 3u) << r.run_secs.size();
+    fully_timed += r.run_secs.size() == 3u;
+  }
+  EXPECT_EQ(fully_timed, 1);
+  // The cut kernels were released: the next call reuses their ids.
+  for (const MeasureResult& r : runner.Measure({Tiled(f), f, Tiled(f)}, 0, 1e9)) {
+    EXPECT_EQ(r.status, MeasureStatus::kOk) << r.error;
+    EXPECT_EQ(r.run_secs.size(), 3u);
+  }
+}
+
+TEST(RunnerTest, TheFirstWorkerSharesTheReferenceThroughAFileRemovedWithTheRunner) {
+  std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "runner_reference";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  ASSERT_EQ(::setenv("TMPDIR", dir.c_str(), 1), 0);
+  {
+    Runner runner(BuildWorkload("matmul:M=16,N=16,K=16").func, QuickConfig());
+    std::vector<std::filesystem::path> files(std::filesystem::directory_iterator(dir), {});
+    ASSERT_EQ(files.size(), 1u);
+    EXPECT_EQ(files[0].filename().string().rfind("tunedb-reference-", 0), 0u) << files[0];
+    EXPECT_EQ(std::filesystem::file_size(files[0]), 16u * 16u * sizeof(float)) << "the output C, float32";
+    PrimFunc f = BuildWorkload("matmul:M=16,N=16,K=16").func;
+    for (const MeasureResult& r : runner.Measure({f, Tiled(f)})) EXPECT_EQ(r.status, MeasureStatus::kOk) << r.error;
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+  ::unsetenv("TMPDIR");
 }
 
 TEST(RunnerTest, WrongResultsAreCaught) {
