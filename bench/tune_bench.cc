@@ -326,7 +326,9 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::printf("\n| workload | where the cold session's wall time went |\n| --- | --- |\n");
-  for (const BenchWorkload& w : workloads) std::printf("| %s | %s |\n", w.id.c_str(), sessions[w.id]["cold"].times.c_str());
+  for (const BenchWorkload& w : workloads) {
+    std::printf("| %s | %s |\n", w.id.c_str(), sessions[w.id]["cold"].times.c_str());
+  }
   WriteSvg(out + "/tune_curves.svg", workloads, sessions);
   std::printf("\ncurves: %s/tune_curves.csv, %s/tune_curves.svg\n", out.c_str(), out.c_str());
   return 0;

@@ -120,7 +120,9 @@ class Worker {
     std::string part = file + ".part";
     {
       std::ofstream out(part, std::ios::binary | std::ios::trunc);
-      for (const ir::NDArray& a : reference_) out.write(static_cast<const char*>(a.data()), static_cast<std::streamsize>(a.bytes()));
+      for (const ir::NDArray& a : reference_) {
+        out.write(static_cast<const char*>(a.data()), static_cast<std::streamsize>(a.bytes()));
+      }
       if (!out) {
         std::remove(part.c_str());
         return;  // the other workers compute the reference themselves
@@ -225,7 +227,7 @@ class Worker {
       // verification run paid for page faults and for waking the threads).
       // The last, long enough, timing is a repeat like any other, and is
       // kept as the first one (not under flush_cache, which flushes before
-      // each repeat): discarding it cost a third of tuning's run time.
+      // each repeat): discarding it cost up to a third of tuning's run time.
       number = 1;
       double secs = TimeRuns(fn, number);
       while (secs * 1000 < min_repeat_ms && number < (1 << 24)) {
