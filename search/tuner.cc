@@ -168,6 +168,7 @@ class Tuner {
       }
     }
     if (model_.model().trained() && model_.samples() > 0) {
+      Stopwatch model(times_.model);
       nlohmann::json metrics = {{"session", report_.session_id}, {"samples", model_.samples()}, {"source", "tune"}};
       model_.SaveToDatabase(db_, metrics.dump());
     }

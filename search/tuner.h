@@ -88,13 +88,13 @@ struct TuneEvent {
 // Where a session's wall time went, in seconds. A tuner that is slow must
 // say whether the search, the compiler or the timed runs are to blame.
 struct SessionTimes {
-  double warm_start = 0;  // loading the stored model, the workloads' records and transfer designs
+  double warm_start = 0;  // loading the stored model, the records (learnt from) and transfer designs
   double search = 0;      // the strategies choosing candidates (sampling, mutation, features, ranking)
   double workers = 0;     // starting the measuring workers, beyond what overlapped the first search
   double build = 0;       // lowering and compiling candidates, spread over the workers
   double run = 0;         // verifying and timing them, one at a time (second looks included)
   double commit = 0;      // committing records to the database
-  double model = 0;       // featurizing measured candidates and training the cost model
+  double model = 0;       // featurizing measured candidates, training the cost model, storing it at the end
   double baseline = 0;    // timing the unscheduled programs at the end
   double Sum() const { return warm_start + search + workers + build + run + commit + model + baseline; }
 };
