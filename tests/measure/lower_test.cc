@@ -85,6 +85,31 @@ sch.annotate(i, "pragma_auto_unroll_max_step", 32)
   EXPECT_NE(text.find("for j_0 in range(4):"), std::string::npos) << text;  // 4 x 4 x 4 x 2 = 128 steps > 32
 }
 
+
+// A packing copy's 128-long row loop stays a loop (LLVM vectorizes it),
+// though its 2 x 128 steps are within the pragma; the matmul's short inner
+// loops are still unrolled.
+TEST(LowerTest, UnrollPragmaLeavesLongInnermostLoops) {
+  PrimFunc f = BuildWorkload("matmul:M=16,N=16,K=128").func;
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+b0 = sch.get_block("C")
+i, j, k = sch.get_loops(b0)
+i0, i1 = sch.split(i, factors=[None, 2])
+j0, j1 = sch.split(j, factors=[None, 4])
+sch.reorder(i0, j0, k, i1, j1)
+b1 = sch.cache_read(b0, 0, "global")
+sch.compute_at(b1, i0, preserve_unit_loops=True)
+sch.annotate(i0, "pragma_auto_unroll_max_step", 512)
+)");
+  PrimFunc lowered = Lower(sch.func());
+  std::string text = PrintProgram(lowered);
+  EXPECT_NE(text.find("for ax0 in T.unroll(2):"), std::string::npos) << text;
+  EXPECT_NE(text.find("for ax1 in range(128):"), std::string::npos) << text;
+  EXPECT_NE(text.find("for i_1 in T.unroll(2):"), std::string::npos) << text;
+  EXPECT_NE(text.find("for j_1 in T.unroll(4):"), std::string::npos) << text;
+  EXPECT_EQ(LoweringKeepsTheResult(f, sch.func(), 5), "");
+}
 TEST(LowerTest, RandomSchedulesOfEveryWorkload) {
   const char* specs[] = {"matmul:M=12,N=10,K=8", "dense_bias_relu:B=6,IN=10,OUT=4",
                          "conv2d_nhwc:N=1,H=6,W=5,CI=3,CO=4,KH=3,KW=3,stride=1,pad=1",
