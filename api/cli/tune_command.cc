@@ -28,7 +28,7 @@ extern "C" void OnInterrupt(int) {
 struct TuneCliOptions {
   std::vector<std::string> workloads;
   int trials = 64;
-  int batch = 64;
+  int batch = search::TuneOptions{}.batch;
   std::string db = "tunedb.sqlite";
   std::string strategy = "evolutionary";
   std::string space = "default";
@@ -38,7 +38,7 @@ struct TuneCliOptions {
   int population = 512;
   int repeat = 3;
   double min_repeat_ms = 20;
-  int model_min_samples = 64;
+  int model_min_samples = search::TuneOptions{}.model_min_samples;
   int confirm_best = search::TuneOptions{}.confirm_best;
   double confirm_margin = search::TuneOptions{}.confirm_margin;
   std::string token_file;
