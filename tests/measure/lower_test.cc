@@ -86,30 +86,35 @@ sch.annotate(i, "pragma_auto_unroll_max_step", 32)
 }
 
 
-// A packing copy's 128-long row loop stays a loop (LLVM vectorizes it),
-// though its 2 x 128 steps are within the pragma; the matmul's short inner
-// loops are still unrolled.
-TEST(LowerTest, UnrollPragmaLeavesLongInnermostLoops) {
-  PrimFunc f = BuildWorkload("matmul:M=16,N=16,K=128").func;
-  Schedule sch(f, 0);
-  RunScheduleScript(sch, R"(
+// Under a pragma of 512 steps: a packing copy's 128-long row stays a loop
+// (LLVM vectorizes it), and so does an 8 x 16 scalar tile, but not the
+// same tile vectorized.
+TEST(LowerTest, UnrollPragmaLeavesLongScalarNests) {
+  PrimFunc f = BuildWorkload("matmul:M=16,N=32,K=128").func;
+  auto lowered = [&](bool vectorize) {
+    Schedule sch(f, 0);
+    RunScheduleScript(sch, std::string(R"(
 b0 = sch.get_block("C")
 i, j, k = sch.get_loops(b0)
-i0, i1 = sch.split(i, factors=[None, 2])
-j0, j1 = sch.split(j, factors=[None, 4])
+i0, i1 = sch.split(i, factors=[None, 8])
+j0, j1 = sch.split(j, factors=[None, 16])
 sch.reorder(i0, j0, k, i1, j1)
 b1 = sch.cache_read(b0, 0, "global")
 sch.compute_at(b1, i0, preserve_unit_loops=True)
 sch.annotate(i0, "pragma_auto_unroll_max_step", 512)
-)");
-  PrimFunc lowered = Lower(sch.func());
-  std::string text = PrintProgram(lowered);
-  EXPECT_NE(text.find("for ax0 in T.unroll(2):"), std::string::npos) << text;
-  EXPECT_NE(text.find("for ax1 in range(128):"), std::string::npos) << text;
-  EXPECT_NE(text.find("for i_1 in T.unroll(2):"), std::string::npos) << text;
-  EXPECT_NE(text.find("for j_1 in T.unroll(4):"), std::string::npos) << text;
-  EXPECT_EQ(LoweringKeepsTheResult(f, sch.func(), 5), "");
+)") + (vectorize ? "sch.vectorize(j1)\n" : ""));
+    EXPECT_EQ(LoweringKeepsTheResult(f, sch.func(), 5), "");
+    return PrintProgram(Lower(sch.func()));
+  };
+  std::string vector_tile = lowered(true);
+  EXPECT_NE(vector_tile.find("for ax0, ax1 in T.grid(8, 128):"), std::string::npos) << vector_tile;
+  EXPECT_NE(vector_tile.find("for i_1 in T.unroll(8):"), std::string::npos) << vector_tile;
+  EXPECT_NE(vector_tile.find("for j_1 in T.vectorized(16):"), std::string::npos) << vector_tile;
+  std::string scalar_tile = lowered(false);
+  EXPECT_NE(scalar_tile.find("for j_0, k, i_1 in T.grid(2, 128, 8):"), std::string::npos) << scalar_tile;
+  EXPECT_NE(scalar_tile.find("for j_1 in T.unroll(16):"), std::string::npos) << scalar_tile;
 }
+
 TEST(LowerTest, RandomSchedulesOfEveryWorkload) {
   const char* specs[] = {"matmul:M=12,N=10,K=8", "dense_bias_relu:B=6,IN=10,OUT=4",
                          "conv2d_nhwc:N=1,H=6,W=5,CI=3,CO=4,KH=3,KW=3,stride=1,pad=1",
