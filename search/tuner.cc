@@ -330,11 +330,9 @@ class Tuner {
     return out;
   }
 
-  // Before a later chunk of a batch: the strategy's neighbours of the elite
-  // as it now stands (the chunks before may have found a new best) go
-  // next, ahead of the batch's rest, whose tail they push out of the batch.
-  void NeighboursNext(Task& task, std::vector<Candidate>& batch, std::size_t next) {
-    int n = static_cast<int>(o_.evolutionary.neighbour_share * o_.chunk + 0.5);
+  // n of the strategy's neighbours of the elite as it now stands go next,
+  // ahead of the batch's rest, whose tail they push out of the batch.
+  void NeighboursNext(Task& task, std::vector<Candidate>& batch, std::size_t next, int n) {
     if (n <= 0) return;
     std::unordered_set<std::uint64_t> rest;
     for (std::size_t i = next; i < batch.size(); ++i) rest.insert(batch[i].program_hash);
@@ -371,8 +369,21 @@ class Tuner {
     std::vector<ir::PrimFunc> measured_programs;
     std::vector<double> medians;
     const std::size_t batch_size = batch.size();
+    const int share = static_cast<int>(o_.evolutionary.neighbour_share * o_.chunk + 0.5);
+    // A warm session's first chunk is all neighbours of the stored elite:
+    // one mutation from the best programs known is where a better one most
+    // likely is, while a model-ranked pick is a guess over the whole space.
+    // The batch holds a neighbour_share of them already; with batches of 64
+    // that was the whole first chunk, in rounds of 16 it is 4 of 16, and
+    // warm sessions reached the cold best less often (bench/RESULTS.md,
+    // session 18).
+    if (status.trials == 0 && status.history > 0) {
+      int in_batch = static_cast<int>(o_.evolutionary.neighbour_share * static_cast<double>(batch_size) + 0.5);
+      NeighboursNext(task, batch, 0, static_cast<int>(std::min<std::size_t>(batch_size, o_.chunk)) - in_batch);
+    }
     for (std::size_t begin = 0; begin < batch_size && !Stopped(); begin += static_cast<std::size_t>(o_.chunk)) {
-      if (begin > 0) NeighboursNext(task, batch, begin);
+      // Before a later chunk: the chunks before may have found a new best.
+      if (begin > 0) NeighboursNext(task, batch, begin, share);
       std::size_t end = std::min(batch_size, begin + static_cast<std::size_t>(o_.chunk));
       std::vector<ir::PrimFunc> programs;
       for (std::size_t i = begin; i < end; ++i) programs.push_back(batch[i].program);

@@ -10,6 +10,7 @@
 #include "db/sqlite_database.h"
 #include "ir/structural.h"
 #include "ir/workloads.h"
+#include "search/space.h"
 
 namespace tunedb::search {
 namespace {
@@ -165,6 +166,61 @@ TEST(Tuner, SeveralWorkloadsShareTheBudgetAndOtherShapesTransfer) {
   other.measure_baseline = false;
   TuneReport t = Tune(database, other);
   EXPECT_GT(t.tasks[0].transferred, 0) << "matmul 16x16x16's best traces replay onto 32x16x16";
+}
+
+// How many decisions (and parallel limits) two designs of the same
+// variant differ in; -1 for designs of different variants.
+int DecisionsApart(const ir::Trace& a, const ir::Trace& b) {
+  if (VariantOf(a) != VariantOf(b) || a.insts.size() != b.insts.size()) return -1;
+  int apart = 0;
+  for (std::size_t i = 0; i < a.insts.size(); ++i) {
+    auto da = a.decisions.find(i), db = b.decisions.find(i);
+    bool same = (da == a.decisions.end()) == (db == b.decisions.end()) &&
+                (da == a.decisions.end() || da->second == db->second);
+    if (a.insts[i].kind == "Annotate") same = same && a.insts[i].inputs == b.insts[i].inputs;
+    apart += !same;
+  }
+  return apart;
+}
+
+// A warm session's first chunk is all neighbours of the stored elite: one
+// mutation from one of the 8 fastest records, or the fastest one's
+// decisions on another variant of the space.
+TEST(Tuner, AWarmSessionStartsNextToTheStoredBest) {
+  std::string path = FreshDb("tuner_warm.sqlite");
+  const std::string spec = "matmul:M=32,N=32,K=32";
+  ir::Workload w = ir::BuildWorkload(spec);
+  db::SqliteDatabase database(path);
+  TuneOptions cold = SmallTune(spec, 16);
+  cold.measure_baseline = false;
+  Tune(database, cold);
+  std::vector<ir::Trace> elite;
+  for (const db::TuningRecord& r : database.TopK(ir::WorkloadHash(w.func), cold.measure.target.ToString(), 8)) {
+    elite.push_back(*DesignOf(w.func, ir::Trace::FromJsonText(r.trace)));
+  }
+  ASSERT_EQ(elite.size(), 8u);
+  const int stored = database.Size();
+
+  TuneOptions warm = SmallTune(spec, 8);
+  warm.seed = 11;
+  warm.command = "test warm";
+  warm.measure_baseline = false;
+  TuneReport r = Tune(database, warm);
+  EXPECT_EQ(r.tasks[0].trials, 8);
+  std::vector<db::TuningRecord> records = AllRecords(database);
+  ASSERT_EQ(static_cast<int>(records.size()), stored + 8);
+  for (std::size_t k = static_cast<std::size_t>(stored); k < records.size(); ++k) {
+    ir::Trace design = *DesignOf(w.func, ir::Trace::FromJsonText(records[k].trace));
+    bool neighbour = false;
+    for (const ir::Trace& parent : elite) neighbour = neighbour || DecisionsApart(design, parent) == 1;
+    if (VariantOf(design) != VariantOf(elite[0])) {  // a sibling: the fastest's decisions, where they fit
+      ir::Trace sibling = WithDecisionsOf(design, elite[0]);
+      bool fits = !sibling.decisions.empty();
+      for (const auto& [index, decision] : sibling.decisions) fits = fits && design.decisions.at(index) == decision;
+      neighbour = neighbour || fits;
+    }
+    EXPECT_TRUE(neighbour) << "not next to the stored best: " << records[k].trace;
+  }
 }
 
 TEST(Tuner, AWorkloadFileWithSeveralOutputsIsOneTaskPerOutput) {
