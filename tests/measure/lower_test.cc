@@ -85,7 +85,6 @@ sch.annotate(i, "pragma_auto_unroll_max_step", 32)
   EXPECT_NE(text.find("for j_0 in range(4):"), std::string::npos) << text;  // 4 x 4 x 4 x 2 = 128 steps > 32
 }
 
-
 // Under a pragma of 512 steps: a packing copy's 128-long row stays a loop
 // (LLVM vectorizes it), and so does an 8 x 16 scalar tile, but not the
 // same tile vectorized.
