@@ -52,6 +52,38 @@ std::int64_t StatementCount(const Stmt& s) {
   return 0;
 }
 
+// A nest of loops that only stores constants: a decomposed reduction's
+// init, zeroing its accumulator.
+bool OnlyStoresConstants(const Stmt& s) {
+  if (!s) return true;
+  switch (s->kind) {
+    case StmtKind::kFor: return OnlyStoresConstants(static_cast<ForNode&>(*s).body);
+    case StmtKind::kSeq:
+      for (const Stmt& c : static_cast<SeqNode&>(*s).stmts) {
+        if (!OnlyStoresConstants(c)) return false;
+      }
+      return true;
+    case StmtKind::kStore: {
+      ExprKind k = static_cast<StoreNode&>(*s).value->kind;
+      return k == ExprKind::kIntImm || k == ExprKind::kFloatImm;
+    }
+    case StmtKind::kIf:
+    case StmtKind::kBlock: return false;
+  }
+  return false;
+}
+
+// Fills of more elements than this stay loops: LLVM may not unroll them.
+// Its loop idiom pass turns each contiguous row of a fill into a memset,
+// which its full unroller counts as one cheap call: a conv2d init zeroing
+// a 400 KB accumulator became 392 memsets in one block, each expanded back
+// into 16 vector stores, and the instruction schedulers, quadratic in a
+// block, took 8-10 s over it (other candidates compile in under 0.5 s).
+// 1024 floats is twice a register file of 32 zmm: a fill that large is
+// never an accumulator kept in registers, which is what unrolling an init
+// is for; run as loops, it costs the same.
+constexpr std::int64_t kMaxUnrolledFillElements = 1024;
+
 class Codegen {
  public:
   Codegen(llvm::LLVMContext& ctx, llvm::Module& mod, const CodegenOptions& options)
@@ -546,7 +578,9 @@ class Codegen {
   }
 
   // A counted loop [begin, end) calling body(var) for each iteration.
-  void EmitCountedLoop(const Expr& var, llvm::Value* begin, llvm::Value* end, const std::function<void()>& body) {
+  // `keep_loop`: LLVM may not unroll it (llvm.loop.unroll.disable).
+  void EmitCountedLoop(const Expr& var, llvm::Value* begin, llvm::Value* end, const std::function<void()>& body,
+                       bool keep_loop = false) {
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, "for." + var->name, fn_);
     llvm::BasicBlock* loop_body = llvm::BasicBlock::Create(ctx_, "body." + var->name, fn_);
@@ -560,7 +594,14 @@ class Codegen {
     vars_[var.get()] = i;
     body();
     llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
-    b_.CreateBr(header);
+    llvm::BranchInst* latch = b_.CreateBr(header);
+    if (keep_loop) {
+      // A loop ID is a distinct node whose first operand is itself.
+      llvm::MDNode* disable = llvm::MDNode::get(ctx_, llvm::MDString::get(ctx_, "llvm.loop.unroll.disable"));
+      llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, {nullptr, disable});
+      id->replaceOperandWith(0, id);
+      latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+    }
     i->addIncoming(next, b_.GetInsertBlock());
     b_.SetInsertPoint(exit);
     vars_.erase(var.get());
@@ -604,7 +645,12 @@ class Codegen {
         break;
       case ForKind::kSerial: break;
     }
-    EmitCountedLoop(n.loop_var, b_.getInt64(0), b_.getInt64(n.extent), [&] { EmitStmt(n.body); });
+    // The outermost loop of a large fill decides for the loops inside it.
+    bool outermost_fill = !in_large_fill_ && StatementCount(n.body) * n.extent > kMaxUnrolledFillElements &&
+                          OnlyStoresConstants(n.body);
+    if (outermost_fill) in_large_fill_ = true;
+    EmitCountedLoop(n.loop_var, b_.getInt64(0), b_.getInt64(n.extent), [&] { EmitStmt(n.body); }, in_large_fill_);
+    if (outermost_fill) in_large_fill_ = false;
   }
 
   // A parallel loop: the body is outlined into fn(closure, begin, end); the
@@ -670,6 +716,7 @@ class Codegen {
   const ExprNode* lane_var_ = nullptr;
   int lanes_ = 1;
   bool in_parallel_ = false;
+  bool in_large_fill_ = false;  // inside a fill of over kMaxUnrolledFillElements
 };
 
 }  // namespace

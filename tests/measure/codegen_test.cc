@@ -104,6 +104,37 @@ sch.reorder(i, k, j)
   EXPECT_NE(reduction.find("fmul contract float"), std::string::npos);
 }
 
+// A decomposed reduction's init zeroes the accumulator row by row, and
+// LLVM turns each row into a memset. A large one stays a loop (see
+// kMaxUnrolledFillElements in measure/codegen.cc): unrolled, its memsets
+// were expanded into hundreds of stores in one block, which took a conv2d
+// candidate 8-10 s to schedule. Here a 32 x 64 init under 2 x 2 outer
+// loops: 64 memsets unrolled before the rule; now one per copy of the outer
+// loops, which LLVM may still unroll (they hold the update too).
+TEST(CodegenTest, ALargeInitStaysALoop) {
+  PrimFunc f = BuildWorkload("matmul:M=64,N=128,K=8").func;
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+b0 = sch.get_block("C")
+i, j, k = sch.get_loops(b0)
+i0, i1 = sch.split(i, factors=[2, 32])
+j0, j1, j2 = sch.split(j, factors=[2, 4, 16])
+sch.reorder(i0, j0, k, i1, j1, j2)
+b1 = sch.cache_write(b0, 0, "local")
+sch.vectorize(j2)
+sch.decompose_reduction(b0, k)
+)");
+  EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), 8), "");
+  std::string ir = SharedJit().OptimizedIR(Lower(sch.func()));
+  int memsets = 0;
+  for (std::size_t at = ir.find("call void @llvm.memset"); at != std::string::npos;
+       at = ir.find("call void @llvm.memset", at + 1)) {
+    ++memsets;
+  }
+  EXPECT_LE(memsets, 4) << ir;
+  EXPECT_NE(ir.find("llvm.loop.unroll.disable"), std::string::npos);
+}
+
 TEST(CodegenTest, PaddingSelectNeverReadsOutOfBounds) {
   // A guarded load with a vectorized channel loop and inlined padding.
   PrimFunc f = BuildWorkload("conv2d_nhwc:N=1,H=6,W=6,CI=4,CO=8,KH=3,KW=3,stride=1,pad=1").func;
