@@ -16,20 +16,48 @@
 namespace tunedb::measure {
 namespace {
 
-// LLVM only warns about a CPU it does not know, then generates code for a
-// machine without the features of any real one; on x86-64 that aborts the
-// process ("64-bit code requested on a subtarget that doesn't support it").
-// So an unknown CPU is refused here, where the message can name it.
-void CheckCpuKnown(const std::string& text, const std::string& cpu) {
+// The host target's subtarget table, which knows its CPUs and features.
+std::unique_ptr<llvm::MCSubtargetInfo> HostSubtargetInfo(const std::string& text) {
   llvm::InitializeNativeTarget();  // registers the host's target; repeat calls are no-ops
   std::string triple = llvm::sys::getProcessTriple();
   std::string error;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target) throw std::invalid_argument("target '" + text + "': LLVM has no target for " + triple + ": " + error);
   std::unique_ptr<llvm::MCSubtargetInfo> info(target->createMCSubtargetInfo(triple, "", ""));
-  if (!info || !info->isCPUStringValid(cpu)) {
-    throw std::invalid_argument("target '" + text + "': LLVM does not know the CPU '" + cpu + "' for " + triple +
-                                " (LLVM's names: znver4, skylake-avx512, generic, ...)");
+  if (!info) throw std::invalid_argument("target '" + text + "': LLVM has no subtarget table for " + triple);
+  return info;
+}
+
+// LLVM only warns about a CPU it does not know, then generates code for a
+// machine without the features of any real one; on x86-64 that aborts the
+// process ("64-bit code requested on a subtarget that doesn't support it").
+// So an unknown CPU is refused here, where the message can name it.
+void CheckCpuKnown(const std::string& text, const std::string& cpu) {
+  if (!HostSubtargetInfo(text)->isCPUStringValid(cpu)) {
+    throw std::invalid_argument("target '" + text + "': LLVM does not know the CPU '" + cpu + "' for " +
+                                llvm::sys::getProcessTriple() + " (LLVM's names: znver4, skylake-avx512, generic, ...)");
+  }
+}
+
+// An -mattr feature LLVM does not know is dropped with a warning on
+// stderr, and the kernels are built for a machine the user did not ask
+// for. So each one must be +name or -name of a feature LLVM knows.
+void CheckFeaturesKnown(const std::string& text, const std::string& features) {
+  std::unique_ptr<llvm::MCSubtargetInfo> info = HostSubtargetInfo(text);
+  std::istringstream in(features);
+  std::string feature;
+  while (std::getline(in, feature, ',')) {
+    if (feature.size() < 2 || (feature[0] != '+' && feature[0] != '-')) {
+      throw std::invalid_argument("target '" + text + "': -mattr entry '" + feature +
+                                  "' must be +name or -name (e.g. -mattr=+avx512f,-avx512vl)");
+    }
+    std::string name = feature.substr(1);
+    // LLVM 16 has no lookup of a feature name; toggling one flips its bit,
+    // and leaves the bits alone (after its own warning) when it is unknown.
+    llvm::FeatureBitset before = info->getFeatureBits();
+    if (info->ToggleFeature(name) == before) {
+      throw std::invalid_argument("target '" + text + "': LLVM does not know the feature '" + name + "' of -mattr");
+    }
   }
 }
 
@@ -83,7 +111,10 @@ Target Target::Parse(const std::string& text) {
       }
       if (t.num_cores < 1) throw std::invalid_argument("target '" + text + "': -num-cores must be at least 1");
     } else if (word.rfind("-mtriple=", 0) == 0 || word.rfind("-mattr=", 0) == 0) {
-      if (word.rfind("-mattr=", 0) == 0) t.features = word.substr(7);
+      if (word.rfind("-mattr=", 0) == 0) {
+        t.features = word.substr(7);
+        CheckFeaturesKnown(text, t.features);
+      }
     } else {
       throw std::invalid_argument("target '" + text + "': unknown option '" + word + "'");
     }

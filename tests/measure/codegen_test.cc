@@ -204,5 +204,24 @@ TEST(TargetTest, AnUnknownCpuIsRefusedBeforeLlvmSeesIt) {
   }
 }
 
+TEST(TargetTest, AnUnknownFeatureIsRefused) {
+  // LLVM would drop it with a warning and build for another machine.
+  Target t = Target::Parse("llvm -mcpu=znver4 -mattr=+avx2,-avx512f -num-cores=2");
+  EXPECT_EQ(t.features, "+avx2,-avx512f");
+  EXPECT_EQ(t.VectorBits(), 256);
+  auto error = [](const std::string& text) {
+    try {
+      Target::Parse(text);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error("llvm -mcpu=znver4 -mattr=+avx2,+frobnicate"),
+            "target 'llvm -mcpu=znver4 -mattr=+avx2,+frobnicate': LLVM does not know the feature 'frobnicate' of -mattr");
+  EXPECT_THAT(error("llvm -mattr=avx2"), ::testing::HasSubstr("-mattr entry 'avx2' must be +name or -name"));
+  EXPECT_THAT(error("llvm -mattr=+avx2,,+fma"), ::testing::HasSubstr("-mattr entry '' must be +name or -name"));
+}
+
 }  // namespace
 }  // namespace tunedb::measure
