@@ -210,8 +210,12 @@ class Codegen {
         auto& n = static_cast<StoreNode&>(*s);
         bool ok = true;
         VisitExpr(n.value, [&](const Expr& x) {
-          // A lazy select or short-circuit over loads needs branches.
-          if ((x->kind == ExprKind::kSelect || x->kind == ExprKind::kAnd || x->kind == ExprKind::kOr) && HasLoad(x)) {
+          // A lazy select or short-circuit over loads needs branches, which
+          // lanes can share only when it is the same for all of them (a
+          // padding check on an input the lanes broadcast): then it is
+          // emitted once as scalar code, and its value broadcast.
+          if ((x->kind == ExprKind::kSelect || x->kind == ExprKind::kAnd || x->kind == ExprKind::kOr) && HasLoad(x) &&
+              DependsOnLane(x)) {
             ok = false;
           }
         });
@@ -255,7 +259,7 @@ class Codegen {
 
   Val EmitBinary(const Expr& e) {
     DataType t = e->operands[0]->dtype;
-    if ((e->kind == ExprKind::kAnd || e->kind == ExprKind::kOr) && HasLoad(e->operands[1]) && !lane_var_) {
+    if ((e->kind == ExprKind::kAnd || e->kind == ExprKind::kOr) && HasLoad(e->operands[1]) && !DependsOnLane(e)) {
       return EmitShortCircuit(e);
     }
     Val a = Emit(e->operands[0]), b = Emit(e->operands[1]);

@@ -7,9 +7,10 @@
 //    on store), floats are float/double, float add/mul may contract to FMA;
 //  - a vectorized loop becomes LLVM vector operations over all its lanes
 //    (contiguous accesses as vector loads/stores, invariant ones broadcast,
-//    others gathered lane by lane); a body that cannot be vectorized that way
-//    (a nested loop, a branch that depends on the lane) stays a scalar loop
-//    for LLVM's own loop vectorizer;
+//    others gathered lane by lane); a guarded load that is the same for
+//    every lane (a padding check) is one scalar branch, broadcast; a body
+//    that cannot be vectorized that way (a nested loop, a branch that
+//    depends on the lane) stays a scalar loop for LLVM's own loop vectorizer;
 //  - an unrolled loop is emitted once per iteration (up to 4096 statements);
 //  - a parallel loop is outlined into a function called through
 //    tunedb_parallel_for (runtime.h); parallel loops inside it run serially;

@@ -148,6 +148,12 @@ sch.vectorize(ff)
 sch.parallel(yy)
 )");
   EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), 5), "");
+  // The guard and its load are the same for every lane (the channel), so
+  // the channel loop is vector code with one scalar branch, broadcast; it
+  // used to stay a scalar loop, which LLVM took seconds over once unrolled.
+  std::string ir = SharedJit().OptimizedIR(Lower(sch.func()));
+  EXPECT_EQ(ir.find("for.ff"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("fmul contract <8 x float>"), std::string::npos) << ir;
 }
 
 TEST(CodegenTest, RandomSchedulesOfEveryWorkloadCompile) {
