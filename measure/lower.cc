@@ -154,6 +154,9 @@ struct CompactionPlan {
   ForNode* loop;
   std::vector<Expr> mins;
   std::vector<std::int64_t> shape;
+  // The compacted buffer's dimensions, outermost first, as dimensions of
+  // `from` (see VectorFriendlyOrder).
+  std::vector<std::size_t> order;
 };
 
 // An index as sum(coefficient * atom) + constant, analysed once: each
@@ -321,6 +324,60 @@ void CollectLeafBlocks(const Stmt& s, std::vector<ForNode*>& loops,
   }
 }
 
+// The dimension of an access that a vectorized loop around it moves, when
+// exactly one does, one element per lane (nullopt otherwise), and how many
+// times the access runs.
+struct LaneUse {
+  std::optional<std::size_t> dim;
+  double executions = 1;
+};
+
+LaneUse LaneDimension(const BlockAccess& a) {
+  LaneUse use;
+  const ExprNode* lane = nullptr;
+  for (const ForNode* loop : a.path->loops) {
+    use.executions *= static_cast<double>(loop->extent);
+    if (loop->for_kind == ForKind::kVectorized) lane = loop->loop_var.get();
+  }
+  if (!lane) return use;
+  for (std::size_t d = 0; d < a.indices.size(); ++d) {
+    for (const IndexTerm& t : a.indices[d].terms) {
+      if (std::find(t.vars.begin(), t.vars.end(), lane) == t.vars.end()) continue;
+      if (use.dim || t.atom.get() != lane || t.coeff != 1) return {std::nullopt, use.executions};
+      use.dim = d;
+    }
+  }
+  return use;
+}
+
+// A compacted buffer is private to the kernel, so its layout is lowering's
+// choice. By default it keeps the original's; but when the vectorized
+// loops that access it move another dimension than the last (a staged
+// copy of dense's W, read along its rows W[j, k] with j vectorized), every
+// vector access is a gather. Then the dimension that the most vector
+// accesses (counted by how often they run) move becomes the innermost, so
+// those accesses are contiguous; the copy that fills the buffer writes
+// with a stride instead, once per tile.
+std::vector<std::size_t> VectorFriendlyOrder(const std::vector<BlockAccess>& accesses, std::size_t rank) {
+  std::vector<std::size_t> order(rank);
+  for (std::size_t d = 0; d < rank; ++d) order[d] = d;
+  if (rank < 2) return order;
+  std::vector<double> contiguous_runs(rank, 0);
+  for (const BlockAccess& a : accesses) {
+    LaneUse use = LaneDimension(a);
+    if (use.dim) contiguous_runs[*use.dim] += use.executions;
+  }
+  std::size_t best = rank - 1;
+  for (std::size_t d = 0; d < rank; ++d) {
+    if (contiguous_runs[d] > contiguous_runs[best]) best = d;
+  }
+  if (best != rank - 1) {
+    order.erase(order.begin() + static_cast<std::ptrdiff_t>(best));
+    order.push_back(best);
+  }
+  return order;
+}
+
 std::vector<CompactionPlan> PlanCompaction(const PrimFunc& f, const VarRanges& ranges) {
   const auto& root = static_cast<const BlockNode&>(*f.body);
   std::vector<std::pair<BlockNode*, std::vector<ForNode*>>> blocks;
@@ -392,7 +449,7 @@ std::vector<CompactionPlan> PlanCompaction(const PrimFunc& f, const VarRanges& r
       for (std::size_t k = 0; k < depth && ok; ++k) ok = !accumulation_loops.count(first[k]->loop_var.get());
       for (const BlockAccess& a : accesses) ok = ok && (!a.is_write || CoversBox(a, depth, ranges));
       if (!ok) continue;
-      CompactionPlan plan{buf, first[depth - 1], {}, {}};
+      CompactionPlan plan{buf, first[depth - 1], {}, {}, {}};
       std::int64_t elements = 1;
       bool has_reads = false;
       for (std::size_t d = 0; d < rank && ok; ++d) {
@@ -426,6 +483,7 @@ std::vector<CompactionPlan> PlanCompaction(const PrimFunc& f, const VarRanges& r
         elements *= plan.shape.back();
       }
       if (!ok) continue;
+      plan.order = VectorFriendlyOrder(accesses, rank);
       if (elements < buf->NumElements()) plans.push_back(plan);
       break;
     }
@@ -438,6 +496,7 @@ std::vector<CompactionPlan> PlanCompaction(const PrimFunc& f, const VarRanges& r
 struct Rebinding {
   Buffer to;
   std::vector<Expr> mins;
+  std::vector<std::size_t> order;  // CompactionPlan::order
 };
 using Rebindings = std::unordered_map<const BufferNode*, Rebinding>;
 
@@ -448,8 +507,10 @@ Rebindings ApplyCompaction(PrimFunc& f, const std::vector<CompactionPlan>& plans
   auto& root = static_cast<BlockNode&>(*f.body);
   Rebindings rebindings;
   for (const CompactionPlan& plan : plans) {
-    Buffer compact = MakeBuffer(plan.from->name, plan.shape, plan.from->dtype, plan.from->scope);
-    rebindings[plan.from.get()] = {compact, plan.mins};
+    std::vector<std::int64_t> shape;
+    for (std::size_t d : plan.order) shape.push_back(plan.shape[d]);
+    Buffer compact = MakeBuffer(plan.from->name, shape, plan.from->dtype, plan.from->scope);
+    rebindings[plan.from.get()] = {compact, plan.mins, plan.order};
     auto scope = std::make_shared<BlockNode>();
     scope->name = plan.from->name;
     scope->alloc_buffers = {compact};
@@ -486,7 +547,7 @@ void FlattenBuffers(PrimFunc& f, const Rebindings& compacted, const VarRanges& r
     auto rebound = compacted.find(b.get());
     if (rebound != compacted.end()) {
       buffer = &rebound->second.to;
-      for (std::size_t d = 0; d < indices.size(); ++d) shifted.push_back(indices[d] - rebound->second.mins[d]);
+      for (std::size_t d : rebound->second.order) shifted.push_back(indices[d] - rebound->second.mins[d]);
     }
     const std::vector<Expr>& idx = rebound != compacted.end() ? shifted : indices;
     auto to = flat.find(buffer->get());

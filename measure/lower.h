@@ -15,7 +15,8 @@
 //    of their innermost common loop touches, and allocated inside that
 //    loop, so a cache_write "local" accumulator becomes a small array that
 //    can live in registers (and is private to each thread of a parallel
-//    loop);
+//    loop); its dimensions are reordered so that the one the vectorized
+//    loops accessing it move most is innermost;
 //  - loops under `pragma_auto_unroll_max_step = N` whose nest has at most
 //    N steps become unrolled loops;
 //  - index arithmetic is simplified with the loop ranges.

@@ -70,6 +70,29 @@ sch.decompose_reduction(b0, k)
   EXPECT_EQ(LoweringKeepsTheResult(f, sch.func(), 3), "");
 }
 
+// Dense reads W[j, k] along j, its rows, so a staged copy of W in W's
+// layout is read by gathers when j is vectorized. Compaction lays the copy
+// out with j innermost instead: the vector loads are contiguous, and the
+// copy that fills it is the one writing with a stride.
+TEST(LowerTest, CompactedCopyPutsTheVectorizedDimensionLast) {
+  PrimFunc f = BuildWorkload("dense_bias_relu:B=4,IN=24,OUT=32").func;
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+b0 = sch.get_block("T_matmul_NT")
+i, j, k = sch.get_loops(b0)
+j0, j1 = sch.split(j, factors=[None, 16])
+sch.reorder(j0, i, k, j1)
+b1 = sch.cache_read(b0, 1, "global")
+sch.compute_at(b1, j0, preserve_unit_loops=True)
+sch.vectorize(j1)
+)");
+  std::string text = PrintProgram(Lower(sch.func()));
+  // One j0 iteration's 16 rows of 24: stored as 24 x 16.
+  EXPECT_NE(text.find("W_global = T.alloc_buffer((384,))"), std::string::npos) << text;
+  EXPECT_NE(text.find("W_global[k * 16 + j_1]"), std::string::npos) << text;
+  EXPECT_EQ(LoweringKeepsTheResult(f, sch.func(), 7), "");
+}
+
 TEST(LowerTest, UnrollPragma) {
   PrimFunc f = BuildWorkload("matmul:M=16,N=16,K=4").func;
   Schedule sch(f, 0);
