@@ -650,8 +650,8 @@ class Codegen {
       case ForKind::kSerial: break;
     }
     // The outermost loop of a large fill decides for the loops inside it.
-    bool outermost_fill = !in_large_fill_ && StatementCount(n.body) * n.extent > kMaxUnrolledFillElements &&
-                          OnlyStoresConstants(n.body);
+    bool outermost_fill = !in_large_fill_ && OnlyStoresConstants(n.body) &&
+                          StatementCount(n.body) * n.extent > kMaxUnrolledFillElements;
     if (outermost_fill) in_large_fill_ = true;
     EmitCountedLoop(n.loop_var, b_.getInt64(0), b_.getInt64(n.extent), [&] { EmitStmt(n.body); }, in_large_fill_);
     if (outermost_fill) in_large_fill_ = false;

@@ -483,8 +483,10 @@ std::vector<CompactionPlan> PlanCompaction(const PrimFunc& f, const VarRanges& r
         elements *= plan.shape.back();
       }
       if (!ok) continue;
-      plan.order = VectorFriendlyOrder(accesses, rank);
-      if (elements < buf->NumElements()) plans.push_back(plan);
+      if (elements < buf->NumElements()) {
+        plan.order = VectorFriendlyOrder(accesses, rank);
+        plans.push_back(plan);
+      }
       break;
     }
   }
