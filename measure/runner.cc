@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -64,7 +65,11 @@ struct Reply {
 // One worker process and the pipes to it.
 class WorkerProcess {
  public:
-  WorkerProcess(const std::string& path, const json& init) : path_(path), init_(init) { Start(); }
+  // `shared_fd` (or -1) is passed on to the process under the same number.
+  WorkerProcess(const std::string& path, const json& init, int shared_fd)
+      : path_(path), init_(init), shared_fd_(shared_fd) {
+    Start();
+  }
   ~WorkerProcess() { Stop(); }
 
   // The reason a worker failed to start or initialize, if it did.
@@ -151,6 +156,8 @@ class WorkerProcess {
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
     posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+    // dup2 onto itself clears close-on-exec in the child only.
+    if (shared_fd_ >= 0) posix_spawn_file_actions_adddup2(&actions, shared_fd_, shared_fd_);
     // A process group of its own: Ctrl-C in the terminal interrupts the
     // tuner, which finishes and commits the candidates in flight; the
     // workers must not die under it. They exit when their pipe closes.
@@ -196,6 +203,7 @@ class WorkerProcess {
 
   std::string path_;
   json init_;
+  int shared_fd_ = -1;
   pid_t pid_ = -1;
   int to_worker_ = -1;
   int from_worker_ = -1;
@@ -228,25 +236,26 @@ void CutSlowAfterFirstPass(std::vector<std::unique_ptr<WorkerProcess>>& workers,
 
 }  // namespace
 
-// A private temporary file, removed with its owner.
-struct TempFile {
-  std::string path;
-  explicit TempFile(const std::string& prefix) {
-    std::string name = (std::filesystem::temp_directory_path() / (prefix + "XXXXXX")).string();
-    int fd = ::mkstemp(name.data());
-    if (fd < 0) throw std::runtime_error("cannot create a temporary file " + name + ": " + std::strerror(errno));
-    ::close(fd);
-    path = name;
+// The reference outputs, shared with the workers: an anonymous in-memory
+// file (memfd), which workers reach as /proc/self/fd/N. It has no name on
+// disk, so it goes with the last process that holds it, even when the tuner
+// is killed with SIGKILL (a named temporary file was left behind then).
+struct ReferenceFile {
+  int fd = -1;
+  ReferenceFile() {
+    fd = ::memfd_create("tunedb-reference", MFD_CLOEXEC);
+    if (fd < 0) throw std::runtime_error(std::string("cannot create the reference outputs' file: ") + std::strerror(errno));
   }
-  ~TempFile() { ::unlink(path.c_str()); }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
+  ~ReferenceFile() { ::close(fd); }
+  std::string PathInWorker() const { return "/proc/self/fd/" + std::to_string(fd); }
+  ReferenceFile(const ReferenceFile&) = delete;
+  ReferenceFile& operator=(const ReferenceFile&) = delete;
 };
 
 struct Runner::Impl {
   // The reference outputs, computed by the first worker and read by the
-  // others. Declared first, removed last: after the workers have quit.
-  TempFile reference_file{"tunedb-reference-"};
+  // others. Declared first, closed last: after the workers have quit.
+  ReferenceFile reference_file;
   MeasureConfig config;
   ir::PrimFunc workload;
   std::vector<std::unique_ptr<WorkerProcess>> workers;
@@ -263,7 +272,7 @@ struct Runner::Impl {
             {"rtol", config.rtol},
             {"atol", config.atol},
             {"check_reference", check_reference},
-            {"reference_file", reference_file.path},
+            {"reference_file", reference_file.PathInWorker()},
             {"max_check_flops", config.interpreter_check_max_flops}};
   }
 };
@@ -282,7 +291,7 @@ Runner::Runner(const ir::PrimFunc& workload, MeasureConfig config) : impl_(std::
   for (int i = 0; i < n; ++i) {
     // The first worker computes the reference (and checks it against the
     // interpreter); the others read its outputs from reference_file.
-    impl_->workers.push_back(std::make_unique<WorkerProcess>(c.worker_path, impl_->InitMessage(i == 0)));
+    impl_->workers.push_back(std::make_unique<WorkerProcess>(c.worker_path, impl_->InitMessage(i == 0), impl_->reference_file.fd));
     if (!impl_->workers.back()->init_error().empty()) {
       throw std::runtime_error(impl_->workers.back()->init_error());
     }

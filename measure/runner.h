@@ -22,9 +22,10 @@
 // The reference is the unscheduled program compiled by the same code
 // generator; when the workload is small enough (interpreter_check_max_flops)
 // it is itself checked against the reference interpreter first. The first
-// worker computes it and leaves its outputs in a private temporary file
-// (removed with the Runner) that the other workers, and workers restarted
-// after a crash, read instead of running the unscheduled program again.
+// worker computes it and leaves its outputs in an anonymous in-memory file
+// (memfd, gone with the last process holding it, even after a SIGKILL) that
+// the other workers, and workers restarted after a crash, read instead of
+// running the unscheduled program again.
 //
 // A worker that crashes (any signal) or passes its deadline is killed and
 // replaced; the candidate gets run_error or timeout with the reason, and the

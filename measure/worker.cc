@@ -114,21 +114,16 @@ class Worker {
     return true;
   }
 
-  // Written beside and renamed over `file`: a reader sees all of it or none.
+  // Written in place: workers start one after another, so nobody reads it
+  // while it is written, and a write cut short leaves it shorter than the
+  // outputs, which ReadReference refuses.
   void WriteReference(const std::string& file) {
     if (file.empty()) return;
-    std::string part = file + ".part";
-    {
-      std::ofstream out(part, std::ios::binary | std::ios::trunc);
-      for (const ir::NDArray& a : reference_) {
-        out.write(static_cast<const char*>(a.data()), static_cast<std::streamsize>(a.bytes()));
-      }
-      if (!out) {
-        std::remove(part.c_str());
-        return;  // the other workers compute the reference themselves
-      }
+    std::ofstream out(file, std::ios::binary | std::ios::trunc);
+    for (const ir::NDArray& a : reference_) {
+      out.write(static_cast<const char*>(a.data()), static_cast<std::streamsize>(a.bytes()));
     }
-    if (std::rename(part.c_str(), file.c_str()) != 0) std::remove(part.c_str());
+    // On failure the other workers compute the reference themselves.
   }
 
   json Build(const json& r) {

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -323,6 +324,47 @@ TEST(CliTune, CtrlCCommitsAndTheSameCommandResumes) {
   Result stats = RunTunedb("db stats --db " + db);
   EXPECT_NE(stats.out.find("records:   48\n"), std::string::npos) << stats.out;
   EXPECT_NE(stats.out.find("sessions:  1\n"), std::string::npos) << stats.out;
+}
+
+// A tuner killed outright (SIGKILL: no handler, no destructor) leaves no
+// file behind in the temporary directory, and what it committed stays
+// readable. Its reference outputs were once a named temporary file, which
+// such a kill left in /tmp for good.
+TEST(CliTune, SigkillLeavesNoTemporaryFile) {
+  std::string db = TuneDb("cli_tune_killed.sqlite");
+  std::string tmp = ::testing::TempDir() + "/cli_tune_killed_tmp";
+  std::filesystem::remove_all(tmp);
+  std::filesystem::create_directories(tmp);
+  std::string log = ::testing::TempDir() + "/cli_tune_killed.log";
+  std::filesystem::remove(log);
+  std::string args = "tune --workload matmul:M=32,N=32,K=32 --trials 48 --batch 16 --db " + db + kSmallTune;
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setpgid(0, 0);
+    std::string command = "TMPDIR=" + tmp + " exec " + TUNEDB_BINARY + " " + args + " > " + log + " 2>&1";
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (ReadAll(log).find("16/48 trials") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_NE(ReadAll(log).find("16/48 trials"), std::string::npos) << ReadAll(log);
+  kill(-pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << ReadAll(log);
+  // The workers, in process groups of their own, exit when their pipes close.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(tmp)) left.push_back(entry.path().string());
+  EXPECT_TRUE(left.empty()) << left.size() << " file(s) left, the first: " << left.front();
+  Result stats = RunTunedb("db stats --db " + db);
+  ASSERT_EQ(stats.exit_code, 0) << stats.out;
+  EXPECT_NE(stats.out.find("records:   "), std::string::npos) << stats.out;
+  EXPECT_EQ(stats.out.find("records:   0\n"), std::string::npos) << stats.out;
 }
 
 }  // namespace
