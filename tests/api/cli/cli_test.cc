@@ -253,6 +253,28 @@ std::string ReadAll(const std::string& path) {
 
 const char* kSmallTune = " --population 32 --repeat 2 --min-repeat-ms 1 --seed 1";
 
+// Starts `env tunedb args` in a process group of its own, as a shell starts
+// a foreground job, its output going to `log`, and waits (a minute at most)
+// until the log shows `progress`. Returns the process id.
+pid_t StartTunedbUntil(const std::string& env, const std::string& args, const std::string& log,
+                       const std::string& progress) {
+  std::filesystem::remove(log);  // a previous run's log would be read as this one's progress
+  pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    std::string command = env + " exec " + TUNEDB_BINARY + " " + args + " > " + log + " 2>&1";
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  if (pid < 0) return pid;
+  setpgid(pid, pid);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (ReadAll(log).find(progress) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return pid;
+}
+
 TEST(CliTune, PrintsTheTableAndTheBestSchedule) {
   std::string db = TuneDb("cli_tune.sqlite");
   Result r = RunTunedb("tune --workload matmul:M=32,N=32,K=32 --trials 8 --batch 8 --db " + db + kSmallTune);
@@ -292,21 +314,9 @@ TEST(CliTune, BadOptionsAreOneLineErrors) {
 TEST(CliTune, CtrlCCommitsAndTheSameCommandResumes) {
   std::string db = TuneDb("cli_tune_interrupt.sqlite");
   std::string log = ::testing::TempDir() + "/cli_tune_interrupt.log";
-  std::filesystem::remove(log);  // a previous run's log would be read as this one's progress
   std::string args = "tune --workload matmul:M=32,N=32,K=32 --trials 48 --batch 16 --db " + db + kSmallTune;
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    setpgid(0, 0);
-    std::string command = std::string("exec ") + TUNEDB_BINARY + " " + args + " > " + log + " 2>&1";
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  setpgid(pid, pid);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (ReadAll(log).find("16/48 trials") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  pid_t pid = StartTunedbUntil("", args, log, "16/48 trials");
+  ASSERT_GT(pid, 0);
   ASSERT_NE(ReadAll(log).find("16/48 trials"), std::string::npos) << ReadAll(log);
   kill(-pid, SIGINT);
   int status = 0;
@@ -336,21 +346,9 @@ TEST(CliTune, SigkillLeavesNoTemporaryFile) {
   std::filesystem::remove_all(tmp);
   std::filesystem::create_directories(tmp);
   std::string log = ::testing::TempDir() + "/cli_tune_killed.log";
-  std::filesystem::remove(log);
   std::string args = "tune --workload matmul:M=32,N=32,K=32 --trials 48 --batch 16 --db " + db + kSmallTune;
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    setpgid(0, 0);
-    std::string command = "TMPDIR=" + tmp + " exec " + TUNEDB_BINARY + " " + args + " > " + log + " 2>&1";
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  setpgid(pid, pid);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (ReadAll(log).find("16/48 trials") == std::string::npos && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  pid_t pid = StartTunedbUntil("TMPDIR=" + tmp, args, log, "16/48 trials");
+  ASSERT_GT(pid, 0);
   ASSERT_NE(ReadAll(log).find("16/48 trials"), std::string::npos) << ReadAll(log);
   kill(-pid, SIGKILL);
   int status = 0;
