@@ -554,21 +554,29 @@ std::int64_t SqliteDatabase::SaveModel(const StoredModel& m) {
   return id;
 }
 
+namespace {
+
+// A model's row without its blob: id, feature_version, objective,
+// training_rows, metrics, created (the columns of Models and LoadModel).
+StoredModel ModelFrom(Statement& s) {
+  StoredModel m;
+  m.id = s.Int(0);
+  m.feature_version = static_cast<int>(s.Int(1));
+  m.objective = s.Text(2);
+  m.training_rows = s.Int(3);
+  m.metrics = s.Text(4);
+  m.created = s.Double(5);
+  return m;
+}
+
+}  // namespace
+
 std::vector<StoredModel> SqliteDatabase::Models() {
   Statement s(impl_->conn.db,
               "SELECT id, feature_version, objective, training_rows, metrics, created FROM models ORDER BY id DESC",
               impl_->path);
   std::vector<StoredModel> out;
-  while (s.Step()) {
-    StoredModel m;
-    m.id = s.Int(0);
-    m.feature_version = static_cast<int>(s.Int(1));
-    m.objective = s.Text(2);
-    m.training_rows = s.Int(3);
-    m.metrics = s.Text(4);
-    m.created = s.Double(5);
-    out.push_back(m);
-  }
+  while (s.Step()) out.push_back(ModelFrom(s));
   return out;
 }
 
@@ -579,13 +587,7 @@ std::optional<StoredModel> SqliteDatabase::LoadModel(std::int64_t id) {
   Statement s(impl_->conn.db, sql.c_str(), impl_->path);
   if (id != 0) s.Bind(1, id);
   if (!s.Step()) return std::nullopt;
-  StoredModel m;
-  m.id = s.Int(0);
-  m.feature_version = static_cast<int>(s.Int(1));
-  m.objective = s.Text(2);
-  m.training_rows = s.Int(3);
-  m.metrics = s.Text(4);
-  m.created = s.Double(5);
+  StoredModel m = ModelFrom(s);
   m.blob = s.Text(6);
   return m;
 }
