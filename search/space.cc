@@ -128,6 +128,77 @@ bool ReadMovesWith(const BlockNode& node, const ir::BufferRegion& read, const ir
   return false;
 }
 
+// Bytes of one element of what the block writes (a float by default).
+int OutputElementBytes(const BlockNode& b) {
+  return b.writes.empty() ? 4 : ir::DataTypeBytes(b.writes[0].buffer->dtype);
+}
+
+// The largest divisor of n that is at most limit (1 at least).
+std::int64_t LargestDivisorAtMost(std::int64_t n, std::int64_t limit) {
+  for (std::int64_t d = std::min(n, std::max<std::int64_t>(limit, 1)); d > 1; --d) {
+    if (n % d == 0) return d;
+  }
+  return 1;
+}
+
+// The tiling's own decisions, recorded in the design space: the register
+// block a BLAS micro-kernel would use. The last spatial loop (the one the
+// postprocessor vectorizes) gets up to four vectors as its innermost tile,
+// the spatial loop before it as many rows as the accumulator registers
+// allow, both with a level-2 tile of 1, so that the block of accumulators
+// stays the same across the outer reduction loop and LLVM keeps it in
+// registers; the other spatial loops go outermost up to the parallel
+// limit; the last reduction loop is unrolled by up to 4. Random tiles
+// rarely land on such a block at large sizes. A cold search measures these
+// decisions first (strategy.h): the kernels 64-trial matmul 1024 sessions
+// kept went from 139 to 163 GFLOP/s on average, timed side by side
+// (bench/RESULTS.md, session 20).
+std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<std::int64_t>& extents,
+                                                            const std::vector<IterKind>& kinds,
+                                                            int element_bytes, const SpaceOptions& o) {
+  std::int64_t lanes = std::max(1, o.vector_bits / 8 / element_bytes);
+  // Every innermost factor within the space's limit, or the sample refuses it.
+  std::int64_t limit = o.max_vectorize;
+  int vectorized = -1, rows = -1, last_reduce = -1;
+  for (std::size_t i = 0; i < extents.size(); ++i) {
+    if (kinds[i] != IterKind::kSpatial) {
+      last_reduce = static_cast<int>(i);
+    } else if (extents[i] > 1) {
+      rows = vectorized;
+      vectorized = static_cast<int>(i);
+    }
+  }
+  std::vector<std::vector<std::int64_t>> tiles;
+  std::int64_t columns = 1;
+  if (vectorized >= 0) {
+    columns = LargestDivisorAtMost(extents[static_cast<std::size_t>(vectorized)],
+                                   std::min<std::int64_t>(limit, 4 * lanes));
+  }
+  std::int64_t vectors = (columns + lanes - 1) / lanes;
+  std::int64_t jobs_left = std::int64_t{o.cores} * o.max_jobs_per_core;
+  for (std::size_t i = 0; i < extents.size(); ++i) {
+    std::int64_t e = extents[i];
+    int at = static_cast<int>(i);
+    if (kinds[i] != IterKind::kSpatial) {
+      std::int64_t unroll = at == last_reduce ? LargestDivisorAtMost(e, std::min<std::int64_t>(4, limit)) : 1;
+      tiles.push_back({e / unroll, unroll});
+    } else if (at == vectorized) {
+      tiles.push_back({e / columns, 1, 1, columns});
+    } else if (at == rows) {
+      std::int64_t inner = LargestDivisorAtMost(e, std::min(limit, o.accumulator_vectors / vectors));
+      std::int64_t middle = LargestDivisorAtMost(e / inner, 4);
+      tiles.push_back({e / inner / middle, middle, 1, inner});
+    } else {
+      // Outermost, up to the parallel limit (the postprocessor fuses the
+      // outer loops while their product stays within it); the rest next.
+      std::int64_t outer = LargestDivisorAtMost(e, jobs_left);
+      jobs_left /= outer;
+      tiles.push_back({outer, e / outer, 1, 1});
+    }
+  }
+  return tiles;
+}
+
 // SSRSRS tiling; write_cache_level 0 = no cache, 1 or 2 = a "local"
 // accumulator written back at the end of that spatial tile level.
 //
@@ -138,7 +209,7 @@ bool ReadMovesWith(const BlockNode& node, const ir::BufferRegion& read, const ir
 // in place has a row stride of 4 KiB at N = 1024, which conflicts in the
 // caches; its packed copy does not. Copied under all outermost loops
 // instead, it was copied again for every i_0 (bench/RESULTS.md, session 14).
-void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant variant, int max_innermost) {
+void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant variant, const SpaceOptions& options) {
   const int write_cache_level = variant.write_cache_level;
   BlockRV b = sch.GetBlock(name);
   std::vector<LoopRV> loops = sch.GetLoops(b);
@@ -155,10 +226,14 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
   std::vector<std::vector<LoopRV>> levels(6);
   const int spatial_levels[4] = {0, 1, 3, 5}, reduce_levels[2] = {2, 4};
   std::size_t outer_moving = 0;  // how many of levels[0] the packed tile moves with
+  std::vector<std::int64_t> extents;
+  for (LoopRV l : loops) extents.push_back(sch.Get(l).extent);
+  std::vector<std::vector<std::int64_t>> blocked =
+      RegisterBlockedTiles(extents, *kinds, OutputElementBytes(sch.Get(b)), options);
   for (std::size_t i = 0; i < loops.size(); ++i) {
     bool spatial = (*kinds)[i] == IterKind::kSpatial;
     int n = spatial ? 4 : 2;
-    std::vector<ExprRV> tiles = sch.SamplePerfectTile(loops[i], n, max_innermost);
+    std::vector<ExprRV> tiles = sch.SamplePerfectTile(loops[i], n, options.max_vectorize, blocked[i]);
     std::vector<ir::SplitFactor> factors(tiles.begin(), tiles.end());
     std::vector<LoopRV> parts = sch.Split(loops[i], factors);
     for (int k = 0; k < n; ++k) levels[spatial ? spatial_levels[k] : reduce_levels[k]].push_back(parts[k]);
@@ -247,7 +322,12 @@ void ParallelVectorizeUnroll(Schedule& sch, const SpaceOptions& o) {
   sch.Annotate(root, "meta_schedule.parallel", std::int64_t{o.cores} * o.max_jobs_per_core);
   sch.Annotate(root, "meta_schedule.vectorize", std::int64_t{o.max_vectorize});
   std::vector<double> probs(o.unroll_steps.size(), 1.0 / static_cast<double>(o.unroll_steps.size()));
-  ExprRV unroll = sch.SampleCategorical(o.unroll_steps, probs);
+  // Recorded decision: 64 steps, enough to unroll a register block's rows
+  // and reduction steps (the design space's own decisions, see above).
+  std::optional<std::int64_t> decision;
+  auto at = std::find(o.unroll_steps.begin(), o.unroll_steps.end(), 64);
+  if (at != o.unroll_steps.end()) decision = at - o.unroll_steps.begin();
+  ExprRV unroll = sch.SampleCategorical(o.unroll_steps, probs, decision);
   sch.Annotate(root, "meta_schedule.unroll_explicit", unroll);
 }
 
@@ -274,6 +354,15 @@ std::vector<Schedule> Branch(const std::vector<Schedule>& partial, const std::ve
 }
 
 }  // namespace
+
+SpaceOptions SpaceOptionsFor(int cores, int vector_bits) {
+  SpaceOptions o;
+  o.cores = cores;
+  o.vector_bits = vector_bits;
+  // AVX-512 has 32 vector registers, AVX2 and SSE 16.
+  o.accumulator_vectors = vector_bits >= 512 ? 16 : 8;
+  return o;
+}
 
 std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const SpaceOptions& options) {
   Schedule base(workload, /*seed=*/0);
@@ -302,7 +391,7 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
       std::vector<int> indices;
       for (std::size_t v = 0; v < variants.size(); ++v) indices.push_back(static_cast<int>(v));
       partial = Branch(partial, indices, false, [&](Schedule& s, int v) {
-        MultiLevelTiling(s, name, variants[static_cast<std::size_t>(v)], options.max_vectorize);
+        MultiLevelTiling(s, name, variants[static_cast<std::size_t>(v)], options);
       });
     } else if (NeedsRFactor(node, options)) {
       partial = Branch(partial, {0, 1}, true, [&](Schedule& s, int part) {

@@ -11,9 +11,12 @@
 //  - multi-level tiling "SSRSRS" for blocks with reduction loops and data
 //    reuse: every spatial loop is split in 4 and every reduction loop in 2
 //    by sample_perfect_tile (innermost factor <= 64), then reordered
-//    S0 S1 R0 S2 R1 S3. Three variants: no write cache, or a "local"
-//    accumulator (cache_write) reverse-computed at tile level 1 or 2; an
-//    elementwise consumer of the result is then inlined into the write-back.
+//    S0 S1 R0 S2 R1 S3. The space records a register block as these
+//    samples' decisions (RegisterBlockedTiles in space.cc); replaying the
+//    space without decisions samples afresh. Three variants: no write
+//    cache, or a "local" accumulator (cache_write) reverse-computed at
+//    tile level 1 or 2; an elementwise consumer of the result is then
+//    inlined into the write-back.
 //    With a write cache, a reused input may also be packed as BLAS packs a
 //    panel (cache_read, computed under the S0 loops it moves with);
 //  - rfactor for reductions whose spatial extent is too small to feed the
@@ -48,7 +51,15 @@ struct SpaceOptions {
   int max_jobs_per_core = 16;    // parallel limit = cores * this
   int max_vectorize = 64;        // longest vectorized loop, and innermost tile factor
   std::vector<std::int64_t> unroll_steps = {0, 16, 64, 512};
+  // The target's vector registers, for the tiling's register block: their
+  // width in bits, and how many may hold accumulators (half of AVX-512's 32
+  // leaves room for the loaded and broadcast operands).
+  int vector_bits = 512;
+  int accumulator_vectors = 16;
 };
+
+// Space options for a target's cores and vector registers.
+SpaceOptions SpaceOptionsFor(int cores, int vector_bits);
 
 // The default design spaces of a workload (one trace per variant, each with
 // sampling instructions and without postprocessing).

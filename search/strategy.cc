@@ -84,8 +84,12 @@ class EvolutionarySearch : public SearchStrategy {
     // displace only the ranking's tail), then the ranking.
     int random_share = static_cast<int>(options_.eps_greedy * n + 0.5);
     std::unordered_set<std::uint64_t> picked;
-    std::vector<Candidate> batch = Neighbours(context, NeighbourQuota(n), picked);
-    for (const Candidate& c : batch) picked.insert(c.program_hash);
+    std::vector<Candidate> batch;
+    if (context.measured->empty()) batch = SpaceDecisions(context, n / 2, picked);
+    for (Candidate& c : Neighbours(context, NeighbourQuota(n), picked)) {
+      picked.insert(c.program_hash);
+      batch.push_back(std::move(c));
+    }
     // The best-scored of every variant of the space: the heuristic's (or a
     // young model's) ties at the top of the ranking leave whole variants
     // out otherwise, and neighbours can only explore a variant measured.
@@ -160,6 +164,21 @@ class EvolutionarySearch : public SearchStrategy {
   }
 
   int NeighbourQuota(int n) const { return static_cast<int>(options_.neighbour_share * n + 0.5); }
+
+  // Up to n designs of the space with its own recorded decisions (the
+  // default space's register block, space.h): the first candidates of a
+  // task with nothing measured yet.
+  std::vector<Candidate> SpaceDecisions(const SearchContext& context, int n, std::unordered_set<std::uint64_t>& picked) {
+    std::vector<Candidate> out;
+    for (const ir::Trace& space : context.spaces) {
+      if (static_cast<int>(out.size()) >= n) break;
+      std::optional<Candidate> c = Realize(*context.workload, space, rng_());
+      if (c && !context.measured->count(c->program_hash) && picked.insert(c->program_hash).second) {
+        out.push_back(std::move(*c));
+      }
+    }
+    return out;
+  }
 
   // Unmeasured programs, none of them in `exclude`: first the fastest
   // measured program's siblings (its decisions on the other variants),

@@ -7,16 +7,19 @@
 //    onto this one (transfer) and by random samples; a few generations of
 //    mutation, each parent drawn in proportion to its cost-model score;
 //    then the batch is the best-scored unmeasured candidates, with an
-//    epsilon share of random ones (epsilon-greedy). A share of each batch
-//    goes first to the best-scored neighbours of the fastest measured
-//    candidates (one mutation away) and to the fastest one's siblings (its
-//    decisions on the space's other variants, WithDecisionsOf in space.h:
-//    mutation never changes a variant), and the tuner asks for more before
-//    each later chunk: a model trained on few samples (or the heuristic
-//    before it) is least reliable at the top of its ranking of the whole
-//    space, while a small change to a fast program is often fast. Then
-//    the best-scored of every variant of the space (VariantOf, space.h),
-//    so that ties at the top of the ranking never leave a variant out.
+//    epsilon share of random ones (epsilon-greedy). A cold task's first
+//    batch starts with the space's designs under their own recorded
+//    decisions (the default space's register block, space.h). A share of
+//    each batch goes first to the best-scored neighbours of the fastest
+//    measured candidates (one mutation away) and to the fastest one's
+//    siblings (its decisions on the space's other variants, WithDecisionsOf
+//    in space.h: mutation never changes a variant), and the tuner asks for
+//    more before each later chunk: a model trained on few samples (or the
+//    heuristic before it) is least reliable at the top of its ranking of
+//    the whole space, while a small change to a fast program is often
+//    fast. Then the best-scored of every variant of the space (VariantOf,
+//    space.h), so that ties at the top of the ranking never leave a
+//    variant out.
 // Neither ever proposes a candidate whose program is already measured (for
 // this workload and target) or proposes one twice. An empty batch means the
 // space has nothing new left.

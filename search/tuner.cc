@@ -225,8 +225,7 @@ class Tuner {
     task->hash = ir::WorkloadHash(func);
     db_.CommitWorkload({task->hash, task->workload.spec, "tunedb", ir::CanonicalEncoding(func),
                         ir::ProgramToJson(func)});
-    SpaceOptions space;
-    space.cores = o_.measure.target.num_cores;
+    SpaceOptions space = SpaceOptionsFor(o_.measure.target.num_cores, o_.measure.target.VectorBits());
     SearchContext& ctx = task->context;
     ctx.workload = &task->workload.func;
     ctx.spaces = o_.space == "default" ? DefaultDesignSpace(func, space)

@@ -183,6 +183,61 @@ TEST(DesignSpace, SamplesOfEveryWorkloadMatchTheInterpreter) {
   }
 }
 
+// The tile decisions a design space records, one per sample_perfect_tile,
+// in trace order.
+std::vector<std::vector<std::int64_t>> RecordedTiles(const ir::Trace& space) {
+  std::vector<std::vector<std::int64_t>> out;
+  for (std::size_t i : space.SamplingInstructions()) {
+    if (space.insts[i].kind != "SamplePerfectTile") continue;
+    auto d = space.decisions.find(i);
+    out.push_back(d == space.decisions.end() ? std::vector<std::int64_t>{} : d->second.get<std::vector<std::int64_t>>());
+  }
+  return out;
+}
+
+TEST(DesignSpace, RecordsARegisterBlockAsItsDecisions) {
+  using Tiles = std::vector<std::vector<std::int64_t>>;
+  // AVX-512, f32: four vectors of 16 columns by 4 rows (16 accumulators),
+  // level-2 tiles of 1, the reduction unrolled by 4.
+  ir::Workload big = ir::BuildWorkload("matmul:M=1024,N=1024,K=1024");
+  for (const ir::Trace& space : DefaultDesignSpace(big.func, SpaceOptionsFor(2, 512))) {
+    EXPECT_EQ(RecordedTiles(space), (Tiles{{64, 4, 1, 4}, {16, 1, 1, 64}, {256, 4}}));
+  }
+  // AVX2: vectors of 8 and 8 accumulators: 4 vectors by 2 rows.
+  for (const ir::Trace& space : DefaultDesignSpace(big.func, SpaceOptionsFor(2, 256))) {
+    EXPECT_EQ(RecordedTiles(space), (Tiles{{128, 4, 1, 2}, {32, 1, 1, 32}, {256, 4}}));
+  }
+  // A smaller vector limit bounds every innermost factor, so no variant is
+  // refused for its recorded decisions.
+  SpaceOptions narrow = SpaceOptionsFor(2, 512);
+  narrow.max_vectorize = 8;
+  std::vector<ir::Trace> narrow_spaces = DefaultDesignSpace(big.func, narrow);
+  EXPECT_EQ(narrow_spaces.size(), 7u);
+  for (const ir::Trace& space : narrow_spaces) {
+    EXPECT_EQ(RecordedTiles(space), (Tiles{{32, 4, 1, 8}, {128, 1, 1, 8}, {256, 4}}));  // 8 rows of one vector
+  }
+  // conv2d NHWC: rows of w, vectors of co; h goes outermost only as far as
+  // the parallel limit (32 jobs on 2 cores), so the fused parallel loop is
+  // not left at n's single iteration.
+  ir::Workload conv = ir::BuildWorkload("conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,KH=3,KW=3,stride=1,pad=1");
+  for (const ir::Trace& space : DefaultDesignSpace(conv.func, SpaceOptionsFor(2, 512))) {
+    EXPECT_EQ(RecordedTiles(space),
+              (Tiles{{1, 1, 1, 1}, {28, 2, 1, 1}, {7, 2, 1, 4}, {1, 1, 1, 64}, {3, 1}, {3, 1}, {16, 4}}));
+  }
+  // The recorded decisions are a candidate like any other: at small shapes
+  // (extents that 4 and 64 do not divide included), it computes what the
+  // workload computes.
+  for (const char* spec : kSmallWorkloads) {
+    SCOPED_TRACE(spec);
+    ir::Workload w = ir::BuildWorkload(spec);
+    for (const ir::Trace& space : DefaultDesignSpace(w.func, SpaceOptionsFor(2, 512))) {
+      std::optional<Candidate> c = Realize(w.func, space, 0);
+      ASSERT_TRUE(c.has_value()) << space.AsScript();
+      EXPECT_EQ(ir::testing::SameResult(w.func, c->program, 3), "") << c->trace.AsScript();
+    }
+  }
+}
+
 TEST(DesignSpace, PostprocessorsMakeParallelVectorizedUnrolledLoops) {
   ir::Workload w = ir::BuildWorkload("matmul:M=64,N=64,K=64");
   SpaceOptions o;

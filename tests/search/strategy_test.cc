@@ -113,6 +113,26 @@ TEST(EvolutionarySearch, FirstBatchHoldsEveryVariantOfTheSpace) {
   EXPECT_EQ(variants, space);
 }
 
+TEST(EvolutionarySearch, ColdBatchStartsWithTheSpaceOwnDecisions) {
+  // Nothing measured: the first candidates are the space's designs with
+  // their recorded decisions (the register block), one per variant.
+  Fixture cold(0);
+  std::vector<Candidate> batch = MakeEvolutionarySearch(SmallEvolution(), 5)->NextBatch(cold.context, 16);
+  ASSERT_EQ(batch.size(), 16u);
+  for (std::size_t i = 0; i < cold.context.spaces.size(); ++i) {
+    std::optional<Candidate> own = Realize(cold.workload.func, cold.context.spaces[i], 0);
+    ASSERT_TRUE(own.has_value());
+    EXPECT_EQ(batch[i].program_hash, own->program_hash) << "candidate " << i;
+  }
+  // With measured candidates, the batch starts with the elite's neighbours
+  // instead (BatchIsNewDistinctAndStartsWithNeighboursOfTheElite).
+  Fixture warm(3);
+  batch = MakeEvolutionarySearch(SmallEvolution(), 5)->NextBatch(warm.context, 16);
+  std::optional<Candidate> own = Realize(warm.workload.func, warm.context.spaces[0], 0);
+  ASSERT_TRUE(own.has_value());
+  EXPECT_NE(batch[0].program_hash, own->program_hash);
+}
+
 TEST(EvolutionarySearch, NeighboursBetweenChunksFollowTheEliteAndSkipTheBatchRest) {
   Fixture f(1);
   std::unique_ptr<SearchStrategy> search = MakeEvolutionarySearch(SmallEvolution(), 3);
