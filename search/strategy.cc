@@ -79,9 +79,10 @@ class EvolutionarySearch : public SearchStrategy {
     std::stable_sort(ranked.begin(), ranked.end(), [&](const Candidate* a, const Candidate* b) {
       return scores_.at(a->program_hash) > scores_.at(b->program_hash);
     });
-    // Measured first: neighbours of the elite, the best of every variant,
-    // the random share (so that neighbours the tuner adds between chunks
-    // displace only the ranking's tail), then the ranking.
+    // Measured first: the space's own designs when nothing is measured yet,
+    // neighbours of the elite, the best of every variant, the random share
+    // (so that neighbours the tuner adds between chunks displace only the
+    // ranking's tail), then the ranking.
     int random_share = static_cast<int>(options_.eps_greedy * n + 0.5);
     std::unordered_set<std::uint64_t> picked;
     std::vector<Candidate> batch;
