@@ -1,5 +1,6 @@
 #include "measure/codegen.h"
 
+#include <cmath>
 #include <functional>
 #include <stdexcept>
 #include <unordered_map>
@@ -34,6 +35,12 @@ bool HasLoad(const Expr& e) {
   bool found = false;
   VisitExpr(e, [&](const Expr& x) { found |= x->kind == ExprKind::kLoad; });
   return found;
+}
+
+// An immediate whose bits are all zero (so not -0.0).
+bool IsZero(const Expr& e) {
+  if (e->kind == ExprKind::kIntImm) return e->int_value == 0;
+  return e->kind == ExprKind::kFloatImm && e->float_value == 0.0 && !std::signbit(e->float_value);
 }
 
 std::int64_t StatementCount(const Stmt& s) {
@@ -210,10 +217,11 @@ class Codegen {
         auto& n = static_cast<StoreNode&>(*s);
         bool ok = true;
         VisitExpr(n.value, [&](const Expr& x) {
-          // A lazy select or short-circuit over loads needs branches, which
-          // lanes can share only when it is the same for all of them (a
-          // padding check on an input the lanes broadcast): then it is
-          // emitted once as scalar code, and its value broadcast.
+          // A select or short-circuit over loads must not read where its
+          // condition rules the load out, which lanes can share only when it
+          // is the same for all of them (a padding check on an input the
+          // lanes broadcast): then it is emitted once as scalar code (a
+          // guarded load, EmitGuardedSelect), and its value broadcast.
           if ((x->kind == ExprKind::kSelect || x->kind == ExprKind::kAnd || x->kind == ExprKind::kOr) && HasLoad(x) &&
               DependsOnLane(x)) {
             ok = false;
@@ -346,6 +354,22 @@ class Codegen {
     return {phi, false};
   }
 
+  // Whether both sides of a select over loads can be evaluated whatever the
+  // condition: every load reads one element for all lanes (so a guard can
+  // redirect it) and no integer division has a divisor that could be 0.
+  bool CanGuard(const Expr& e) {
+    if (DependsOnLane(e->operands[0])) return false;
+    bool ok = true;
+    for (int side : {1, 2}) {
+      VisitExpr(e->operands[static_cast<std::size_t>(side)], [&](const Expr& x) {
+        if (x->kind == ExprKind::kLoad && LaneStride(x->operands[0]) != 0) ok = false;
+        bool division = x->kind == ExprKind::kDiv || x->kind == ExprKind::kFloorDiv || x->kind == ExprKind::kFloorMod;
+        if (division && !IsFloat(x->dtype) && x->operands[1]->kind != ExprKind::kIntImm) ok = false;
+      });
+    }
+    return ok;
+  }
+
   Val EmitSelect(const Expr& e) {
     if (!HasLoad(e->operands[1]) && !HasLoad(e->operands[2])) {
       Val c = Emit(e->operands[0]), t = Emit(e->operands[1]), f = Emit(e->operands[2]);
@@ -356,7 +380,8 @@ class Codegen {
       }
       return {b_.CreateSelect(c.v, t.v, f.v), vec};
     }
-    // Only the chosen branch runs: a guarded load never reads out of bounds.
+    if (CanGuard(e)) return EmitGuardedSelect(e);
+    // Only the chosen branch runs: a load never reads out of bounds.
     Val c = Emit(e->operands[0]);
     llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "sel.then", fn_);
     llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx_, "sel.else", fn_);
@@ -375,6 +400,36 @@ class Codegen {
     phi->addIncoming(t.v, then_end);
     phi->addIncoming(f.v, else_end);
     return {phi, false};
+  }
+
+  // A select whose loads all run, without a branch: under the guard (the
+  // side's condition), each load reads its element when the guard holds and
+  // a zero cell otherwise, so no read leaves its buffer (the padding check
+  // of a convolution reads X[h - 1] only for h >= 1). A branch there sits in
+  // the innermost loop of every padded convolution and kept LLVM from
+  // holding the accumulators in registers across the reduction: register
+  // blocks ran at half speed unless the whole reduction was unrolled
+  // (bench/RESULTS.md, session 21). The guard selects the address, not the
+  // value, so the load stays a broadcast from memory.
+  Val EmitGuardedSelect(const Expr& e) {
+    Val c = Emit(e->operands[0]);
+    llvm::Value* outer = guard_;
+    auto under = [&](llvm::Value* condition, const Expr& side) {
+      guard_ = outer ? b_.CreateAnd(outer, condition) : condition;
+      Val v = Emit(side);
+      guard_ = outer;
+      return v;
+    };
+    // select(c, X[i], 0) is the guarded load itself.
+    if (e->operands[1]->kind == ExprKind::kLoad && IsZero(e->operands[2])) return under(c.v, e->operands[1]);
+    Val t = under(c.v, e->operands[1]);
+    Val f = under(b_.CreateNot(c.v), e->operands[2]);
+    bool vec = t.vec || f.vec;
+    if (vec) {
+      t = AsVec(t);
+      f = AsVec(f);
+    }
+    return {b_.CreateSelect(c.v, t.v, f.v), vec};
   }
 
   Val EmitCast(const Expr& e) {
@@ -451,6 +506,18 @@ class Codegen {
     return b_.CreateGEP(StorageType(buf->dtype), it->second, index);
   }
 
+  // Zeros that a guarded load reads instead of its element (EmitGuardedSelect):
+  // wide enough for any element type, constant, one per module.
+  llvm::Value* ZeroCell() {
+    if (!zero_cell_) {
+      auto* type = llvm::ArrayType::get(b_.getInt64Ty(), 2);
+      zero_cell_ = new llvm::GlobalVariable(mod_, type, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
+                                            llvm::ConstantAggregateZero::get(type), "tunedb.zero_cell");
+      zero_cell_->setAlignment(llvm::Align(16));
+    }
+    return zero_cell_;
+  }
+
   llvm::Value* FromStorage(llvm::Value* v, DataType t) {
     if (t == DataType::kInt32) return b_.CreateSExt(v, v->getType()->isVectorTy() ? TypeOf(t, true) : b_.getInt64Ty());
     if (t == DataType::kBool) return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));
@@ -480,7 +547,9 @@ class Codegen {
     std::int64_t stride = LaneStride(index);
     if (stride == 0) {
       llvm::Value* idx = Emit(index).v;
-      return {FromStorage(b_.CreateLoad(st, Address(buf, idx)), buf->dtype), false};
+      llvm::Value* address = Address(buf, idx);
+      if (guard_) address = b_.CreateSelect(guard_, address, ZeroCell());
+      return {FromStorage(b_.CreateLoad(st, address), buf->dtype), false};
     }
     if (stride == 1) {
       llvm::Value* idx = EmitAtLane0(index);
@@ -719,6 +788,8 @@ class Codegen {
   std::unordered_map<const BufferNode*, llvm::Value*> buffers_;
   const ExprNode* lane_var_ = nullptr;
   int lanes_ = 1;
+  llvm::Value* guard_ = nullptr;  // when set, loads read ZeroCell() where it is false (EmitGuardedSelect)
+  llvm::GlobalVariable* zero_cell_ = nullptr;
   bool in_parallel_ = false;
   bool in_large_fill_ = false;  // inside a fill of over kMaxUnrolledFillElements
 };
