@@ -20,15 +20,6 @@ std::string FormatFloat(double v) {
   return s;
 }
 
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 std::string ShapeTuple(const std::vector<std::int64_t>& shape) {
   std::string s = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -141,7 +132,7 @@ class Printer {
   void AllocLine(const Buffer& b, int indent) {
     Line(indent) << BufferName(b) << " = T.alloc_buffer(" << ShapeTuple(b->shape);
     if (b->dtype != DataType::kFloat32) out_ << ", \"" << DataTypeName(b->dtype) << "\"";
-    if (b->scope != "global") out_ << ", scope=" << Quote(b->scope);
+    if (b->scope != "global") out_ << ", scope=" << PythonString(b->scope);
     out_ << ")\n";
   }
 
@@ -149,11 +140,11 @@ class Printer {
     std::string s = "{";
     bool first = true;
     for (const auto& [key, value] : annotations) {
-      s += (first ? "" : ", ") + Quote(key) + ": ";
+      s += (first ? "" : ", ") + PythonString(key) + ": ";
       if (const auto* i = std::get_if<std::int64_t>(&value)) {
         s += std::to_string(*i);
       } else {
-        s += Quote(std::get<std::string>(value));
+        s += PythonString(std::get<std::string>(value));
       }
       first = false;
     }
@@ -237,7 +228,7 @@ class Printer {
   }
 
   void PrintBlock(const BlockNode& b, int indent) {
-    Line(indent) << "with T.block(" << Quote(b.name) << "):\n";
+    Line(indent) << "with T.block(" << PythonString(b.name) << "):\n";
     int in = indent + 1;
     // T.axis.remap when every binding is a distinct loop variable.
     bool remap = b.iter_vars.size() > 1;
@@ -351,6 +342,15 @@ class Printer {
 };
 
 }  // namespace
+
+std::string PythonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
 
 std::string PrintProgram(const PrimFunc& func) { return Printer().Program(func); }
 

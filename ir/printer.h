@@ -18,4 +18,8 @@ std::string PrintProgram(const PrimFunc& func);
 // An expression on its own, with variables and buffers under their names.
 std::string PrintExpr(const Expr& expr);
 
+// A string as a Python literal in double quotes (block names, scopes and
+// annotation keys in programs and schedule scripts).
+std::string PythonString(const std::string& s);
+
 }  // namespace tunedb::ir

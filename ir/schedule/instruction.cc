@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "ir/printer.h"
 #include "ir/schedule/error.h"
 
 namespace tunedb::ir {
@@ -158,20 +159,11 @@ std::string FormatFloat(double v) {
   return s;
 }
 
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 std::string JsonAsPython(const nlohmann::json& j, ParamSpec::Type type) {
   if (type == ParamSpec::kBool) return (j.is_boolean() ? j.get<bool>() : j.get<std::int64_t>() != 0) ? "True" : "False";
   if (j.is_null()) return "None";
   if (j.is_boolean()) return j.get<bool>() ? "True" : "False";
-  if (j.is_string()) return Quote(j.get<std::string>());
+  if (j.is_string()) return PythonString(j.get<std::string>());
   if (j.is_number_integer()) return std::to_string(j.get<std::int64_t>());
   if (j.is_number()) return FormatFloat(j.get<double>());
   if (j.is_array()) {
@@ -189,7 +181,7 @@ std::string InputAsPython(const InstInput& in, const std::function<std::string(c
   if (const auto* r = std::get_if<RVRef>(&in)) return name_of(*r);
   if (const auto* i = std::get_if<std::int64_t>(&in)) return std::to_string(*i);
   if (const auto* d = std::get_if<double>(&in)) return FormatFloat(*d);
-  return Quote(std::get<std::string>(in));
+  return PythonString(std::get<std::string>(in));
 }
 
 // ---- script values -> instruction parts ----
