@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "ir/printer.h"
 #include "ir/schedule/error.h"
 #include "ir/schedule/instruction.h"
 #include "ir/schedule/schedule.h"
@@ -36,15 +37,6 @@ std::string Unquote(const std::string& s) {
   return out;
 }
 
-std::string QuoteInside(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
-
 }  // namespace
 
 nlohmann::json Trace::ToJson() const {
@@ -62,7 +54,7 @@ nlohmann::json Trace::ToJson() const {
       } else if (const auto* d = std::get_if<double>(&in)) {
         inputs.push_back(*d);
       } else {
-        inputs.push_back(QuoteInside(std::get<std::string>(in)));
+        inputs.push_back(PythonString(std::get<std::string>(in)));
       }
     }
     nlohmann::json outputs = nlohmann::json::array();
