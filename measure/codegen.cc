@@ -354,11 +354,15 @@ class Codegen {
     return {phi, false};
   }
 
-  // Whether both sides of a select over loads can be evaluated whatever the
-  // condition: every load reads one element for all lanes (so a guard can
-  // redirect it) and no integer division has a divisor that could be 0.
+  // Whether a select over loads is emitted as a guarded select: inside a
+  // vectorized loop, with a condition the same for all lanes; both sides
+  // can be evaluated whatever the condition, as every load reads one element
+  // for all lanes (so the guard can redirect it) and no integer division has
+  // a divisor that could be 0. A scalar loop keeps its branch: LLVM's loop
+  // vectorizer turns it into masked vector loads, where a selected address
+  // would be a gather (a depthwise conv2d ran 8x slower that way).
   bool CanGuard(const Expr& e) {
-    if (DependsOnLane(e->operands[0])) return false;
+    if (!lane_var_ || DependsOnLane(e->operands[0])) return false;
     bool ok = true;
     for (int side : {1, 2}) {
       VisitExpr(e->operands[static_cast<std::size_t>(side)], [&](const Expr& x) {

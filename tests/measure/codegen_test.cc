@@ -223,15 +223,22 @@ sch.decompose_reduction(b, ry)
   EXPECT_EQ(ir.find("sel.then"), std::string::npos) << ir;
 }
 
-// Selects over loads of every kind keep their lazy meaning: a guarded
-// select with loads on both sides and one nested in the other, and a select
-// whose division may not run (D is 0 there), which keeps its branch.
+// Selects over loads in vectorized loops keep their lazy meaning: a
+// guarded select with loads on both sides and one nested in the other, and
+// a select whose division may not run (D is 0 there), which keeps its branch.
 TEST(CodegenTest, ASelectReadsAndDividesOnlyWhereItIsChosen) {
   PrimFunc f = ParseWorkloadText(R"(
-input X: f32[16]
+input X: f32[16, 4]
 input D: i32[16]
-Y[i in 16] = i >= 2 && i < 14 ? X[i - 2] * X[i + 2] : (i < 2 ? X[i + 2] + 1 : X[i - 2] - 1)
-Z[i] = D[i] != 0 ? f32(i32(X[i] * 8) / D[i]) : X[i]
+Y[i in 16, j in 8] = (i >= 2 && i < 14 ? X[i - 2, 0] * X[i + 2, 1] : (i < 2 ? X[i + 2, 2] : X[i - 2, 3] - 1)) + f32(j)
+Z[i, j in 8] = (D[i] != 0 ? f32(i32(X[i, 0] * 8) / D[i]) : X[i, 1]) + f32(j)
+)");
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+i, j = sch.get_loops(sch.get_block("Y"))
+sch.vectorize(j)
+i, j = sch.get_loops(sch.get_block("Z"))
+sch.vectorize(j)
 )");
   std::vector<NDArray> args = MakeArguments(f, 3);
   for (int i = 0; i < 16; i += 3) static_cast<std::int32_t*>(args[1].data())[i] = 0;
@@ -239,14 +246,15 @@ Z[i] = D[i] != 0 ? f32(i32(X[i] * 8) / D[i]) : X[i]
   Interpret(f, expected);
   for (int i : OutputParams(f)) args[i].Fill(std::numeric_limits<double>::quiet_NaN());
   FencedCopy x(args[0]), d(args[1]);
-  Kernel k = SharedJit().Compile(Lower(f));
+  Kernel k = SharedJit().Compile(Lower(sch.func()));
   std::vector<void*> pointers = {x.data(), d.data(), args[2].data(), args[3].data()};
   k.fn(pointers.data());
   SharedJit().Release(k);
   EXPECT_EQ(testing::CompareOutputs(f, expected, args, 1e-5), "");
-  std::string ir = SharedJit().OptimizedIR(Lower(f));
+  std::string ir = SharedJit().OptimizedIR(Lower(sch.func()));
   EXPECT_NE(ir.find("@tunedb.zero_cell"), std::string::npos) << ir;
   EXPECT_NE(ir.find("sdiv"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("<8 x float>"), std::string::npos) << ir;
 }
 
 TEST(CodegenTest, RandomSchedulesOfEveryWorkloadCompile) {
