@@ -115,17 +115,54 @@ struct TilingVariant {
   int read_cache = -1;        // read buffer index packed per outer tile, or -1
 };
 
-// Whether the region `read` of block `node` moves with the loop whose
-// variable is `loop_var` (an untransformed loop, bound to one iteration
-// variable or to none).
-bool ReadMovesWith(const BlockNode& node, const ir::BufferRegion& read, const ir::ExprNode* loop_var) {
+// Which dimensions of the region `read` of block `node` move with the loop
+// whose variable is `loop_var` (an untransformed loop, bound to one
+// iteration variable or to none).
+std::vector<bool> DimensionsMovingWith(const BlockNode& node, const ir::BufferRegion& read,
+                                       const ir::ExprNode* loop_var) {
+  std::vector<bool> moves(read.ranges.size(), false);
   for (std::size_t i = 0; i < node.bindings.size(); ++i) {
     if (node.bindings[i].get() != loop_var) continue;
-    for (const ir::Range& r : read.ranges) {
-      if (UsesVar(r.min, node.iter_vars[i].var.get())) return true;
+    for (std::size_t d = 0; d < read.ranges.size(); ++d) {
+      moves[d] = moves[d] || UsesVar(read.ranges[d].min, node.iter_vars[i].var.get());
     }
   }
-  return false;
+  return moves;
+}
+
+bool ReadMovesWith(const BlockNode& node, const ir::BufferRegion& read, const ir::ExprNode* loop_var) {
+  std::vector<bool> moves = DimensionsMovingWith(node, read, loop_var);
+  return std::find(moves.begin(), moves.end(), true) != moves.end();
+}
+
+// Whether the vector loop reads `read` along another dimension than its
+// last (dense's W[j, k] with j vectorized). Lowering then lays a packed copy
+// out with that dimension innermost (measure/lower.h), so the copy reads
+// rows of the input and writes columns.
+bool PackingTransposes(const BlockNode& node, const ir::BufferRegion& read, const ir::ExprNode* vector_loop_var) {
+  std::vector<bool> moves = DimensionsMovingWith(node, read, vector_loop_var);
+  return moves.size() >= 2 && !moves.back() && std::find(moves.begin(), moves.end(), true) != moves.end();
+}
+
+// A transposing copy goes in 8 x 8 blocks, unrolled, and LLVM transposes
+// each block in registers instead of storing element by element with a
+// stride: dense_bias_relu's register block ran 165 -> 186 GFLOP/s
+// (bench/RESULTS.md, session 21). Unrolled, the block's inner loop is not
+// vectorized by the postprocessor: a vector load and eight strided stores
+// ran at 175-181. The factor is fixed, not sampled: a tile mutation that
+// leaves a copy extent not divisible by 8 makes an imperfect split, which
+// stays correct.
+void CopyInBlocks(Schedule& sch, BlockRV copy) {
+  constexpr std::int64_t kBlock = 8;
+  std::vector<LoopRV> loops = sch.GetLoops(copy);
+  if (loops.size() < 2) return;
+  LoopRV rows = loops[loops.size() - 2], columns = loops.back();
+  if (sch.Get(rows).extent < kBlock || sch.Get(columns).extent < kBlock) return;
+  std::vector<LoopRV> r = sch.Split(rows, {std::monostate{}, kBlock});
+  std::vector<LoopRV> c = sch.Split(columns, {std::monostate{}, kBlock});
+  sch.Reorder({r[0], c[0], r[1], c[1]});
+  sch.Unroll(r[1]);
+  sch.Unroll(c[1]);
 }
 
 // Bytes of one element of what the block writes (a float by default).
@@ -216,11 +253,19 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
   auto kinds = LoopKinds(sch, b, loops);
   if (!kinds) throw ScheduleError("multi-level tiling: block " + name + " has non-trivial bindings");
   std::vector<bool> packed_moves(loops.size(), false);
+  bool packing_transposes = false;
   if (variant.read_cache >= 0) {
     const BlockNode& node = sch.Get(b);
     const ir::BufferRegion& read = node.reads.at(static_cast<std::size_t>(variant.read_cache));
     for (std::size_t i = 0; i < loops.size(); ++i) {
       packed_moves[i] = ReadMovesWith(node, read, sch.Get(loops[i]).loop_var.get());
+    }
+    // The vector loop: the innermost tile of the last spatial loop (as in
+    // RegisterBlockedTiles).
+    for (std::size_t i = loops.size(); i-- > 0;) {
+      if ((*kinds)[i] != IterKind::kSpatial || sch.Get(loops[i]).extent == 1) continue;
+      packing_transposes = PackingTransposes(node, read, sch.Get(loops[i]).loop_var.get());
+      break;
     }
   }
   std::vector<std::vector<LoopRV>> levels(6);
@@ -258,6 +303,7 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
   if (variant.read_cache >= 0) {
     BlockRV packed = sch.CacheRead(b, variant.read_cache, "global");
     sch.ComputeAt(packed, levels[0][outer_moving - 1], /*preserve_unit_loops=*/true);
+    if (packing_transposes) CopyInBlocks(sch, packed);
   }
   // An elementwise consumer (bias, relu) is fused into the write-back, so
   // the result goes to memory once, as TVM's MultiLevelTilingWithFusion does.

@@ -77,6 +77,44 @@ TEST(DesignSpace, PackedPanelIsCopiedOncePerPanelAsBlasDoes) {
   EXPECT_EQ(packed_b, 2);
 }
 
+// Dense reads W[j, k] with j vectorized, so lowering lays a packed copy of
+// W out as [k][j] and the copy transposes: it goes in unrolled 8 x 8 blocks
+// (the inner loops are not vectorized). X's copy does not transpose, nor
+// does matmul's B (above), and they stay plain.
+TEST(DesignSpace, ATransposingPackIsCopiedInUnrolledBlocks) {
+  ir::Workload w = ir::BuildWorkload("dense_bias_relu:B=32,IN=48,OUT=64");
+  SpaceOptions o;
+  o.cores = 2;
+  int blocked = 0, plain = 0;
+  for (const ir::Trace& space : DefaultDesignSpace(w.func, o)) {
+    std::string script = space.AsScript();
+    if (script.find("cache_read") == std::string::npos) continue;
+    SCOPED_TRACE(script);
+    std::optional<Candidate> c = Realize(w.func, space, 0);  // its own decisions, j tile 64
+    ASSERT_TRUE(c);
+    bool packs_w = script.find("read_buffer_index=1") != std::string::npos;
+    std::string copy = packs_w ? "W_global" : "X_global";
+    ir::Schedule sch = ir::ReplayTrace(w.func, c->trace, 0);
+    std::vector<ir::LoopRV> loops = sch.GetLoops(sch.GetBlock(copy));
+    std::vector<std::string> names;
+    for (ir::LoopRV l : loops) names.push_back(sch.Get(l).loop_var->name);
+    if (packs_w) {
+      ++blocked;
+      EXPECT_EQ(names, (std::vector<std::string>{"j_0", "ax0_0", "ax1_0", "ax0_1", "ax1_1"}));
+      ASSERT_EQ(loops.size(), 5u);
+      EXPECT_EQ(sch.Get(loops[3]).extent, 8);
+      EXPECT_EQ(sch.Get(loops[3]).for_kind, ir::ForKind::kUnrolled);
+      EXPECT_EQ(sch.Get(loops[4]).for_kind, ir::ForKind::kUnrolled);
+    } else {
+      ++plain;
+      EXPECT_EQ(names.back(), "ax1");
+    }
+    EXPECT_EQ(ir::testing::SameResult(w.func, c->program, 4), "");
+  }
+  EXPECT_EQ(blocked, 2);
+  EXPECT_EQ(plain, 2);
+}
+
 std::int64_t ParallelLimit(const ir::Trace& design) {
   for (const ir::Instruction& inst : design.insts) {
     if (internal::IsAnnotateOf(inst, "meta_schedule.parallel")) return std::get<std::int64_t>(inst.inputs[1]);
