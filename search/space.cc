@@ -146,12 +146,13 @@ bool PackingTransposes(const BlockNode& node, const ir::BufferRegion& read, cons
 
 // A transposing copy goes in 8 x 8 blocks, unrolled, and LLVM transposes
 // each block in registers instead of storing element by element with a
-// stride: dense_bias_relu's register block ran 165 -> 186 GFLOP/s
-// (bench/RESULTS.md, session 21). Unrolled, the block's inner loop is not
-// vectorized by the postprocessor: a vector load and eight strided stores
-// ran at 175-181. The factor is fixed, not sampled: a tile mutation that
-// leaves a copy extent not divisible by 8 makes an imperfect split, which
-// stays correct.
+// stride: dense_bias_relu's packed register blocks ran 157-163 -> 174-180
+// GFLOP/s (bench/RESULTS.md, session 21). Unrolled, the block's inner loop
+// is not vectorized by the postprocessor: in a hand-written schedule, a
+// vector load and eight strided stores ran 175-181 where the unrolled
+// block ran 184-188. The factor is fixed, not sampled: a tile mutation
+// that leaves a copy extent not divisible by 8 makes an imperfect split,
+// which stays correct.
 void CopyInBlocks(Schedule& sch, BlockRV copy) {
   constexpr std::int64_t kBlock = 8;
   std::vector<LoopRV> loops = sch.GetLoops(copy);
