@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <memory>
+#include <set>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -29,22 +31,57 @@ Jit& SharedJit() {
   return jit;
 }
 
-std::string CompiledKeepsTheResult(const PrimFunc& workload, const PrimFunc& scheduled, std::uint64_t seed) {
-  std::vector<NDArray> expected = MakeArguments(workload, seed);
+// An argument copied between two inaccessible pages: a read outside it is a
+// segfault, not a lucky neighbour.
+class FencedCopy {
+ public:
+  explicit FencedCopy(const NDArray& a) {
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    data_pages_ = (a.bytes() + page - 1) / page * page;
+    size_ = data_pages_ + 2 * page;
+    base_ = static_cast<char*>(mmap(nullptr, size_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    EXPECT_NE(base_, MAP_FAILED);
+    EXPECT_EQ(mprotect(base_ + page, data_pages_, PROT_READ | PROT_WRITE), 0);
+    // Flush against the upper fence, so reading past the end faults too.
+    data_ = base_ + page + data_pages_ - a.bytes();
+    std::memcpy(data_, a.data(), a.bytes());
+  }
+  ~FencedCopy() { munmap(base_, size_); }
+  void* data() const { return data_; }
+
+ private:
+  char* base_ = nullptr;
+  char* data_ = nullptr;
+  std::size_t size_ = 0, data_pages_ = 0;
+};
+
+// Whether the compiled `scheduled` computes what the interpreter computes
+// for `workload` on `args` ("" or why not); the parameters in `fenced` are
+// passed as FencedCopy.
+std::string RunKeepsTheResult(const PrimFunc& workload, const PrimFunc& scheduled, std::vector<NDArray> args,
+                              const std::set<int>& fenced = {}) {
+  std::vector<NDArray> expected = args;
   Interpret(workload, expected);
-  std::vector<NDArray> args = MakeArguments(workload, seed);
   for (int i : OutputParams(workload)) args[i].Fill(std::numeric_limits<double>::quiet_NaN());
+  std::vector<std::unique_ptr<FencedCopy>> copies;
+  std::vector<void*> pointers;
+  for (int i = 0; i < static_cast<int>(args.size()); ++i) {
+    if (fenced.count(i)) copies.push_back(std::make_unique<FencedCopy>(args[i]));
+    pointers.push_back(fenced.count(i) ? copies.back()->data() : args[i].data());
+  }
   Kernel k;
   try {
     k = SharedJit().Compile(Lower(scheduled));
   } catch (const BuildError& e) {
     return std::string("build: ") + e.what();
   }
-  std::vector<void*> pointers;
-  for (NDArray& a : args) pointers.push_back(a.data());
   k.fn(pointers.data());
   SharedJit().Release(k);
   return testing::CompareOutputs(workload, expected, args, 1e-4);
+}
+
+std::string CompiledKeepsTheResult(const PrimFunc& workload, const PrimFunc& scheduled, std::uint64_t seed) {
+  return RunKeepsTheResult(workload, scheduled, MakeArguments(workload, seed));
 }
 
 TEST(CodegenTest, EveryWorkloadUnscheduled) {
@@ -155,36 +192,13 @@ sch.parallel(yy)
 )");
   EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), 5), "");
   // The guard and its load are the same for every lane (the channel), so
-  // the channel loop is vector code with one scalar branch, broadcast; it
-  // used to stay a scalar loop, which LLVM took seconds over once unrolled.
+  // the channel loop is vector code with one guarded scalar load,
+  // broadcast; it used to stay a scalar loop, which LLVM took seconds over
+  // once unrolled.
   std::string ir = SharedJit().OptimizedIR(Lower(sch.func()));
   EXPECT_EQ(ir.find("for.ff"), std::string::npos) << ir;
   EXPECT_NE(ir.find("fmul contract <8 x float>"), std::string::npos) << ir;
 }
-
-// The input of a padded convolution, copied between two inaccessible
-// pages: a read outside it is a segfault, not a lucky neighbour.
-class FencedCopy {
- public:
-  explicit FencedCopy(const NDArray& a) {
-    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-    data_pages_ = (a.bytes() + page - 1) / page * page;
-    size_ = data_pages_ + 2 * page;
-    base_ = static_cast<char*>(mmap(nullptr, size_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    EXPECT_NE(base_, MAP_FAILED);
-    EXPECT_EQ(mprotect(base_ + page, data_pages_, PROT_READ | PROT_WRITE), 0);
-    // Flush against the upper fence, so reading past the end faults too.
-    data_ = base_ + page + data_pages_ - a.bytes();
-    std::memcpy(data_, a.data(), a.bytes());
-  }
-  ~FencedCopy() { munmap(base_, size_); }
-  void* data() const { return data_; }
-
- private:
-  char* base_ = nullptr;
-  char* data_ = nullptr;
-  std::size_t size_ = 0, data_pages_ = 0;
-};
 
 // A register block of a padded convolution whose reduction stays a loop
 // (no unrolling here). The padding check is the same for every output
@@ -206,17 +220,7 @@ sch.reverse_compute_at(c, x0, preserve_unit_loops=True)
 sch.vectorize(ff)
 sch.decompose_reduction(b, ry)
 )");
-  std::vector<NDArray> expected = MakeArguments(f, 9);
-  Interpret(f, expected);
-  std::vector<NDArray> args = MakeArguments(f, 9);
-  for (int i : OutputParams(f)) args[i].Fill(std::numeric_limits<double>::quiet_NaN());
-  FencedCopy input(args[0]);
-  Kernel k = SharedJit().Compile(Lower(sch.func()));
-  std::vector<void*> pointers = {input.data(), args[1].data(), args[2].data()};
-  k.fn(pointers.data());
-  SharedJit().Release(k);
-  EXPECT_EQ(testing::CompareOutputs(f, expected, args, 1e-4), "");
-
+  EXPECT_EQ(RunKeepsTheResult(f, sch.func(), MakeArguments(f, 9), {0}), "");
   std::string ir = SharedJit().OptimizedIR(Lower(sch.func()));
   EXPECT_NE(ir.find("select i1"), std::string::npos) << ir;
   EXPECT_NE(ir.find("@tunedb.zero_cell"), std::string::npos) << ir;
@@ -242,15 +246,7 @@ sch.vectorize(j)
 )");
   std::vector<NDArray> args = MakeArguments(f, 3);
   for (int i = 0; i < 16; i += 3) static_cast<std::int32_t*>(args[1].data())[i] = 0;
-  std::vector<NDArray> expected = args;
-  Interpret(f, expected);
-  for (int i : OutputParams(f)) args[i].Fill(std::numeric_limits<double>::quiet_NaN());
-  FencedCopy x(args[0]), d(args[1]);
-  Kernel k = SharedJit().Compile(Lower(sch.func()));
-  std::vector<void*> pointers = {x.data(), d.data(), args[2].data(), args[3].data()};
-  k.fn(pointers.data());
-  SharedJit().Release(k);
-  EXPECT_EQ(testing::CompareOutputs(f, expected, args, 1e-5), "");
+  EXPECT_EQ(RunKeepsTheResult(f, sch.func(), args, {0, 1}), "");
   std::string ir = SharedJit().OptimizedIR(Lower(sch.func()));
   EXPECT_NE(ir.find("@tunedb.zero_cell"), std::string::npos) << ir;
   EXPECT_NE(ir.find("sdiv"), std::string::npos) << ir;
