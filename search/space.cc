@@ -179,6 +179,15 @@ std::int64_t LargestDivisorAtMost(std::int64_t n, std::int64_t limit) {
   return 1;
 }
 
+// The loop whose innermost tile the postprocessor vectorizes: the last
+// spatial loop longer than 1 (-1 when there is none).
+int VectorLoop(const std::vector<std::int64_t>& extents, const std::vector<IterKind>& kinds) {
+  for (std::size_t i = extents.size(); i-- > 0;) {
+    if (kinds[i] == IterKind::kSpatial && extents[i] > 1) return static_cast<int>(i);
+  }
+  return -1;
+}
+
 // The tiling's own decisions, recorded in the design space: the register
 // block a BLAS micro-kernel would use. The last spatial loop (the one the
 // postprocessor vectorizes) gets up to four vectors as its innermost tile,
@@ -197,13 +206,13 @@ std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<st
   std::int64_t lanes = std::max(1, o.vector_bits / 8 / element_bytes);
   // Every innermost factor within the space's limit, or the sample refuses it.
   std::int64_t limit = o.max_vectorize;
-  int vectorized = -1, rows = -1, last_reduce = -1;
+  const int vectorized = VectorLoop(extents, kinds);
+  int rows = -1, last_reduce = -1;
   for (std::size_t i = 0; i < extents.size(); ++i) {
     if (kinds[i] != IterKind::kSpatial) {
       last_reduce = static_cast<int>(i);
-    } else if (extents[i] > 1) {
-      rows = vectorized;
-      vectorized = static_cast<int>(i);
+    } else if (extents[i] > 1 && static_cast<int>(i) < vectorized) {
+      rows = static_cast<int>(i);
     }
   }
   std::vector<std::vector<std::int64_t>> tiles;
@@ -253,6 +262,8 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
   std::vector<LoopRV> loops = sch.GetLoops(b);
   auto kinds = LoopKinds(sch, b, loops);
   if (!kinds) throw ScheduleError("multi-level tiling: block " + name + " has non-trivial bindings");
+  std::vector<std::int64_t> extents;
+  for (LoopRV l : loops) extents.push_back(sch.Get(l).extent);
   std::vector<bool> packed_moves(loops.size(), false);
   bool packing_transposes = false;
   if (variant.read_cache >= 0) {
@@ -261,19 +272,14 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
     for (std::size_t i = 0; i < loops.size(); ++i) {
       packed_moves[i] = ReadMovesWith(node, read, sch.Get(loops[i]).loop_var.get());
     }
-    // The vector loop: the innermost tile of the last spatial loop (as in
-    // RegisterBlockedTiles).
-    for (std::size_t i = loops.size(); i-- > 0;) {
-      if ((*kinds)[i] != IterKind::kSpatial || sch.Get(loops[i]).extent == 1) continue;
-      packing_transposes = PackingTransposes(node, read, sch.Get(loops[i]).loop_var.get());
-      break;
-    }
+    int vectorized = VectorLoop(extents, *kinds);
+    packing_transposes =
+        vectorized >= 0 &&
+        PackingTransposes(node, read, sch.Get(loops[static_cast<std::size_t>(vectorized)]).loop_var.get());
   }
   std::vector<std::vector<LoopRV>> levels(6);
   const int spatial_levels[4] = {0, 1, 3, 5}, reduce_levels[2] = {2, 4};
   std::size_t outer_moving = 0;  // how many of levels[0] the packed tile moves with
-  std::vector<std::int64_t> extents;
-  for (LoopRV l : loops) extents.push_back(sch.Get(l).extent);
   std::vector<std::vector<std::int64_t>> blocked =
       RegisterBlockedTiles(extents, *kinds, OutputElementBytes(sch.Get(b)), options);
   for (std::size_t i = 0; i < loops.size(); ++i) {
