@@ -24,6 +24,8 @@ using namespace tunedb::ir;
 
 constexpr std::int64_t kMaxUnrolledStatements = 4096;
 constexpr std::int64_t kMaxStackBytes = 1 << 20;
+// The widest vectorized loop emitted as vector operations.
+constexpr std::int64_t kMaxLanes = 64;
 
 // A generated value: scalar, or a vector of the current lanes.
 struct Val {
@@ -222,10 +224,8 @@ class Codegen {
           // is the same for all of them (a padding check on an input the
           // lanes broadcast): then it is emitted once as scalar code (a
           // guarded load, EmitGuardedSelect), and its value broadcast.
-          if ((x->kind == ExprKind::kSelect || x->kind == ExprKind::kAnd || x->kind == ExprKind::kOr) && HasLoad(x) &&
-              DependsOnLane(x)) {
-            ok = false;
-          }
+          bool branches = x->kind == ExprKind::kSelect || x->kind == ExprKind::kAnd || x->kind == ExprKind::kOr;
+          if (branches && HasLoad(x) && DependsOnLane(x) && !(x->kind == ExprKind::kSelect && CanGuard(x))) ok = false;
         });
         if (!ok) return false;
         if (DependsOnLane(n.value) && !DependsOnLane(n.indices[0])) return false;  // lanes racing on one element
@@ -357,8 +357,9 @@ class Codegen {
   // Whether a select over loads is emitted as a guarded select: inside a
   // vectorized loop, with a condition the same for all lanes; both sides
   // can be evaluated whatever the condition, as every load reads one element
-  // for all lanes (so the guard can redirect it) and no integer division has
-  // a divisor that could be 0. A scalar loop keeps its branch: LLVM's loop
+  // for all lanes or one contiguous run of them, one element per lane (so the
+  // guard can redirect it to the zero cell), and no integer division has a
+  // divisor that could be 0. A scalar loop keeps its branch: LLVM's loop
   // vectorizer turns it into masked vector loads, where a selected address
   // would be a gather (depthwise conv2d designs ran 3-13x slower that way).
   bool CanGuard(const Expr& e) {
@@ -366,7 +367,7 @@ class Codegen {
     bool ok = true;
     for (int side : {1, 2}) {
       VisitExpr(e->operands[static_cast<std::size_t>(side)], [&](const Expr& x) {
-        if (x->kind == ExprKind::kLoad && LaneStride(x->operands[0]) != 0) ok = false;
+        if (x->kind == ExprKind::kLoad && LaneStride(x->operands[0]) != 0 && LaneStride(x->operands[0]) != 1) ok = false;
         bool division = x->kind == ExprKind::kDiv || x->kind == ExprKind::kFloorDiv || x->kind == ExprKind::kFloorMod;
         if (division && !IsFloat(x->dtype) && x->operands[1]->kind != ExprKind::kIntImm) ok = false;
       });
@@ -414,7 +415,8 @@ class Codegen {
   // holding the accumulators in registers across the reduction: register
   // blocks ran at half speed unless the whole reduction was unrolled
   // (bench/RESULTS.md, session 21). The guard selects the address, not the
-  // value, so the load stays a broadcast from memory.
+  // value, so the load stays a broadcast or one vector load from memory: a
+  // depthwise convolution's padded input, read along its channels, is one.
   Val EmitGuardedSelect(const Expr& e) {
     Val c = Emit(e->operands[0]);
     llvm::Value* outer = guard_;
@@ -510,11 +512,12 @@ class Codegen {
     return b_.CreateGEP(StorageType(buf->dtype), it->second, index);
   }
 
-  // Zeros that a guarded load reads instead of its element (EmitGuardedSelect):
-  // wide enough for any element type, constant, one per module.
+  // Zeros that a guarded load reads instead of its elements
+  // (EmitGuardedSelect): wide enough for a vector load of the widest element
+  // type at the most lanes, constant, one per module.
   llvm::Value* ZeroCell() {
     if (!zero_cell_) {
-      auto* type = llvm::ArrayType::get(b_.getInt64Ty(), 2);
+      auto* type = llvm::ArrayType::get(b_.getInt64Ty(), kMaxLanes);
       zero_cell_ = new llvm::GlobalVariable(mod_, type, /*isConstant=*/true, llvm::GlobalValue::PrivateLinkage,
                                             llvm::ConstantAggregateZero::get(type), "tunedb.zero_cell");
       zero_cell_->setAlignment(llvm::Align(16));
@@ -558,7 +561,9 @@ class Codegen {
     if (stride == 1) {
       llvm::Value* idx = EmitAtLane0(index);
       auto* vt = llvm::FixedVectorType::get(st, lanes_);
-      llvm::LoadInst* load = b_.CreateAlignedLoad(vt, Address(buf, idx), llvm::Align(st->getPrimitiveSizeInBits() / 8));
+      llvm::Value* address = Address(buf, idx);
+      if (guard_) address = b_.CreateSelect(guard_, address, ZeroCell());
+      llvm::LoadInst* load = b_.CreateAlignedLoad(vt, address, llvm::Align(st->getPrimitiveSizeInBits() / 8));
       return {FromStorage(load, buf->dtype), true};
     }
     // Gather, lane by lane.
@@ -697,7 +702,7 @@ class Codegen {
         }
         break;
       case ForKind::kVectorized:
-        if (!lane_var_ && n.extent >= 2 && n.extent <= 64) {
+        if (!lane_var_ && n.extent >= 2 && n.extent <= kMaxLanes) {
           const ExprNode* saved = lane_var_;
           lane_var_ = n.loop_var.get();
           lanes_ = static_cast<int>(n.extent);

@@ -11,10 +11,11 @@
 //    every lane (a padding check) is one scalar load, broadcast; a body
 //    that cannot be vectorized that way (a nested loop, a branch that
 //    depends on the lane) stays a scalar loop for LLVM's own loop vectorizer;
-//  - in a vectorized loop, a select over loads that read one element for
-//    all lanes has no branch: each load reads its element where its side is
-//    chosen and a zero cell elsewhere (the address is selected), so it never
-//    leaves its buffer; other selects over loads branch;
+//  - in a vectorized loop, a select with a lane-invariant condition over
+//    loads that are broadcast or contiguous has no branch: each load reads
+//    its elements where its side is chosen and a zero cell elsewhere (the
+//    address is selected), so it never leaves its buffer; other selects over
+//    loads branch;
 //  - an unrolled loop is emitted once per iteration (up to 4096 statements);
 //  - a parallel loop is outlined into a function called through
 //    tunedb_parallel_for (runtime.h); parallel loops inside it run serially;

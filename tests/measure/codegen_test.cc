@@ -227,6 +227,28 @@ sch.decompose_reduction(b, ry)
   EXPECT_EQ(ir.find("sel.then"), std::string::npos) << ir;
 }
 
+// A depthwise convolution vectorized along its channels reads its padded
+// input one contiguous vector at a time; the padding check guards the vector
+// load's address as it does a broadcast's. The input (8 x 8 x 16 floats, one
+// page) sits between fences, so a read of the row above or below faults.
+TEST(CodegenTest, APaddingCheckGuardsAContiguousVectorLoad) {
+  PrimFunc f = BuildWorkload("depthwise_conv2d_nhwc:N=1,H=8,W=8,C=16,KH=3,KW=3,stride=1,pad=1").func;
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+sch.compute_inline(sch.get_block("PaddedInput"))
+b = sch.get_block("DepthwiseConv2d")
+n, h, w, c, kh, kw = sch.get_loops(b)
+sch.reorder(n, h, w, kh, kw, c)
+sch.vectorize(c)
+sch.decompose_reduction(b, kh)
+)");
+  EXPECT_EQ(RunKeepsTheResult(f, sch.func(), MakeArguments(f, 4), {0}), "");
+  std::string ir = SharedJit().OptimizedIR(Lower(sch.func()));
+  EXPECT_NE(ir.find("@tunedb.zero_cell"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("load <16 x float>"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("sel.then"), std::string::npos) << ir;
+}
+
 // Selects over loads in vectorized loops keep their lazy meaning: a
 // guarded select with loads on both sides and one nested in the other, and
 // a select whose division may not run (D is 0 there), which keeps its branch.
