@@ -356,6 +356,41 @@ void RFactor(Schedule& sch, const std::string& name, int factor_part, int max_in
   sch.RFactor(parts[factor_part], 0);
 }
 
+// A reduction whose innermost loop reduces along an input's last dimension
+// (a row sum, softmax's row max) leaves the postprocessor no spatial loop to
+// vectorize, and its adds form one chain, each waiting for the one before.
+// Both go when a vector's worth of that loop is split off and rfactored into
+// the last axis of a partial result, rf[i, k1] += A[i, k0 * lanes + k1]:
+// k1 is then a contiguous spatial loop for the postprocessor to vectorize,
+// and the lanes hold independent partial sums.
+bool NeedsVectorRFactor(const BlockNode& b) {
+  if (!HasReduction(b) || b.iter_vars.empty() || b.iter_vars.back().kind != IterKind::kReduce) return false;
+  if (ExtentProduct(b, IterKind::kReduce) < 64) return false;
+  const ir::ExprNode* inner = b.iter_vars.back().var.get();
+  for (const ir::BufferRegion& read : b.reads) {
+    if (!read.ranges.empty() && UsesVar(read.ranges.back().min, inner)) return true;
+  }
+  return false;
+}
+
+// The space's own decision splits off one vector of the output's type.
+void VectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions& o) {
+  BlockRV b = sch.GetBlock(name);
+  std::vector<LoopRV> loops = sch.GetLoops(b);
+  auto kinds = LoopKinds(sch, b, loops);
+  if (!kinds || kinds->back() != IterKind::kReduce) {
+    throw ScheduleError("rfactor: block " + name + " does not end in a plain reduction loop");
+  }
+  int spatial = static_cast<int>(std::count(kinds->begin(), kinds->end(), IterKind::kSpatial));
+  std::int64_t extent = sch.Get(loops.back()).extent;
+  std::int64_t lanes = std::max(1, o.vector_bits / 8 / OutputElementBytes(sch.Get(b)));
+  std::optional<std::vector<std::int64_t>> decision;
+  if (extent % lanes == 0 && lanes <= o.max_vectorize) decision = std::vector<std::int64_t>{extent / lanes, lanes};
+  std::vector<ExprRV> tiles = sch.SamplePerfectTile(loops.back(), 2, o.max_vectorize, decision);
+  std::vector<LoopRV> parts = sch.Split(loops.back(), {tiles[0], tiles[1]});
+  sch.RFactor(parts[1], spatial);
+}
+
 // ---- random compute location, annotations -------------------------------------
 
 void RandomComputeLocation(Schedule& sch, const std::string& name) {
@@ -446,9 +481,18 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
       partial = Branch(partial, indices, false, [&](Schedule& s, int v) {
         MultiLevelTiling(s, name, variants[static_cast<std::size_t>(v)], options);
       });
-    } else if (NeedsRFactor(node, options)) {
-      partial = Branch(partial, {0, 1}, true, [&](Schedule& s, int part) {
-        RFactor(s, name, part, options.max_vectorize);
+    } else if (NeedsRFactor(node, options) || NeedsVectorRFactor(node)) {
+      // Variants 0 and 1 factor the outer or inner part of the reduction
+      // into a new leading axis (more parallel jobs); 2 factors a vector.
+      std::vector<int> variants;
+      if (NeedsRFactor(node, options)) variants = {0, 1};
+      if (NeedsVectorRFactor(node)) variants.push_back(2);
+      partial = Branch(partial, variants, true, [&](Schedule& s, int v) {
+        if (v == 2) {
+          VectorRFactor(s, name, options);
+        } else {
+          RFactor(s, name, v, options.max_vectorize);
+        }
       });
     } else {
       for (Schedule& s : partial) RandomComputeLocation(s, name);

@@ -20,7 +20,10 @@
 //    With a write cache, a reused input may also be packed as BLAS packs a
 //    panel (cache_read, computed under the S0 loops it moves with);
 //  - rfactor for reductions whose spatial extent is too small to feed the
-//    cores (an extra variant);
+//    cores (two extra variants), and for reductions whose innermost loop
+//    reduces along an input's last dimension, a vector of that loop
+//    rfactored into the last axis, so the partial sums run in vector lanes
+//    (one more; not a TVM rule);
 //  - random compute location for the other intermediate stages;
 //  - parallel / vectorize / unroll as annotations of the root block:
 //    meta_schedule.parallel = 16 x cores, meta_schedule.vectorize = 64,

@@ -24,7 +24,9 @@ const char* kSmallWorkloads[] = {
     "conv2d_nhwc:N=1,H=6,W=6,CI=4,CO=8,KH=3,KW=3,stride=1,pad=1",
     "depthwise_conv2d_nhwc:N=1,H=6,W=6,C=8,KH=3,KW=3,stride=2,pad=1",
     "softmax:M=4,N=16",
+    "softmax:M=2,N=96",
     "reduce_sum:M=2,N=256",
+    "reduce_sum:M=48,N=128",
 };
 
 TEST(DesignSpace, MatmulHasSevenTilingVariants) {
@@ -182,7 +184,29 @@ TEST(DesignSpace, SmallReductionGetsRFactorVariants) {
   std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, o);
   int with_rfactor = 0;
   for (const ir::Trace& t : spaces) with_rfactor += t.AsScript().find("rfactor") != std::string::npos;
-  EXPECT_EQ(with_rfactor, 2);
+  // Its outer or inner part as a new leading axis, or a vector of it as the
+  // last (below).
+  EXPECT_EQ(with_rfactor, 3);
+}
+
+// A row sum has no spatial loop inside its reduction, so without rfactor
+// nothing is vectorized and every add waits for the one before. The vector
+// variant sums 16-lane partials (one AVX-512 vector of floats, the space's
+// own decision) in the innermost, vectorized loop.
+TEST(DesignSpace, ARowReductionSumsInVectorLanes) {
+  ir::Workload w = ir::BuildWorkload("reduce_sum:M=48,N=128");
+  SpaceOptions o;
+  o.cores = 2;
+  std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, o);
+  ASSERT_EQ(spaces.size(), 2u);  // 48 rows feed two cores: no leading-axis rfactor
+  EXPECT_EQ(spaces[0].AsScript().find("rfactor"), std::string::npos);
+  EXPECT_NE(spaces[1].AsScript().find("factor_axis=1"), std::string::npos) << spaces[1].AsScript();
+  std::optional<Candidate> c = Realize(w.func, spaces[1], 0);
+  ASSERT_TRUE(c);
+  std::string text = ir::PrintProgram(c->program);
+  EXPECT_NE(text.find("A_red_rf = T.alloc_buffer((48, 16))"), std::string::npos) << text;
+  EXPECT_NE(text.find("for k_1 in T.vectorized(16)"), std::string::npos) << text;
+  EXPECT_EQ(ir::testing::SameResult(w.func, c->program, 3), "");
 }
 
 TEST(DesignSpace, ElementwiseStagesAreInlinedAndFusedIntoTheWriteBack) {
