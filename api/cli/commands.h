@@ -37,6 +37,11 @@ void AddServeCommand(CLI::App& app);
 // slower one, and "0.3x faster" would misread. (Defined in tune_command.cc.)
 std::string SpeedupText(double reference_secs, double new_secs);
 
+// A duration for people: milliseconds to four places, or microseconds to
+// two below 0.1 ms, where "0.0000 ms" would hide a fast kernel; "-" when
+// there is none (infinite or NaN). (Defined in db_command.cc.)
+std::string DurationText(double secs);
+
 // Opens a database file that must already exist, for the commands that only
 // read one (stats, records, best, export, merge's source, train, model): a
 // mistyped path would otherwise create an empty file and report "no

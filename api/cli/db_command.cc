@@ -36,10 +36,6 @@ std::string HashOf(const DbOptions& o) {
   return ir::WorkloadHash(ir::LoadWorkload(o.workload).func);
 }
 
-std::string FormatSecs(double s) {
-  if (!std::isfinite(s)) return "-";
-  return fmt::format("{:.4f} ms", s * 1e3);
-}
 
 void Stats(const DbOptions& o) {
   db::SqliteDatabase d = OpenExistingDatabase(o.db);
@@ -50,7 +46,7 @@ void Stats(const DbOptions& o) {
   fmt::print("{:<22} {:<36} {:>8} {:>8}  {}\n", "hash", "workload", "records", "ok", "best per target");
   for (const db::WorkloadStats& w : workloads) {
     std::string best;
-    for (const auto& [target, secs] : w.best) best += (best.empty() ? "" : "; ") + target + ": " + FormatSecs(secs);
+    for (const auto& [target, secs] : w.best) best += (best.empty() ? "" : "; ") + target + ": " + DurationText(secs);
     std::string name = w.workload.input.name.size() > 36 ? w.workload.input.name.substr(0, 33) + "..." : w.workload.input.name;
     fmt::print("{:<22} {:<36} {:>8} {:>8}  {}\n", w.workload.input.hash, name, w.records, w.ok_records, best);
   }
@@ -65,7 +61,7 @@ void Records(const DbOptions& o) {
   std::vector<db::TuningRecord> records = d.Records(q);
   fmt::print("{:>8}  {:<12} {:>12}  {:<36} {}\n", "id", "status", "median", "target", "error");
   for (const db::TuningRecord& r : records) {
-    fmt::print("{:>8}  {:<12} {:>12}  {:<36} {}\n", r.id, db::StatusName(r.status), FormatSecs(r.Median()), r.target,
+    fmt::print("{:>8}  {:<12} {:>12}  {:<36} {}\n", r.id, db::StatusName(r.status), DurationText(r.Median()), r.target,
                r.error.substr(0, 60));
   }
   if (records.empty()) fmt::print("(no records)\n");
@@ -91,11 +87,17 @@ void Best(const DbOptions& o) {
     return;
   }
   if (o.format != "script") throw UsageError("--format must be script or json");
-  fmt::print("# workload {} on {}: median {}\n{}", hash, r.target, FormatSecs(r.Median()),
+  fmt::print("# workload {} on {}: median {}\n{}", hash, r.target, DurationText(r.Median()),
              ir::Trace::FromJsonText(r.trace).AsScript());
 }
 
 }  // namespace
+
+std::string DurationText(double secs) {
+  if (!std::isfinite(secs)) return "-";
+  if (secs < 1e-4) return fmt::format("{:.2f} us", secs * 1e6);
+  return fmt::format("{:.4f} ms", secs * 1e3);
+}
 
 db::SqliteDatabase OpenExistingDatabase(const std::string& path) {
   std::error_code error;

@@ -68,8 +68,8 @@ void RunRun(const RunOptions& o) {
   if (r.status == measure::MeasureStatus::kOk) {
     double median = r.MedianSecs();
     auto [lo, hi] = std::minmax_element(r.run_secs.begin(), r.run_secs.end());
-    fmt::print("median:    {:.4f} ms ({} repeats, {:.4f} .. {:.4f} ms)\n", median * 1e3, r.run_secs.size(), *lo * 1e3,
-               *hi * 1e3);
+    fmt::print("median:    {} ({} repeats, {} .. {})\n", DurationText(median), r.run_secs.size(), DurationText(*lo),
+               DurationText(*hi));
     fmt::print("GFLOPS:    {:.2f}\n", static_cast<double>(flops) / median / 1e9);
   }
   if (!o.emit_llvm.empty()) fmt::print("LLVM IR:   {}\n", o.emit_llvm);

@@ -180,9 +180,9 @@ void RunTune(const TuneCliOptions& o) {
       continue;
     }
     fmt::print("best schedule:\n{}", ir::Trace::FromJsonText(t.best_trace).Simplified(false).AsScript());
-    fmt::print("best:        {:.4f} ms, {:.2f} GFLOP/s\n", t.best_secs * 1e3, t.GFlops());
+    fmt::print("best:        {}, {:.2f} GFLOP/s\n", DurationText(t.best_secs), t.GFlops());
     if (t.baseline_secs > 0) {
-      fmt::print("unscheduled: {:.4f} ms, {:.2f} GFLOP/s; the best is {}\n", t.baseline_secs * 1e3,
+      fmt::print("unscheduled: {}, {:.2f} GFLOP/s; the best is {}\n", DurationText(t.baseline_secs),
                  static_cast<double>(t.flops) / t.baseline_secs / 1e9, SpeedupText(t.baseline_secs, t.best_secs));
     }
   }

@@ -159,6 +159,14 @@ TEST(CliTest, RunMeasuresAndVerifies) {
   EXPECT_NE(text.find("define void @tunedb_kernel("), std::string::npos);
 }
 
+// A kernel of well under 0.1 ms is timed in microseconds, not as "0.0000 ms".
+TEST(CliTest, RunPrintsAFastKernelInMicroseconds) {
+  Result r = RunTunedb("run --workload reduce_sum:M=2,N=16 --repeat 3 --min-repeat-ms 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find(" us (3 repeats, "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("0.0000 ms"), std::string::npos) << r.out;
+}
+
 TEST(CliTest, RunWithAScheduleAndBadTargets) {
   std::string script = ::testing::TempDir() + "/cli_test_run_schedule.py";
   std::ofstream(script) << "b0 = sch.get_block(\"C\")\ni, j, k = sch.get_loops(b0)\nsch.parallel(i)\nsch.vectorize(j)\n";
