@@ -493,10 +493,10 @@ class Codegen {
       return {b_.CreateFDiv(one, b_.CreateFAdd(one, ex)), vec};
     }
     if (f == "tanh") {
-      // libm's tanh/tanhf, lane by lane for vectors.
-      bool is_float = ty->getScalarType()->isFloatTy();
+      if (f32) return {EmitTanhF32(args[0].v), vec};
+      // libm's tanh, lane by lane for vectors.
       llvm::Type* st = ty->getScalarType();
-      llvm::FunctionCallee fn = mod_.getOrInsertFunction(is_float ? "tanhf" : "tanh", st, st);
+      llvm::FunctionCallee fn = mod_.getOrInsertFunction("tanh", st, st);
       if (!vec) return {b_.CreateCall(fn, {args[0].v}), false};
       llvm::Value* out = llvm::UndefValue::get(ty);
       for (int i = 0; i < lanes_; ++i) {
@@ -547,6 +547,29 @@ class Codegen {
     llvm::Value* out = b_.CreateFMul(b_.CreateFMul(y, pow2(n1)), pow2(b_.CreateSub(ni, n1)));
     out = b_.CreateSelect(b_.CreateFCmpOGT(x, c(hi)), llvm::ConstantFP::getInfinity(ty), out);
     return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, out);
+  }
+
+  // tanh of a float or a vector of floats, inline for the same reason as
+  // exp (LLVM has no tanh intrinsic; libm's tanhf ran lane by lane). Cephes'
+  // tanhf for |x|: an odd polynomial below 0.625, 1 - 2 / (e^2|x| + 1)
+  // above, both computed and one selected, then x's sign; e^2|x|
+  // overflowing to inf gives +-1, NaN stays NaN.
+  llvm::Value* EmitTanhF32(llvm::Value* x) {
+    llvm::Type* ty = x->getType();
+    auto c = [&](double v) { return llvm::ConstantFP::get(ty, v); };
+    auto fma = [&](llvm::Value* a, llvm::Value* b, llvm::Value* d) {
+      return b_.CreateIntrinsic(llvm::Intrinsic::fma, {ty}, {a, b, d});
+    };
+    llvm::Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+    llvm::Value* e = EmitExpF32(b_.CreateFAdd(ax, ax));
+    llvm::Value* big = b_.CreateFSub(c(1.0), b_.CreateFDiv(c(2.0), b_.CreateFAdd(e, c(1.0))));
+    llvm::Value* x2 = b_.CreateFMul(x, x);
+    llvm::Value* p = c(-5.70498872745e-3);
+    for (double k : {2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1}) p = fma(p, x2, c(k));
+    llvm::Value* small = fma(b_.CreateFMul(p, x2), ax, ax);
+    // Both sides for |x|, then x's sign (which keeps tanh(-0) = -0).
+    llvm::Value* out = b_.CreateSelect(b_.CreateFCmpOGE(ax, c(0.625)), big, small);
+    return b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, out, x);
   }
 
   llvm::Value* Address(const Buffer& buf, llvm::Value* index) {
