@@ -480,7 +480,7 @@ class Codegen {
     llvm::Value* one = llvm::ConstantFP::get(ty, 1.0);
     bool f32 = ty->getScalarType()->isFloatTy();
     if (f == "exp") return f32 ? Val{EmitExpF32(args[0].v), vec} : unary(llvm::Intrinsic::exp);
-    if (f == "log") return unary(llvm::Intrinsic::log);
+    if (f == "log") return f32 ? Val{EmitLogF32(args[0].v), vec} : unary(llvm::Intrinsic::log);
     if (f == "sqrt") return unary(llvm::Intrinsic::sqrt);
     if (f == "abs") return unary(llvm::Intrinsic::fabs);
     if (f == "floor") return unary(llvm::Intrinsic::floor);
@@ -547,6 +547,47 @@ class Codegen {
     llvm::Value* out = b_.CreateFMul(b_.CreateFMul(y, pow2(n1)), pow2(b_.CreateSub(ni, n1)));
     out = b_.CreateSelect(b_.CreateFCmpOGT(x, c(hi)), llvm::ConstantFP::getInfinity(ty), out);
     return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, out);
+  }
+
+  // log of a float or a vector of floats, inline for the same reason as exp.
+  // Cephes' logf: x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(m) by a
+  // polynomial in m - 1, plus e ln2 in two parts; within 2 ulp. Subnormal x
+  // is scaled by 2^23 first (the exponent field would not hold e); log(0)
+  // is -inf, log(x < 0) NaN, log(inf) inf, NaN stays NaN.
+  llvm::Value* EmitLogF32(llvm::Value* x) {
+    llvm::Type* ty = x->getType();
+    auto c = [&](double v) { return llvm::ConstantFP::get(ty, v); };
+    auto fma = [&](llvm::Value* a, llvm::Value* b, llvm::Value* d) {
+      return b_.CreateIntrinsic(llvm::Intrinsic::fma, {ty}, {a, b, d});
+    };
+    llvm::Type* ity = ty->isVectorTy() ? llvm::VectorType::getInteger(llvm::cast<llvm::VectorType>(ty))
+                                       : static_cast<llvm::Type*>(b_.getInt32Ty());
+    auto ic = [&](std::int64_t v) { return llvm::ConstantInt::get(ity, static_cast<std::uint64_t>(v), true); };
+    llvm::Value* subnormal = b_.CreateFCmpOLT(x, c(1.17549435e-38));
+    llvm::Value* xs = b_.CreateSelect(subnormal, b_.CreateFMul(x, c(8388608.0)), x);
+    llvm::Value* bits = b_.CreateBitCast(xs, ity);
+    // m in [0.5, 1) from the mantissa bits, e from the exponent field.
+    llvm::Value* e = b_.CreateSub(b_.CreateLShr(bits, 23), ic(126));
+    e = b_.CreateSub(e, b_.CreateSelect(subnormal, ic(23), ic(0)));
+    llvm::Value* m = b_.CreateBitCast(b_.CreateOr(b_.CreateAnd(bits, ic(0x007fffff)), ic(0x3f000000)), ty);
+    llvm::Value* ef = b_.CreateSIToFP(e, ty);
+    llvm::Value* low = b_.CreateFCmpOLT(m, c(0.707106781186547524));
+    ef = b_.CreateSelect(low, b_.CreateFSub(ef, c(1.0)), ef);
+    llvm::Value* t = b_.CreateSelect(low, b_.CreateFSub(b_.CreateFAdd(m, m), c(1.0)), b_.CreateFSub(m, c(1.0)));
+    llvm::Value* z = b_.CreateFMul(t, t);
+    llvm::Value* p = c(7.0376836292e-2);
+    for (double k : {-1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1, -1.6668057665e-1,
+                     2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1}) {
+      p = fma(p, t, c(k));
+    }
+    llvm::Value* y = b_.CreateFMul(b_.CreateFMul(p, t), z);
+    y = fma(ef, c(-2.12194440e-4), y);
+    y = fma(z, c(-0.5), y);
+    llvm::Value* out = fma(ef, c(0.693359375), b_.CreateFAdd(t, y));
+    out = b_.CreateSelect(b_.CreateFCmpOEQ(x, c(0.0)), llvm::ConstantFP::getInfinity(ty, true), out);
+    out = b_.CreateSelect(b_.CreateFCmpOEQ(x, llvm::ConstantFP::getInfinity(ty)), x, out);
+    // Negative x and NaN: NaN.
+    return b_.CreateSelect(b_.CreateFCmpULT(x, c(0.0)), llvm::ConstantFP::getNaN(ty), out);
   }
 
   // tanh of a float or a vector of floats, inline for the same reason as

@@ -5,9 +5,9 @@
 // pointer per parameter, in order. Inside:
 //  - integers are 64-bit (int32 data is sign-extended on load and truncated
 //    on store), floats are float/double, float add/mul may contract to FMA;
-//  - exp, sigmoid and tanh of a float are computed inline (polynomials,
-//    within 2 ulp), so they vectorize; other math calls are LLVM
-//    intrinsics or libm;
+//  - exp, sigmoid, tanh and log of a float are computed inline
+//    (polynomials, within 2 ulp), so they vectorize; other math calls are
+//    LLVM intrinsics or libm;
 //  - a vectorized loop becomes LLVM vector operations over all its lanes
 //    (contiguous accesses as vector loads/stores, invariant ones broadcast,
 //    others gathered lane by lane); a guarded load that is the same for

@@ -334,6 +334,56 @@ sch.vectorize(j)
   }
 }
 
+// log of a float is inline too (Cephes' logf): within 2 ulp of the exact
+// value from the smallest subnormal to the largest float, and -inf, NaN
+// and inf where log gives them.
+TEST(CodegenTest, FloatLogIsWithinTwoUlpEverywhere) {
+  PrimFunc f = ParseWorkloadText(R"(
+input X: f32[32, 64]
+Y[i, j] = log(X[i, j])
+)");
+  std::vector<float> inputs;
+  // Powers of 2 from 2^-149 to 2^127, each times 1 to 2 in 7 steps.
+  for (int e = -149; e <= 127; ++e) {
+    for (int s = 0; s < 7; ++s) inputs.push_back(std::ldexp(1.0f + static_cast<float>(s) / 7.0f, e));
+  }
+  for (float x = 0.5f; inputs.size() < 2048 - 6; x += 1.0f / 128.0f) inputs.push_back(x);
+  for (float edge : {0.0f, -0.0f, -1.0f, 1.0f, std::numeric_limits<float>::infinity(),
+                     std::numeric_limits<float>::quiet_NaN()}) {
+    inputs.push_back(edge);
+  }
+  ASSERT_EQ(inputs.size(), 2048u);
+  for (bool vectorize : {true, false}) {
+    SCOPED_TRACE(vectorize ? "vectorized" : "scalar");
+    Schedule sch(f, 0);
+    if (vectorize) {
+      RunScheduleScript(sch, R"(
+i, j = sch.get_loops(sch.get_block("Y"))
+sch.vectorize(j)
+)");
+    }
+    std::vector<NDArray> args = MakeArguments(f, 0);
+    std::memcpy(args[0].data(), inputs.data(), inputs.size() * sizeof(float));
+    std::vector<void*> pointers;
+    for (NDArray& a : args) pointers.push_back(a.data());
+    Kernel k = SharedJit().Compile(Lower(sch.func()));
+    k.fn(pointers.data());
+    SharedJit().Release(k);
+    const float* y = static_cast<const float*>(args[1].data());
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      float x = inputs[i], want = static_cast<float>(std::log(static_cast<double>(x)));
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(y[i])) << "log(" << x << ") = " << y[i];
+      } else if (std::isinf(want)) {
+        EXPECT_EQ(y[i], want) << "log(" << x << ")";
+      } else {
+        float ulp = std::nextafter(std::fabs(want), std::numeric_limits<float>::infinity()) - std::fabs(want);
+        EXPECT_LE(std::fabs(y[i] - want), 2 * ulp) << "log(" << x << ") = " << y[i] << ", want " << want;
+      }
+    }
+  }
+}
+
 // tanh of a float is inline too (Cephes' tanhf): within 2 ulp of the exact
 // value from 0 to saturation, odd, NaN kept.
 TEST(CodegenTest, FloatTanhIsWithinTwoUlpEverywhere) {
