@@ -50,6 +50,11 @@ namespace sched {
 
 // Saves every node of the program and the schedule's tables; restores them
 // in place (so handles keep pointing at the same nodes) unless committed.
+// The trace is not copied: inside a primitive it only grows (a nested
+// primitive records its instruction, which the outer one may pop again),
+// so undoing it is cutting it back to its length. Copying it made every
+// primitive cost as much as the trace was long (a fifth of a softmax
+// session's search time went to it).
 class Transaction {
  public:
   explicit Transaction(Schedule::State& state);
@@ -58,7 +63,8 @@ class Transaction {
 
  private:
   Schedule::State& state_;
-  Schedule::State saved_tables_;
+  Schedule::State saved_tables_;  // all but the trace
+  std::size_t trace_size_;
   std::vector<std::pair<StmtNode*, Stmt>> saved_nodes_;
   bool committed_ = false;
 };

@@ -39,9 +39,8 @@ void AssignNode(StmtNode* dst, const StmtNode& src) {
 
 }  // namespace
 
-Transaction::Transaction(Schedule::State& state) : state_(state) {
+Transaction::Transaction(Schedule::State& state) : state_(state), trace_size_(state.trace.insts.size()) {
   saved_tables_.func = state.func;
-  saved_tables_.trace = state.trace;
   saved_tables_.blocks = state.blocks;
   saved_tables_.loops = state.loops;
   saved_tables_.exprs = state.exprs;
@@ -53,7 +52,9 @@ Transaction::~Transaction() {
   if (committed_) return;
   for (auto& [node, copy] : saved_nodes_) AssignNode(node, *copy);
   state_.func = saved_tables_.func;
-  state_.trace = saved_tables_.trace;
+  Trace& trace = state_.trace;
+  trace.insts.erase(trace.insts.begin() + static_cast<std::ptrdiff_t>(trace_size_), trace.insts.end());
+  trace.decisions.erase(trace.decisions.lower_bound(trace_size_), trace.decisions.end());
   state_.blocks = saved_tables_.blocks;
   state_.loops = saved_tables_.loops;
   state_.exprs = saved_tables_.exprs;
