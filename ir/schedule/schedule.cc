@@ -267,32 +267,35 @@ std::vector<BlockRV> Schedule::GetConsumers(BlockRV block) {
 
 // ---- loop kinds and annotations ----------------------------------------------------
 
+// SetLoopKind, Annotate and Unannotate change one attribute of one node,
+// after every check that can refuse them: a refusal leaves nothing to undo,
+// and the program's structure, which Apply re-checks, is unchanged. So they
+// skip Apply's transaction and checks, which cost as much as the whole
+// program and ran for each of the dozens of them that postprocessing
+// applies to every candidate.
 static void SetLoopKind(Schedule::State& s, LoopRV rv, ForKind kind, const char* primitive, const char* inst) {
-  Apply(s, primitive, [&] {
-    auto loop = s.LoopOf(rv, primitive);
-    if (kind == ForKind::kParallel || kind == ForKind::kVectorized) {
-      for (BlockNode* b : sched::BlocksIn(loop)) {
-        bool uses_loop_in_spatial = false;
-        for (std::size_t i = 0; i < b->iter_vars.size(); ++i) {
-          bool uses = false;
-          VisitExpr(b->bindings[i], [&](const Expr& x) { uses |= x.get() == loop->loop_var.get(); });
-          if (!uses) continue;
-          if (b->iter_vars[i].kind == IterKind::kReduce) {
-            Fail(primitive, "loop " + loop->loop_var->name + " drives the reduction variable " +
-                                b->iter_vars[i].var->name + " of block '" + b->name +
-                                "'; only loops over spatial variables can run in parallel or as vectors");
-          }
-          uses_loop_in_spatial = true;
+  auto loop = s.LoopOf(rv, primitive);
+  if (kind == ForKind::kParallel || kind == ForKind::kVectorized) {
+    for (BlockNode* b : sched::BlocksIn(loop)) {
+      bool uses_loop_in_spatial = false;
+      for (std::size_t i = 0; i < b->iter_vars.size(); ++i) {
+        bool uses = false;
+        VisitExpr(b->bindings[i], [&](const Expr& x) { uses |= x.get() == loop->loop_var.get(); });
+        if (!uses) continue;
+        if (b->iter_vars[i].kind == IterKind::kReduce) {
+          Fail(primitive, "loop " + loop->loop_var->name + " drives the reduction variable " +
+                              b->iter_vars[i].var->name + " of block '" + b->name +
+                              "'; only loops over spatial variables can run in parallel or as vectors");
         }
-        if (b->init && !uses_loop_in_spatial && loop->extent > 1) {
-          Fail(primitive, "block '" + b->name + "' accumulates into the same elements in every iteration of loop " +
-                              loop->loop_var->name);
-        }
+        uses_loop_in_spatial = true;
+      }
+      if (b->init && !uses_loop_in_spatial && loop->extent > 1) {
+        Fail(primitive, "block '" + b->name + "' accumulates into the same elements in every iteration of loop " +
+                            loop->loop_var->name);
       }
     }
-    loop->for_kind = kind;
-    return 0;
-  });
+  }
+  loop->for_kind = kind;
   Record(s, inst, {InstInput(RVRef{RVKind::kLoop, rv.id})}, nlohmann::json::array(), {});
 }
 
@@ -315,27 +318,23 @@ void Schedule::Annotate(BlockOrLoop target, const std::string& key, const Annota
     v = s.ExprOf(rv, "annotate");
     value_input = Ref(rv);
   }
-  Apply(s, "annotate", [&] {
-    if (std::holds_alternative<BlockRV>(target)) {
-      s.BlockOf(std::get<BlockRV>(target), "annotate")->annotations[key] = v;
-    } else {
-      s.LoopOf(std::get<LoopRV>(target), "annotate")->annotations[key] = v;
-    }
-    return 0;
-  });
+  // In place, without Apply (see SetLoopKind).
+  if (std::holds_alternative<BlockRV>(target)) {
+    s.BlockOf(std::get<BlockRV>(target), "annotate")->annotations[key] = v;
+  } else {
+    s.LoopOf(std::get<LoopRV>(target), "annotate")->annotations[key] = v;
+  }
   Record(s, "Annotate", {In(target), value_input}, {key}, {});
 }
 
 void Schedule::Unannotate(BlockOrLoop target, const std::string& key) {
   State& s = *state_;
-  Apply(s, "unannotate", [&] {
-    if (std::holds_alternative<BlockRV>(target)) {
-      s.BlockOf(std::get<BlockRV>(target), "unannotate")->annotations.erase(key);
-    } else {
-      s.LoopOf(std::get<LoopRV>(target), "unannotate")->annotations.erase(key);
-    }
-    return 0;
-  });
+  // In place, without Apply (see SetLoopKind).
+  if (std::holds_alternative<BlockRV>(target)) {
+    s.BlockOf(std::get<BlockRV>(target), "unannotate")->annotations.erase(key);
+  } else {
+    s.LoopOf(std::get<LoopRV>(target), "unannotate")->annotations.erase(key);
+  }
   Record(s, "Unannotate", {In(target)}, {key}, {});
 }
 
