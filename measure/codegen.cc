@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -508,6 +509,28 @@ class Codegen {
     throw std::runtime_error("codegen: unsupported function " + f);
   }
 
+  // ---- float math inline (exp, log, tanh) ----
+
+  llvm::Value* Fma(llvm::Value* a, llvm::Value* b, llvm::Value* c) {
+    return b_.CreateIntrinsic(llvm::Intrinsic::fma, {a->getType()}, {a, b, c});
+  }
+  // The polynomial with these coefficients, highest power first, at x
+  // (Horner's rule, one FMA per coefficient after the first).
+  llvm::Value* Polynomial(llvm::Value* x, std::initializer_list<double> coefficients) {
+    llvm::Value* p = nullptr;
+    for (double k : coefficients) {
+      llvm::Value* kv = llvm::ConstantFP::get(x->getType(), k);
+      p = p ? Fma(p, x, kv) : kv;
+    }
+    return p;
+  }
+  // i32, or a vector of i32 as long as the float vector `ty`: for the bits
+  // of a float.
+  llvm::Type* Int32Like(llvm::Type* ty) {
+    if (auto* v = llvm::dyn_cast<llvm::VectorType>(ty)) return llvm::VectorType::getInteger(v);
+    return b_.getInt32Ty();
+  }
+
   // exp of a float or a vector of floats, inline. LLVM lowers its exp
   // intrinsic to a call of libm's expf per lane, which bounds softmax at
   // about 2 ns an element; inline, it vectorizes with the rest of the loop.
@@ -518,27 +541,21 @@ class Codegen {
   llvm::Value* EmitExpF32(llvm::Value* x) {
     llvm::Type* ty = x->getType();
     auto c = [&](double v) { return llvm::ConstantFP::get(ty, v); };
-    auto fma = [&](llvm::Value* a, llvm::Value* b, llvm::Value* d) {
-      return b_.CreateIntrinsic(llvm::Intrinsic::fma, {ty}, {a, b, d});
-    };
     // e^-104 rounds to 0 as a float; e^88.73 is above the largest float.
     const double lo = -104.0, hi = 88.72283905206835;
     llvm::Value* xc = b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, c(lo));
     xc = b_.CreateBinaryIntrinsic(llvm::Intrinsic::minnum, xc, c(hi));
-    llvm::Value* n = b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, fma(xc, c(1.44269504088896341), c(0.5)));
+    llvm::Value* n = b_.CreateUnaryIntrinsic(llvm::Intrinsic::floor, Fma(xc, c(1.44269504088896341), c(0.5)));
     // ln 2 in two parts: n * 0.693359375 is exact for the n here.
-    llvm::Value* r = fma(n, c(-0.693359375), xc);
-    r = fma(n, c(2.12194440e-4), r);
-    llvm::Value* p = c(1.9875691500e-4);
-    for (double k : {1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1}) {
-      p = fma(p, r, c(k));
-    }
-    llvm::Value* y = fma(b_.CreateFMul(r, r), p, b_.CreateFAdd(r, c(1.0)));
+    llvm::Value* r = Fma(n, c(-0.693359375), xc);
+    r = Fma(n, c(2.12194440e-4), r);
+    llvm::Value* p = Polynomial(r, {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
+                                    1.6666665459e-1, 5.0000001201e-1});
+    llvm::Value* y = Fma(b_.CreateFMul(r, r), p, b_.CreateFAdd(r, c(1.0)));
     // 2^n as 2^(n/2) * 2^(n - n/2): n runs from -150 to 128, beyond the
     // normal exponents, but each half is a normal power of two, and the
     // second product rounds into the subnormals as the exact result would.
-    llvm::Type* ity = ty->isVectorTy() ? llvm::VectorType::getInteger(llvm::cast<llvm::VectorType>(ty))
-                                       : static_cast<llvm::Type*>(b_.getInt32Ty());
+    llvm::Type* ity = Int32Like(ty);
     llvm::Value* ni = b_.CreateFPToSI(n, ity);
     llvm::Value* n1 = b_.CreateAShr(ni, 1);
     auto pow2 = [&](llvm::Value* k) {
@@ -557,11 +574,7 @@ class Codegen {
   llvm::Value* EmitLogF32(llvm::Value* x) {
     llvm::Type* ty = x->getType();
     auto c = [&](double v) { return llvm::ConstantFP::get(ty, v); };
-    auto fma = [&](llvm::Value* a, llvm::Value* b, llvm::Value* d) {
-      return b_.CreateIntrinsic(llvm::Intrinsic::fma, {ty}, {a, b, d});
-    };
-    llvm::Type* ity = ty->isVectorTy() ? llvm::VectorType::getInteger(llvm::cast<llvm::VectorType>(ty))
-                                       : static_cast<llvm::Type*>(b_.getInt32Ty());
+    llvm::Type* ity = Int32Like(ty);
     auto ic = [&](std::int64_t v) { return llvm::ConstantInt::get(ity, static_cast<std::uint64_t>(v), true); };
     llvm::Value* subnormal = b_.CreateFCmpOLT(x, c(1.17549435e-38));
     llvm::Value* xs = b_.CreateSelect(subnormal, b_.CreateFMul(x, c(8388608.0)), x);
@@ -575,15 +588,13 @@ class Codegen {
     ef = b_.CreateSelect(low, b_.CreateFSub(ef, c(1.0)), ef);
     llvm::Value* t = b_.CreateSelect(low, b_.CreateFSub(b_.CreateFAdd(m, m), c(1.0)), b_.CreateFSub(m, c(1.0)));
     llvm::Value* z = b_.CreateFMul(t, t);
-    llvm::Value* p = c(7.0376836292e-2);
-    for (double k : {-1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1, -1.6668057665e-1,
-                     2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1}) {
-      p = fma(p, t, c(k));
-    }
+    llvm::Value* p = Polynomial(t, {7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
+                                    1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
+                                    3.3333331174e-1});
     llvm::Value* y = b_.CreateFMul(b_.CreateFMul(p, t), z);
-    y = fma(ef, c(-2.12194440e-4), y);
-    y = fma(z, c(-0.5), y);
-    llvm::Value* out = fma(ef, c(0.693359375), b_.CreateFAdd(t, y));
+    y = Fma(ef, c(-2.12194440e-4), y);
+    y = Fma(z, c(-0.5), y);
+    llvm::Value* out = Fma(ef, c(0.693359375), b_.CreateFAdd(t, y));
     out = b_.CreateSelect(b_.CreateFCmpOEQ(x, c(0.0)), llvm::ConstantFP::getInfinity(ty, true), out);
     out = b_.CreateSelect(b_.CreateFCmpOEQ(x, llvm::ConstantFP::getInfinity(ty)), x, out);
     // Negative x and NaN: NaN.
@@ -598,16 +609,13 @@ class Codegen {
   llvm::Value* EmitTanhF32(llvm::Value* x) {
     llvm::Type* ty = x->getType();
     auto c = [&](double v) { return llvm::ConstantFP::get(ty, v); };
-    auto fma = [&](llvm::Value* a, llvm::Value* b, llvm::Value* d) {
-      return b_.CreateIntrinsic(llvm::Intrinsic::fma, {ty}, {a, b, d});
-    };
     llvm::Value* ax = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
     llvm::Value* e = EmitExpF32(b_.CreateFAdd(ax, ax));
     llvm::Value* big = b_.CreateFSub(c(1.0), b_.CreateFDiv(c(2.0), b_.CreateFAdd(e, c(1.0))));
     llvm::Value* x2 = b_.CreateFMul(x, x);
-    llvm::Value* p = c(-5.70498872745e-3);
-    for (double k : {2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1}) p = fma(p, x2, c(k));
-    llvm::Value* small = fma(b_.CreateFMul(p, x2), ax, ax);
+    llvm::Value* p =
+        Polynomial(x2, {-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1, -3.33332819422e-1});
+    llvm::Value* small = Fma(b_.CreateFMul(p, x2), ax, ax);
     // Both sides for |x|, then x's sign (which keeps tanh(-0) = -0).
     llvm::Value* out = b_.CreateSelect(b_.CreateFCmpOGE(ax, c(0.625)), big, small);
     return b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, out, x);
