@@ -171,6 +171,11 @@ int OutputElementBytes(const BlockNode& b) {
   return b.writes.empty() ? 4 : ir::DataTypeBytes(b.writes[0].buffer->dtype);
 }
 
+// Elements of that size in one of the target's vector registers.
+std::int64_t VectorLanes(const SpaceOptions& o, int element_bytes) {
+  return std::max(1, o.vector_bits / 8 / element_bytes);
+}
+
 // The largest divisor of n that is at most limit (1 at least).
 std::int64_t LargestDivisorAtMost(std::int64_t n, std::int64_t limit) {
   for (std::int64_t d = std::min(n, std::max<std::int64_t>(limit, 1)); d > 1; --d) {
@@ -203,7 +208,7 @@ int VectorLoop(const std::vector<std::int64_t>& extents, const std::vector<IterK
 std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<std::int64_t>& extents,
                                                             const std::vector<IterKind>& kinds,
                                                             int element_bytes, const SpaceOptions& o) {
-  std::int64_t lanes = std::max(1, o.vector_bits / 8 / element_bytes);
+  std::int64_t lanes = VectorLanes(o, element_bytes);
   // Every innermost factor within the space's limit, or the sample refuses it.
   std::int64_t limit = o.max_vectorize;
   const int vectorized = VectorLoop(extents, kinds);
@@ -359,9 +364,9 @@ void RFactor(Schedule& sch, const std::string& name, int factor_part, int max_in
 // A reduction whose innermost loop reduces along an input's last dimension
 // (a row sum, softmax's row max) leaves the postprocessor no spatial loop to
 // vectorize, and its adds form one chain, each waiting for the one before.
-// Both go when a vector's worth of that loop is split off and rfactored into
-// the last axis of a partial result, rf[i, k1] += A[i, k0 * lanes + k1]:
-// k1 is then a contiguous spatial loop for the postprocessor to vectorize,
+// Splitting off a vector's worth of that loop and rfactoring it into the
+// last axis of a partial result, rf[i, k1] += A[i, k0 * lanes + k1], mends
+// both: k1 is a contiguous spatial loop for the postprocessor to vectorize,
 // and the lanes hold independent partial sums.
 bool NeedsVectorRFactor(const BlockNode& b) {
   if (!HasReduction(b) || b.iter_vars.empty() || b.iter_vars.back().kind != IterKind::kReduce) return false;
@@ -383,7 +388,7 @@ void VectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions& o
   }
   int spatial = static_cast<int>(std::count(kinds->begin(), kinds->end(), IterKind::kSpatial));
   std::int64_t extent = sch.Get(loops.back()).extent;
-  std::int64_t lanes = std::max(1, o.vector_bits / 8 / OutputElementBytes(sch.Get(b)));
+  std::int64_t lanes = VectorLanes(o, OutputElementBytes(sch.Get(b)));
   std::optional<std::vector<std::int64_t>> decision;
   if (extent % lanes == 0 && lanes <= o.max_vectorize) decision = std::vector<std::int64_t>{extent / lanes, lanes};
   std::vector<ExprRV> tiles = sch.SamplePerfectTile(loops.back(), 2, o.max_vectorize, decision);
