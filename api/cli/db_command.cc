@@ -36,7 +36,6 @@ std::string HashOf(const DbOptions& o) {
   return ir::WorkloadHash(ir::LoadWorkload(o.workload).func);
 }
 
-
 void Stats(const DbOptions& o) {
   db::SqliteDatabase d = OpenExistingDatabase(o.db);
   std::vector<db::WorkloadStats> workloads = d.Workloads();
