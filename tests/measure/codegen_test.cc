@@ -203,6 +203,16 @@ sch.parallel(yy)
   EXPECT_NE(ir.find("fmul contract <8 x float>"), std::string::npos) << ir;
 }
 
+// Schedules `f` by `script`, checks the kernel against the interpreter on
+// random arguments (`seed`) with its first parameter fenced (FencedCopy),
+// and returns the kernel's optimized IR.
+std::string IRAfterAFencedRun(const PrimFunc& f, const char* script, std::uint64_t seed) {
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, script);
+  EXPECT_EQ(RunKeepsTheResult(f, sch.func(), MakeArguments(f, seed), {0}), "");
+  return SharedJit().OptimizedIR(Lower(sch.func()));
+}
+
 // A register block of a padded convolution whose reduction stays a loop
 // (no unrolling here). The padding check is the same for every output
 // channel, so it selects the address to load from (the element, or a zero
@@ -211,8 +221,7 @@ sch.parallel(yy)
 // speed of the same tiles fully unrolled (bench/RESULTS.md, session 21).
 TEST(CodegenTest, APaddingCheckSelectsTheAddressAndNeverReadsOutside) {
   PrimFunc f = BuildWorkload("conv2d_nhwc:N=1,H=8,W=8,CI=16,CO=32,KH=3,KW=3,stride=1,pad=1").func;
-  Schedule sch(f, 0);
-  RunScheduleScript(sch, R"(
+  std::string ir = IRAfterAFencedRun(f, R"(
 sch.compute_inline(sch.get_block("PaddedInput"))
 b = sch.get_block("Conv2dOutput")
 nn, yy, xx, ff, ry, rx, rc = sch.get_loops(b)
@@ -222,9 +231,7 @@ c = sch.cache_write(b, 0, "local")
 sch.reverse_compute_at(c, x0, preserve_unit_loops=True)
 sch.vectorize(ff)
 sch.decompose_reduction(b, ry)
-)");
-  EXPECT_EQ(RunKeepsTheResult(f, sch.func(), MakeArguments(f, 9), {0}), "");
-  std::string ir = SharedJit().OptimizedIR(Lower(sch.func()));
+)", 9);
   EXPECT_NE(ir.find("select i1"), std::string::npos) << ir;
   EXPECT_NE(ir.find("@tunedb.zero_cell"), std::string::npos) << ir;
   EXPECT_EQ(ir.find("sel.then"), std::string::npos) << ir;
@@ -236,17 +243,14 @@ sch.decompose_reduction(b, ry)
 // page) sits between fences, so a read of the row above or below faults.
 TEST(CodegenTest, APaddingCheckGuardsAContiguousVectorLoad) {
   PrimFunc f = BuildWorkload("depthwise_conv2d_nhwc:N=1,H=8,W=8,C=16,KH=3,KW=3,stride=1,pad=1").func;
-  Schedule sch(f, 0);
-  RunScheduleScript(sch, R"(
+  std::string ir = IRAfterAFencedRun(f, R"(
 sch.compute_inline(sch.get_block("PaddedInput"))
 b = sch.get_block("DepthwiseConv2d")
 n, h, w, c, kh, kw = sch.get_loops(b)
 sch.reorder(n, h, w, kh, kw, c)
 sch.vectorize(c)
 sch.decompose_reduction(b, kh)
-)");
-  EXPECT_EQ(RunKeepsTheResult(f, sch.func(), MakeArguments(f, 4), {0}), "");
-  std::string ir = SharedJit().OptimizedIR(Lower(sch.func()));
+)", 4);
   EXPECT_NE(ir.find("@tunedb.zero_cell"), std::string::npos) << ir;
   EXPECT_NE(ir.find("load <16 x float>"), std::string::npos) << ir;
   EXPECT_EQ(ir.find("sel.then"), std::string::npos) << ir;
