@@ -221,10 +221,10 @@ class Codegen {
         bool ok = true;
         VisitExpr(n.value, [&](const Expr& x) {
           // A select or short-circuit over loads must not read where its
-          // condition rules the load out, which lanes can share only when it
-          // is the same for all of them (a padding check on an input the
-          // lanes broadcast): then it is emitted once as scalar code (a
-          // guarded load, EmitGuardedSelect), and its value broadcast.
+          // condition rules the load out. Lanes can share that only when the
+          // condition is the same for all of them and each load is a
+          // broadcast or contiguous (a padding check): then the select is
+          // guarded (CanGuard, EmitGuardedSelect).
           bool branches = x->kind == ExprKind::kSelect || x->kind == ExprKind::kAnd || x->kind == ExprKind::kOr;
           if (branches && HasLoad(x) && DependsOnLane(x) && !(x->kind == ExprKind::kSelect && CanGuard(x))) ok = false;
         });
@@ -368,7 +368,10 @@ class Codegen {
     bool ok = true;
     for (int side : {1, 2}) {
       VisitExpr(e->operands[static_cast<std::size_t>(side)], [&](const Expr& x) {
-        if (x->kind == ExprKind::kLoad && LaneStride(x->operands[0]) != 0 && LaneStride(x->operands[0]) != 1) ok = false;
+        if (x->kind == ExprKind::kLoad) {
+          std::int64_t stride = LaneStride(x->operands[0]);
+          if (stride != 0 && stride != 1) ok = false;
+        }
         bool division = x->kind == ExprKind::kDiv || x->kind == ExprKind::kFloorDiv || x->kind == ExprKind::kFloorMod;
         if (division && !IsFloat(x->dtype) && x->operands[1]->kind != ExprKind::kIntImm) ok = false;
       });
@@ -627,6 +630,13 @@ class Codegen {
     return b_.CreateGEP(StorageType(buf->dtype), it->second, index);
   }
 
+  // Where a load reads: its element, or under a guard that is false
+  // (EmitGuardedSelect) the zero cell.
+  llvm::Value* LoadAddress(const Buffer& buf, llvm::Value* index) {
+    llvm::Value* address = Address(buf, index);
+    return guard_ ? b_.CreateSelect(guard_, address, ZeroCell()) : address;
+  }
+
   // Zeros that a guarded load reads instead of its elements
   // (EmitGuardedSelect): wide enough for a vector load of the widest element
   // type at the most lanes, constant, one per module.
@@ -668,16 +678,11 @@ class Codegen {
     llvm::Type* st = StorageType(buf->dtype);
     std::int64_t stride = LaneStride(index);
     if (stride == 0) {
-      llvm::Value* idx = Emit(index).v;
-      llvm::Value* address = Address(buf, idx);
-      if (guard_) address = b_.CreateSelect(guard_, address, ZeroCell());
-      return {FromStorage(b_.CreateLoad(st, address), buf->dtype), false};
+      return {FromStorage(b_.CreateLoad(st, LoadAddress(buf, Emit(index).v)), buf->dtype), false};
     }
     if (stride == 1) {
-      llvm::Value* idx = EmitAtLane0(index);
       auto* vt = llvm::FixedVectorType::get(st, lanes_);
-      llvm::Value* address = Address(buf, idx);
-      if (guard_) address = b_.CreateSelect(guard_, address, ZeroCell());
+      llvm::Value* address = LoadAddress(buf, EmitAtLane0(index));
       llvm::LoadInst* load = b_.CreateAlignedLoad(vt, address, llvm::Align(st->getPrimitiveSizeInBits() / 8));
       return {FromStorage(load, buf->dtype), true};
     }

@@ -10,10 +10,9 @@
 //    LLVM intrinsics or libm;
 //  - a vectorized loop becomes LLVM vector operations over all its lanes
 //    (contiguous accesses as vector loads/stores, invariant ones broadcast,
-//    others gathered lane by lane); a guarded load that is the same for
-//    every lane (a padding check) is one scalar load, broadcast; a body
-//    that cannot be vectorized that way (a nested loop, a branch that
-//    depends on the lane) stays a scalar loop for LLVM's own loop vectorizer;
+//    others gathered lane by lane); a body that cannot be vectorized that
+//    way (a nested loop, a branch that depends on the lane) stays a scalar
+//    loop for LLVM's own loop vectorizer;
 //  - in a vectorized loop, a select with a lane-invariant condition over
 //    loads that are broadcast or contiguous has no branch: each load reads
 //    its elements where its side is chosen and a zero cell elsewhere (the
