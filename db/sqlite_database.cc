@@ -2,9 +2,11 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <map>
@@ -260,7 +262,11 @@ struct SqliteDatabase::Impl {
     r.target = s.Text(2);
     r.trace = s.Text(3);
     r.run_secs = ParseRunSecs(s.Text(4));
-    r.status = ParseStatus(s.Text(5));
+    try {
+      r.status = ParseStatus(s.Text(5));
+    } catch (const DatabaseError& e) {
+      throw DatabaseError(path + ": record " + std::to_string(r.id) + ": " + e.what());
+    }
     r.error = s.Text(6);
     r.session_id = s.Int(7);
     r.created = s.Double(8);
@@ -357,7 +363,7 @@ std::int64_t SqliteDatabase::CommitWorkload(const WorkloadInput& w) {
       find.Reset();
       if (structure != w.structure) {
         throw DatabaseError("workload hash collision: " + w.hash + " is already stored for a structurally different " +
-                            "workload (" + impl_->path + ")");
+                            "workload (" + impl_->path + "), or that workload's row is damaged");
       }
       return;
     }
@@ -596,6 +602,46 @@ std::string SqliteDatabase::IntegrityCheck() {
   Statement s(impl_->conn.db, "PRAGMA integrity_check", impl_->path);
   std::string out;
   while (s.Step()) out += (out.empty() ? "" : "\n") + s.Text(0);
+  return out;
+}
+
+std::vector<SqliteDatabase::DamagedRecord> SqliteDatabase::DamagedRecords() {
+  std::vector<DamagedRecord> out;
+  Statement s(impl_->conn.db,
+              "SELECT r.id, r.status, r.run_secs, r.median, w.id IS NULL, t.id IS NULL FROM records r "
+              "LEFT JOIN workloads w ON w.id = r.workload_id LEFT JOIN targets t ON t.id = r.target_id ORDER BY r.id",
+              impl_->path);
+  while (s.Step()) {
+    TuningRecord r;
+    r.id = s.Int(0);
+    std::string status = s.Text(1), run_secs = s.Text(2);
+    auto damaged = [&](const std::string& what) { out.push_back({r.id, what}); };
+    if (s.Int(4)) damaged("its workload row is missing");
+    if (s.Int(5)) damaged("its target row is missing");
+    try {
+      r.status = ParseStatus(status);
+    } catch (const DatabaseError& e) {
+      damaged(e.what());
+      continue;
+    }
+    nlohmann::json secs = nlohmann::json::parse(run_secs, nullptr, false);
+    auto seconds = [](const nlohmann::json& x) {
+      return x.is_number() && x.get<double>() > 0 && std::isfinite(x.get<double>());
+    };
+    if (!secs.is_array() || !std::all_of(secs.begin(), secs.end(), seconds)) {
+      damaged("run_secs is not a list of positive seconds: '" + run_secs.substr(0, 60) + "'");
+      continue;
+    }
+    r.run_secs = secs.get<std::vector<double>>();
+    if (r.status == RecordStatus::kOk && r.run_secs.empty()) damaged("status ok without a timing");
+    double median = r.Median(), stored = s.Double(3);
+    bool same = std::isinf(median) ? std::isinf(stored) : std::abs(stored - median) <= 1e-12 * median;
+    if (!same) {
+      char text[96];
+      std::snprintf(text, sizeof text, "its median column is %.9g s where its run_secs' median is %.9g s", stored, median);
+      damaged(text);
+    }
+  }
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "db/database.h"
 
@@ -49,6 +50,20 @@ class SqliteDatabase : public Database {
 
   // "ok" or SQLite's integrity_check report.
   std::string IntegrityCheck();
+
+  // A record this layer cannot read back as it was written. SQLite keeps no
+  // checksums of what it stores, so a flipped byte inside a page passes
+  // IntegrityCheck and reads back as a different value.
+  struct DamagedRecord {
+    std::int64_t id = 0;
+    std::string what;  // e.g. "its workload row is missing"
+  };
+  // Every record whose status is not a status name, whose run_secs is not a
+  // list of positive finite seconds, whose median column is not the median
+  // of its run_secs (TopK orders by that column), or whose workload or
+  // target row is missing (the record would be invisible). Ascending by id.
+  std::vector<DamagedRecord> DamagedRecords();
+
   const std::string& path() const;
 
  private:

@@ -97,6 +97,56 @@ TEST(SqliteDatabaseTest, KilledWriterLosesOnlyItsOpenTransaction) {
   for (int i = 0; i <= last; ++i) EXPECT_TRUE(traces.count("trace" + std::to_string(i))) << "lost acknowledged record " << i;
 }
 
+// Runs SQL on the file behind the database's back, as outside damage would.
+void Damage(const std::string& path, const std::string& sql) {
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK) << (error ? error : "");
+  sqlite3_free(error);
+  sqlite3_close(raw);
+}
+
+TEST(SqliteDatabaseTest, DamagedRecordsAreFoundAndNamed) {
+  std::string path = FreshPath("damaged");
+  {
+    SqliteDatabase db(path);
+    db.CommitWorkload(W("1"));
+    TuningRecord failed = R("t5", 0);
+    failed.run_secs.clear();
+    failed.status = RecordStatus::kBuildError;
+    db.CommitRecords({R("t1", 1.0), R("t2", 2.0), R("t3", 3.0), R("t4", 4.0), failed});
+    EXPECT_TRUE(db.DamagedRecords().empty());
+  }
+  // SQLite stores no checksums: a changed byte reads back as a new value,
+  // and its own check still passes.
+  Damage(path, "UPDATE records SET status = 'oj' WHERE id = 2");
+  Damage(path, "UPDATE records SET run_secs = '[3.0e-3, x]' WHERE id = 3");
+  Damage(path, "UPDATE records SET median = 1e-300 WHERE id = 4");
+  Damage(path, "PRAGMA foreign_keys = OFF; UPDATE records SET workload_id = 77 WHERE id = 5");
+  SqliteDatabase db(path);
+  EXPECT_EQ(db.IntegrityCheck(), "ok");
+  std::vector<SqliteDatabase::DamagedRecord> damaged = db.DamagedRecords();
+  ASSERT_EQ(damaged.size(), 4u);
+  EXPECT_EQ(damaged[0].id, 2);
+  EXPECT_EQ(damaged[0].what, "unknown record status 'oj' (expected ok, build_error, run_error, timeout or wrong_result)");
+  EXPECT_EQ(damaged[1].id, 3);
+  EXPECT_EQ(damaged[1].what, "run_secs is not a list of positive seconds: '[3.0e-3, x]'");
+  EXPECT_EQ(damaged[2].id, 4);
+  EXPECT_EQ(damaged[2].what, "its median column is 1e-300 s where its run_secs' median is 4 s");
+  EXPECT_EQ(damaged[3].id, 5);
+  EXPECT_EQ(damaged[3].what, "its workload row is missing");
+  // Reading the damaged status names the file and the record.
+  RecordQuery all;
+  try {
+    db.Records(all);
+    ADD_FAILURE() << "a record with an unknown status was read";
+  } catch (const DatabaseError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": record 2: unknown record status 'oj' (expected ok, build_error, "
+                                            "run_error, timeout or wrong_result)");
+  }
+}
+
 TEST(SqliteDatabaseTest, NewerSchemaIsRefusedClearly) {
   std::string path = FreshPath("newer");
   {
