@@ -246,7 +246,9 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
     };
     auto best = [&](const std::string& hash, const std::string& target, int k, bool allow_nearest) {
       json out = {{"workload_hash", hash}, {"target", target}, {"exact", true}};
-      std::vector<db::TuningRecord> records = database.TopK(hash, target, k);
+      // A few spare records stand in for damaged ones among the k best.
+      constexpr int kSpare = 16;
+      std::vector<db::TuningRecord> records = database.TopK(hash, target, k + kSpare);
       if (records.empty() && allow_nearest) {
         // The compiler's target has nothing: offer the nearest target's best
         // (same CPU first), flagged, rather than nothing.
@@ -261,7 +263,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
         if (!nearest.empty()) {
           out["nearest_target"] = nearest;
           out["note"] = "no valid record for target \"" + target + "\"; these are the nearest target's";
-          records = database.TopK(hash, nearest, k);
+          records = database.TopK(hash, nearest, k + kSpare);
         } else {
           out["note"] = "no valid record for this workload on any target";
         }
@@ -271,7 +273,10 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       // printed as a script) and then served from the cache.
       std::int64_t flops = flops_of(hash);
       std::string list = "[";
+      int listed = 0;
+      json skipped = json::array();
       for (const db::TuningRecord& r : records) {
+        if (listed == k) break;
         std::string rendered;
         {
           std::lock_guard<std::mutex> lock(models_->mutex);
@@ -279,14 +284,24 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
           if (it != models_->best_records.end()) rendered = it->second;
         }
         if (rendered.empty()) {
+          // SQLite keeps no checksums: a damaged row reads back. A compiler
+          // gets the best record it can use, and is told which were not.
+          if (!json::accept(r.trace) || !std::isfinite(r.Median())) {
+            skipped.push_back({{"id", r.id},
+                               {"error", std::isfinite(r.Median()) ? "its trace is not valid JSON"
+                                                                   : "its run_secs do not read as seconds"}});
+            continue;
+          }
           rendered = RecordJson(r, flops, true).dump();
           std::lock_guard<std::mutex> lock(models_->mutex);
           if (models_->best_records.size() >= 100000) models_->best_records.clear();
           models_->best_records.emplace(r.id, rendered);
         }
         list += (list.size() > 1 ? "," : "") + rendered;
+        ++listed;
       }
       list += "]";
+      if (!skipped.empty()) out["skipped"] = skipped;
       std::string body = out.dump();
       body.pop_back();  // the closing brace
       return body + ",\"records\":" + list + "}";
@@ -354,11 +369,12 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       ir::Workload w = WorkloadFromBody(body);
       std::string hash = ir::WorkloadHash(w.func);
       if (!body.contains("target") || !body["target"].is_string()) Fail(400, "target (a string) is required");
-      int k = body.value("k", 1);
+      if (body.contains("k") && !body["k"].is_number_integer()) Fail(400, "k must be an integer in [1, 100]");
+      std::int64_t k = body.value("k", std::int64_t{1});
       if (k < 1 || k > 100) Fail(400, "k must be in [1, 100]");
       json out = {{"workload_hash", hash}, {"known", database.FindWorkload(hash).has_value()}};
       if (out["known"].get<bool>()) {
-        out.update(json::parse(best(hash, body["target"].get<std::string>(), k, true)));
+        out.update(json::parse(best(hash, body["target"].get<std::string>(), static_cast<int>(k), true)));
       } else {
         out["records"] = json::array();
         out["note"] = "the database has no such workload";
@@ -551,6 +567,13 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
     return JsonError(400, e.what());
   } catch (const db::DatabaseError& e) {
     return JsonError(500, std::string("database: ") + e.what());
+  } catch (const json::exception& e) {
+    // A body field of the wrong JSON type that a route read without
+    // checking it first.
+    return JsonError(400, std::string("bad request body: ") + e.what());
+  } catch (const std::exception& e) {
+    // Never let one request end the server.
+    return JsonError(500, std::string("internal error: ") + e.what());
   }
   return JsonError(404, "no route " + req.path);
 }

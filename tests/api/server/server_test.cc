@@ -13,6 +13,7 @@
 #include <boost/beast/http.hpp>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sqlite3.h>
 
 #include "api/remote/remote_database.h"
 #include "api/server/http.h"
@@ -206,6 +207,33 @@ TEST_F(ServerTest, QueryByWorkloadSpecOrText) {
   Reply bad = Call(port_, http::verb::post, "/v1/query", json{{"text", "C[i] = nonsense("}, {"target", kTarget}}.dump());
   EXPECT_EQ(bad.status, 400);
   EXPECT_NE(bad.Json()["error"].get<std::string>().find("bad workload"), std::string::npos) << bad.body;
+  // Fields of the wrong JSON type are the client's error, not the end of
+  // the server (a string k once escaped every handler and aborted it).
+  for (const json& k : {json("3"), json(1e20), json(2.5)}) {
+    Reply r = Call(port_, http::verb::post, "/v1/query", json{{"spec", "matmul:M=32,N=32,K=32"}, {"target", kTarget}, {"k", k}}.dump());
+    EXPECT_EQ(r.status, 400) << k;
+    EXPECT_EQ(r.Json()["error"], "k must be an integer in [1, 100]") << k;
+  }
+  Reply name = Call(port_, http::verb::post, "/v1/query", json{{"text", "input A: f32[4]\nB[i] = A[i]\n"}, {"name", 5}, {"target", kTarget}}.dump());
+  EXPECT_EQ(name.status, 400) << name.body;
+  EXPECT_EQ(Call(port_, http::verb::get, "/v1/health").status, 200);
+}
+
+// SQLite keeps no checksums, so a damaged row reads back. A compiler asking
+// for the best gets the best record it can use, and the ids of those skipped.
+TEST_F(ServerTest, BestSkipsADamagedRecordAndSaysSo) {
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &raw), SQLITE_OK);
+  // Record 1 is the fastest (1.05 us).
+  ASSERT_EQ(sqlite3_exec(raw, "UPDATE records SET trace = substr(trace, 1, 20) WHERE id = 1", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  StartServer();
+  json best = Call(port_, http::verb::get, "/v1/workloads/" + hash_ + "/best?target=llvm%20-mcpu%3Dznver4%20-num-cores%3D2&k=2").Json();
+  ASSERT_EQ(best["records"].size(), 2u) << best;
+  EXPECT_EQ(best["records"][0]["id"], 2);
+  EXPECT_EQ(best["records"][1]["id"], 3);
+  EXPECT_EQ(best["skipped"], json::parse(R"([{"id": 1, "error": "its trace is not valid JSON"}])"));
 }
 
 TEST_F(ServerTest, RecordsWithFiltersAndPaging) {
