@@ -276,7 +276,9 @@ class Tuner {
           programs.push_back(sch.func());
           medians.push_back(r.Median());
         } catch (const ir::IrError&) {
-          // A record of another tunedb version's space: kept, not learnt from.
+          // A trace that does not replay (damaged, or beyond what this
+          // version reads): kept, but neither learnt from nor the best.
+          continue;
         }
         if (r.status == db::RecordStatus::kOk && r.Median() < status.best_secs) {
           status.best_secs = r.Median();

@@ -4,12 +4,14 @@
 // codes (2 for bad input, 1 for other failures).
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "db/sqlite_database.h"
+#include "ir/stmt.h"
 
 namespace tunedb::cli {
 
@@ -19,9 +21,9 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// A measured candidate that did not come out ok: the result was printed,
-// the exit code is 1.
-class CandidateFailed : public std::exception {};
+// A result that was printed and is a failure (a measured candidate that did
+// not come out ok, a database check that found damage): the exit code is 1.
+class ProblemsReported : public std::exception {};
 
 void AddWorkloadsCommand(CLI::App& app);
 void AddShowCommand(CLI::App& app);
@@ -48,6 +50,16 @@ std::string DurationText(double secs);
 // records". UsageError naming the path when there is no such file.
 // (Defined in db_command.cc.)
 db::SqliteDatabase OpenExistingDatabase(const std::string& path);
+
+// The fastest valid record of a workload on a target whose trace tunedb can
+// read and, when the program is given, replay onto it. SQLite keeps no
+// checksums, so a damaged trace reads back; the best of the rest is served
+// rather than none, each skipped record named in a warning on stderr.
+// nullopt when none of the 16 fastest can be used. (Defined in
+// db_command.cc.)
+std::optional<db::TuningRecord> BestUsableRecord(db::Database& database, const std::string& hash,
+                                                 const std::string& target,
+                                                 const std::optional<ir::PrimFunc>& program);
 
 // Reads a whole text file; UsageError when it cannot.
 std::string ReadTextFile(const std::string& path);

@@ -1,8 +1,13 @@
-// `tunedb db ...` (import-tvm, export-tvm, merge, stats, records) and
-// `tunedb best`: the tuning database from the command line.
+// `tunedb db ...` (import-tvm, export-tvm, merge, stats, records, check)
+// and `tunedb best`: the tuning database from the command line.
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -10,6 +15,8 @@
 #include "api/cli/commands.h"
 #include "db/sqlite_database.h"
 #include "db/tvm_interop.h"
+#include "ir/json.h"
+#include "ir/schedule/schedule.h"
 #include "ir/schedule/trace.h"
 #include "ir/structural.h"
 #include "ir/workloads.h"
@@ -70,15 +77,28 @@ void Best(const DbOptions& o) {
   db::SqliteDatabase d = OpenExistingDatabase(o.db);
   std::string hash = HashOf(o);
   std::string target = o.target.empty() ? measure::Target::Host().ToString() : o.target;
-  std::vector<db::TuningRecord> top = d.TopK(hash, target, 1);
-  if (top.empty()) {
+  // The program the record's trace must replay onto: the one named, or
+  // the stored one (none for an imported TVM workload, which is opaque).
+  std::optional<ir::PrimFunc> program;
+  if (!o.workload.empty()) {
+    program = ir::LoadWorkload(o.workload).func;
+  } else if (std::optional<db::Workload> w = d.FindWorkload(hash); w && w->input.kind == "tunedb") {
+    try {
+      program = ir::ProgramFromJson(w->input.program);
+    } catch (const ir::IrError& e) {
+      throw UsageError("the stored program of workload " + hash + " is damaged: " + e.what() +
+                       " (give it with --workload)");
+    }
+  }
+  std::optional<db::TuningRecord> best = BestUsableRecord(d, hash, target, program);
+  if (!best) {
     std::string targets;
     for (const std::string& t : d.Targets(hash)) targets += (targets.empty() ? "" : ", ") + t;
     throw UsageError("no valid record for workload " + hash + " on target '" + target + "'" +
                      (targets.empty() ? std::string(" (the database has no record of this workload)")
                                       : " (targets with records: " + targets + ")"));
   }
-  const db::TuningRecord& r = top[0];
+  const db::TuningRecord& r = *best;
   if (o.format == "json") {
     nlohmann::json out = {{"workload_hash", hash}, {"target", r.target}, {"run_secs", r.run_secs},
                           {"median_secs", r.Median()}, {"trace", nlohmann::json::parse(r.trace)}};
@@ -90,7 +110,115 @@ void Best(const DbOptions& o) {
              ir::Trace::FromJsonText(r.trace).AsScript());
 }
 
+// What `db check` found wrong with one stored row. Reported in order: the
+// file, then workloads, then records, each by id.
+struct Problem {
+  enum Kind { kFile, kWorkload, kRecord } kind;
+  std::int64_t id;
+  std::string where;  // "record 34 (matmul:M=64,N=64,K=64, llvm -mcpu=znver4 -num-cores=2)"
+  std::string what;
+  bool operator<(const Problem& o) const { return std::tie(kind, id) < std::tie(o.kind, o.id); }
+};
+
+// The workload rows of tunedb programs: each program must parse, and hash
+// and encode to what is stored beside it (else its records are filed under
+// another program). Returns the programs that do, by hash.
+std::map<std::string, ir::PrimFunc> CheckWorkloads(db::SqliteDatabase& d, std::vector<Problem>& problems,
+                                                   std::map<std::string, std::string>& names) {
+  std::map<std::string, ir::PrimFunc> programs;
+  for (const db::WorkloadStats& w : d.Workloads()) {
+    const db::WorkloadInput& in = w.workload.input;
+    names[in.hash] = in.name;
+    if (in.kind != "tunedb") continue;  // an imported TVM workload is kept verbatim, opaque to us
+    auto damaged = [&](const std::string& what) {
+      problems.push_back({Problem::kWorkload, w.workload.id, "workload " + in.hash + " (" + in.name + ")", what});
+    };
+    try {
+      ir::PrimFunc f = ir::ProgramFromJson(in.program);
+      if (ir::WorkloadHash(f) != in.hash) {
+        damaged("its program hashes to " + ir::WorkloadHash(f) + ", not to its stored hash");
+      } else if (ir::CanonicalEncoding(f) != in.structure) {
+        damaged("its structure key is not its program's");
+      } else {
+        programs.emplace(in.hash, std::move(f));
+      }
+    } catch (const ir::IrError& e) {
+      damaged(e.what());
+    }
+  }
+  return programs;
+}
+
+// `db check`: SQLite's own check of the file, then every row as tunedb reads
+// it: the records' statuses and timings, the workloads' programs, and every
+// record's trace replayed onto its workload's program. Reports each damaged
+// row by id; exit code 1 when there is one. Changes nothing.
+void Check(const DbOptions& o) {
+  db::SqliteDatabase d = OpenExistingDatabase(o.db);
+  std::vector<Problem> problems;
+  std::string integrity = d.IntegrityCheck();
+  fmt::print("database: {}\nfile:     {}\n", o.db, integrity == "ok" ? "ok (SQLite integrity_check)" : "damaged");
+  if (integrity != "ok") problems.push_back({Problem::kFile, 0, "file", integrity});
+  std::set<std::int64_t> unreadable;
+  for (const db::SqliteDatabase::DamagedRecord& r : d.DamagedRecords()) {
+    problems.push_back({Problem::kRecord, r.id, "record " + std::to_string(r.id), r.what});
+    unreadable.insert(r.id);
+  }
+  std::map<std::string, std::string> names;
+  std::map<std::string, ir::PrimFunc> programs = CheckWorkloads(d, problems, names);
+  std::int64_t checked = 0;
+  // By status, so that a record whose status is damaged (reported above)
+  // is never read as a whole.
+  for (db::RecordStatus status : {db::RecordStatus::kOk, db::RecordStatus::kBuildError, db::RecordStatus::kRunError,
+                                  db::RecordStatus::kTimeout, db::RecordStatus::kWrongResult}) {
+    db::RecordQuery q;
+    q.status = status;
+    q.limit = 1000;
+    for (std::vector<db::TuningRecord> page; !(page = d.Records(q)).empty(); q.after_id = page.back().id) {
+      for (const db::TuningRecord& r : page) {
+        ++checked;
+        if (unreadable.count(r.id)) continue;
+        std::string where = "record " + std::to_string(r.id) + " (" + names[r.workload_hash] + ", " + r.target + ")";
+        try {
+          ir::Trace trace = ir::Trace::FromJsonText(r.trace);
+          auto program = programs.find(r.workload_hash);
+          if (program != programs.end()) ir::ReplayTrace(program->second, trace, 0);
+        } catch (const ir::IrError& e) {
+          problems.push_back({Problem::kRecord, r.id, where, e.what()});
+        }
+      }
+    }
+  }
+  fmt::print("checked:  {} workloads, {} of {} records\n", names.size(), checked, d.Size());
+  if (problems.empty()) {
+    fmt::print("no problems found\n");
+    return;
+  }
+  std::stable_sort(problems.begin(), problems.end());
+  fmt::print("{} problem(s):\n", problems.size());
+  for (const Problem& p : problems) fmt::print("  {}: {}\n", p.where, p.what);
+  throw ProblemsReported();
+}
+
 }  // namespace
+
+std::optional<db::TuningRecord> BestUsableRecord(db::Database& d, const std::string& hash, const std::string& target,
+                                                 const std::optional<ir::PrimFunc>& program) {
+  for (const db::TuningRecord& r : d.TopK(hash, target, 16)) {
+    std::string damage;
+    try {
+      ir::Trace trace = ir::Trace::FromJsonText(r.trace);
+      if (program) ir::ReplayTrace(*program, trace, 0);
+      if (!std::isfinite(r.Median())) damage = "its run_secs do not read as seconds";
+    } catch (const ir::IrError& e) {
+      damage = e.what();
+    }
+    if (damage.empty()) return r;
+    fmt::print(stderr, "tunedb: warning: record {} skipped: {} (`tunedb db check` lists every damaged row)\n", r.id,
+               damage);
+  }
+  return std::nullopt;
+}
 
 std::string DurationText(double secs) {
   if (!std::isfinite(secs)) return "-";
@@ -150,6 +278,10 @@ void AddDbCommands(CLI::App& app) {
   records->add_option("--target", o->target, "Only records of this target");
   records->add_option("--limit", o->limit, "At most this many")->capture_default_str();
   records->callback([o] { Records(*o); });
+  CLI::App* check = dbcmd->add_subcommand(
+      "check", "Check every row: the file, records' statuses and timings, programs, traces (exit 1 on damage)");
+  add_db(check);
+  check->callback([o] { Check(*o); });
 
   CLI::App* best = app.add_subcommand("best", "The best schedule of a workload from the database");
   add_db(best);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include <fmt/core.h>
@@ -98,9 +99,11 @@ void RunE2e(const E2eOptions& o) {
 
   // The best schedule of each layer: from the database, or tuned now.
   db::SqliteDatabase database(o.db);
+  std::vector<std::optional<db::TuningRecord>> best;
   std::vector<std::string> missing;
   for (const ir::Workload& l : layers) {
-    if (database.TopK(ir::WorkloadHash(l.func), target_name, 1).empty()) missing.push_back(l.spec);
+    best.push_back(BestUsableRecord(database, ir::WorkloadHash(l.func), target_name, l.func));
+    if (!best.back()) missing.push_back(l.spec);
   }
   if (!missing.empty()) {
     fmt::print("tuning {} layer(s) without a stored schedule ({} trials into {})...\n", missing.size(), o.trials, o.db);
@@ -117,13 +120,14 @@ void RunE2e(const E2eOptions& o) {
     });
   }
   std::vector<measure::Kernel> tuned;
-  for (const ir::Workload& l : layers) {
-    std::vector<db::TuningRecord> best = database.TopK(ir::WorkloadHash(l.func), target_name, 1);
-    if (best.empty()) throw std::runtime_error("no valid schedule was found for " + l.spec);
-    ir::Schedule sch = ir::ReplayTrace(l.func, ir::Trace::FromJsonText(best[0].trace), 0);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const ir::Workload& l = layers[i];
+    if (!best[i]) best[i] = BestUsableRecord(database, ir::WorkloadHash(l.func), target_name, l.func);
+    if (!best[i]) throw std::runtime_error("no valid schedule was found for " + l.spec);
+    ir::Schedule sch = ir::ReplayTrace(l.func, ir::Trace::FromJsonText(best[i]->trace), 0);
     tuned.push_back(jit.Compile(measure::Lower(sch.func())));
-    fmt::print("  {}: best record {}, {:.2f} GFLOP/s\n", l.spec, best[0].id,
-               static_cast<double>(ir::CountFlops(l.func)) / best[0].Median() / 1e9);
+    fmt::print("  {}: best record {}, {:.2f} GFLOP/s\n", l.spec, best[i]->id,
+               static_cast<double>(ir::CountFlops(l.func)) / best[i]->Median() / 1e9);
   }
   MlpKernels fast{tuned[0], tuned[1]};
   t.y.Fill(std::nan(""));

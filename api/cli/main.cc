@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return 2;
-  } catch (const tunedb::cli::CandidateFailed&) {
+  } catch (const tunedb::cli::ProblemsReported&) {
     return 1;
   } catch (const tunedb::cli::UsageError& e) {
     fmt::print(stderr, "tunedb: error: {}\n", e.what());

@@ -73,7 +73,7 @@ void RunRun(const RunOptions& o) {
     fmt::print("GFLOPS:    {:.2f}\n", static_cast<double>(flops) / median / 1e9);
   }
   if (!o.emit_llvm.empty()) fmt::print("LLVM IR:   {}\n", o.emit_llvm);
-  if (r.status != measure::MeasureStatus::kOk) throw CandidateFailed();
+  if (r.status != measure::MeasureStatus::kOk) throw ProblemsReported();
 }
 
 }  // namespace
