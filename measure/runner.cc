@@ -181,7 +181,10 @@ class WorkerProcess {
     Send(init_);
     Reply r = Receive(Clock::now() + std::chrono::seconds(300));
     if (r.kind != Reply::kOk) {
-      init_error_ = "the worker failed to start: " + (r.kind == Reply::kTimedOut ? std::string("timed out") : r.why);
+      // Starting, the worker compiles and runs the unscheduled program for
+      // the reference: a program that traps on its inputs dies here.
+      init_error_ = "computing the reference (the unscheduled program, compiled) failed: " +
+                    (r.kind == Reply::kTimedOut ? std::string("no answer in 300 s") : r.why);
     } else if (!r.message.value("ok", false)) {
       init_error_ = r.message.value("error", std::string("unknown error"));
     } else {

@@ -10,6 +10,7 @@
 
 #include "ir/schedule/schedule.h"
 #include "ir/schedule/script.h"
+#include "ir/workload_lang.h"
 #include "ir/workloads.h"
 
 namespace tunedb::measure {
@@ -176,6 +177,30 @@ TEST(RunnerTest, BuildErrors) {
   EXPECT_EQ(r[0].status, MeasureStatus::kBuildError);
   EXPECT_EQ(r[0].error, "parameter 0 of the candidate differs from the workload's");
   EXPECT_EQ(r[1].status, MeasureStatus::kOk);
+}
+
+// A program that traps on its own inputs (here an integer division by
+// zero, which the compiler cannot see) is the user's error: the interpreter
+// names the block and the expression, ahead of the compiled reference,
+// which dies of SIGFPE.
+TEST(RunnerTest, AProgramThatTrapsIsNamedNotACrashedWorker) {
+  PrimFunc f = ParseWorkloadText("input A: f32[4]\nY[i] = 7 / i32(A[i] * 0.0)\n");
+  try {
+    Runner runner(f, QuickConfig());
+    FAIL() << "the program divides by zero";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "worker: interpreter: division by zero in block Y: 7 // T.Cast(\"int32\", A[v_i] * T.float32(0.0))");
+  }
+  MeasureConfig unchecked = QuickConfig();
+  unchecked.interpreter_check_max_flops = -1;  // integer ops count no FLOPs: -1 skips even this
+  try {
+    Runner runner(f, unchecked);
+    FAIL() << "the program divides by zero";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(),
+                 "computing the reference (the unscheduled program, compiled) failed: the worker process was killed "
+                 "by signal 8 (Floating point exception)");
+  }
 }
 
 TEST(RunnerTest, MissingWorkerIsAClearError) {
