@@ -204,9 +204,12 @@ void ReverseComputeAtImpl(Schedule::State& s, BlockRV block_rv, LoopRV loop_rv, 
   auto loop = s.LoopOf(loop_rv, p);
   const std::string where = "block '" + block->name + "' at loop " + loop->loop_var->name;
   if (sched::Contains(loop, block.get())) Fail(p, where + ": the block is already under this loop");
-  if (block->init) Fail(p, where + ": a reduction block cannot be moved under its producers");
   for (const BufferNode* buf : sched::StoredBuffers(*block)) {
-    if (sched::LoadedBuffers(*block).count(buf)) Fail(p, where + ": the block updates " + buf->name + " in place");
+    // A reduction reads what it accumulates; any other block that reads
+    // what it writes updates it in place.
+    if (!block->init && sched::LoadedBuffers(*block).count(buf)) {
+      Fail(p, where + ": the block updates " + buf->name + " in place");
+    }
     if (!WritersOf(s.func, buf, block.get()).empty()) Fail(p, where + ": buffer " + buf->name + " has other writers");
   }
 
@@ -249,9 +252,20 @@ void ReverseComputeAtImpl(Schedule::State& s, BlockRV block_rv, LoopRV loop_rv, 
         for (std::size_t j = 0; j < block->iter_vars.size(); ++j) {
           if (block->iter_vars[j].var == v) k = static_cast<int>(j);
         }
+        if (k >= 0 && block->iter_vars[k].kind == IterKind::kReduce) {
+          // A reduction keeps its whole range under the loop: one iteration
+          // must produce every element it reads along this dimension.
+          std::int64_t first = 0;
+          if (!AsConstInt(Simplify(region[d]->min), &first) || c < first ||
+              c + block->iter_vars[k].extent > first + region[d]->extent) {
+            Fail(p, where + ": one iteration produces only part of " + buf->name + " along the reduction over " +
+                        block->iter_vars[k].var->name);
+          }
+          continue;
+        }
         if (k < 0 || block->iter_vars[k].kind != IterKind::kSpatial) {
           Fail(p, where + ": the block reads " + buf->name + " at " + PrintExpr(a.indices[d]) +
-                      ", which is not a spatial iteration variable plus a constant");
+                      ", which is not an iteration variable plus a constant");
         }
         // Over all iterations the producers write all of the buffer, so v
         // runs over [-c, shape - c); that must cover v's whole domain, or

@@ -184,6 +184,45 @@ TEST(BlockMotionTest, ReverseComputeInlineAndReverseComputeAt) {
   EXPECT_SAME_RESULT(f, sch);
 }
 
+// As in TVM, a reduction block may be moved under a loop of its producers:
+// its reduction keeps its whole range there. Here the horizontal sum of an
+// rfactor goes under the tile loop that produces its partial sums.
+TEST(BlockMotionTest, ReverseComputeAtMovesAReduction) {
+  PrimFunc f = BuildWorkload("dense_bias_relu:B=8,IN=32,OUT=8").func;
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+b0 = sch.get_block("T_matmul_NT")
+i, j, k = sch.get_loops(b0)
+k0, k1 = sch.split(k, factors=[None, 8])
+rf = sch.rfactor(k1, 2)
+i, j, ka, kb = sch.get_loops(rf)
+sch.reverse_compute_at(b0, j)
+)");
+  std::string text = PrintProgram(sch.func());
+  EXPECT_NE(text.find("        for ax0 in range(8):\n"
+                      "            with T.block(\"T_matmul_NT\"):\n"
+                      "                v_i, v_j, vk_1 = T.axis.remap(\"SSR\", [i, j, ax0])"),
+            std::string::npos)
+      << text;
+  EXPECT_SAME_RESULT(f, sch);
+  // Under the loop over the partial sums' own axis, one iteration produces
+  // one of the eight the reduction reads.
+  Schedule split(f, 0);
+  RunScheduleScript(split, R"(
+b0 = sch.get_block("T_matmul_NT")
+i, j, k = sch.get_loops(b0)
+k0, k1 = sch.split(k, factors=[None, 8])
+rf = sch.rfactor(k1, 2)
+i, j, ka, kb = sch.get_loops(rf)
+sch.reorder(i, j, kb, ka)
+)");
+  std::vector<LoopRV> loops = split.GetLoops(split.GetBlock("T_matmul_NT_rf"));
+  BlockRV sum = split.GetBlock("T_matmul_NT");
+  ExpectRefused(split, [&] { split.ReverseComputeAt(sum, loops[2], true); },
+                "reverse_compute_at: block 'T_matmul_NT' at loop k_1: one iteration produces only part of "
+                "T_matmul_NT_rf along the reduction over vk_1");
+}
+
 TEST(BlockMotionTest, Refusals) {
   PrimFunc f = BuildWorkload("dense_bias_relu:B=8,IN=6,OUT=8").func;
   Schedule sch(f, 0);
