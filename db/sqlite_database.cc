@@ -17,6 +17,11 @@
 namespace tunedb::db {
 namespace {
 
+// A write refused because the file (or its directory, where the WAL and
+// shared-memory files live) is read-only.
+constexpr const char* kReadOnlyHint =
+    " (tunedb writes to this database: check the permissions of the file and its directory)";
+
 // ---- RAII over SQLite handles ---------------------------------------------------
 
 class Statement {
@@ -59,6 +64,7 @@ class Statement {
     std::string msg = sqlite3_errmsg(db_);
     sqlite3_reset(stmt_);
     if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) throw BusyError(msg);
+    if ((rc & 0xff) == SQLITE_READONLY) msg += kReadOnlyHint;
     throw DatabaseError(path_ + ": " + msg);
   }
   void Run() {
@@ -282,30 +288,42 @@ struct SqliteDatabase::Impl {
   "r.hardware, r.target_json, r.args_info"
 #define TUNEDB_RECORD_JOIN " FROM records r JOIN workloads w ON w.id = r.workload_id JOIN targets t ON t.id = r.target_id"
 
-SqliteDatabase::SqliteDatabase(const std::string& path) : impl_(std::make_unique<Impl>()) {
+SqliteDatabase::SqliteDatabase(const std::string& path, OpenMode mode) : impl_(std::make_unique<Impl>()) {
   impl_->path = path;
-  if (sqlite3_open_v2(path.c_str(), &impl_->conn.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                      nullptr) != SQLITE_OK) {
+  const bool read_only = mode == OpenMode::kReadOnly;
+  int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX;
+  if (sqlite3_open_v2(path.c_str(), &impl_->conn.db, flags, nullptr) != SQLITE_OK) {
     std::string msg = impl_->conn.db ? sqlite3_errmsg(impl_->conn.db) : "out of memory";
     throw DatabaseError("cannot open database " + path + ": " + msg);
   }
   sqlite3_busy_timeout(impl_->conn.db, 10000);
   sqlite3_extended_result_codes(impl_->conn.db, 1);
   try {
-    impl_->Exec("PRAGMA journal_mode=WAL");
-    impl_->Exec("PRAGMA synchronous=NORMAL");
+    // The journal mode is stored in the file: setting it is a write.
+    if (!read_only) {
+      impl_->Exec("PRAGMA journal_mode=WAL");
+      impl_->Exec("PRAGMA synchronous=NORMAL");
+      impl_->Exec("PRAGMA wal_autocheckpoint=32768");  // checkpoint every 128 MiB of WAL
+    }
     impl_->Exec("PRAGMA cache_size=-65536");  // 64 MiB of page cache
-    impl_->Exec("PRAGMA wal_autocheckpoint=32768");  // checkpoint every 128 MiB of WAL
     impl_->Exec("PRAGMA mmap_size=1073741824");  // read pages in place, no copies
     impl_->Exec("PRAGMA foreign_keys=ON");
+    impl_->UserVersion();  // the first read of the file
   } catch (const DatabaseError& e) {
-    throw DatabaseError(std::string(e.what()) + " (is it an SQLite database?)");
+    int code = sqlite3_errcode(impl_->conn.db) & 0xff;
+    if (code == SQLITE_NOTADB) throw DatabaseError(std::string(e.what()) + " (is it an SQLite database?)");
+    if (code == SQLITE_READONLY) throw DatabaseError(std::string(e.what()) + kReadOnlyHint);
+    throw;
   }
   int version = impl_->UserVersion();
   if (version > kSchemaVersion) {
     throw DatabaseError("database " + path + " was written by a newer tunedb (schema version " +
                         std::to_string(version) + "; this build understands up to " + std::to_string(kSchemaVersion) +
                         ")");
+  }
+  if (read_only && version < kSchemaVersion) {
+    throw DatabaseError("database " + path + " has schema version " + std::to_string(version) +
+                        (version == 0 ? " (it holds no tunedb database)" : " and must be upgraded by a tunedb that writes to it"));
   }
   impl_->begin = std::make_unique<Statement>(impl_->conn.db, "BEGIN IMMEDIATE", path);
   impl_->commit = std::make_unique<Statement>(impl_->conn.db, "COMMIT", path);

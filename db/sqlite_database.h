@@ -25,8 +25,13 @@ class SqliteDatabase : public Database {
  public:
   static constexpr int kSchemaVersion = 1;
 
-  // Opens (creating if needed) the file. Throws DatabaseError naming the file.
-  explicit SqliteDatabase(const std::string& path);
+  // kReadOnly opens an existing file without writing to it, so that a
+  // database on a read-only file or mount can be read; writes then fail.
+  enum class OpenMode { kReadWrite, kReadOnly };
+
+  // Opens the file (kReadWrite creates it if needed). Throws DatabaseError
+  // naming the file.
+  explicit SqliteDatabase(const std::string& path, OpenMode mode = OpenMode::kReadWrite);
   ~SqliteDatabase() override;
 
   std::int64_t CommitWorkload(const WorkloadInput& workload) override;

@@ -44,12 +44,14 @@ std::string SpeedupText(double reference_secs, double new_secs);
 // there is none (infinite or NaN). (Defined in db_command.cc.)
 std::string DurationText(double secs);
 
-// Opens a database file that must already exist, for the commands that only
-// read one (stats, records, best, export, merge's source, train, model): a
-// mistyped path would otherwise create an empty file and report "no
-// records". UsageError naming the path when there is no such file.
-// (Defined in db_command.cc.)
-db::SqliteDatabase OpenExistingDatabase(const std::string& path);
+// Opens a database file that must already exist, for the commands that
+// read one (stats, records, best, check, export, merge's source, train,
+// model): a mistyped path would otherwise create an empty file and report
+// "no records". UsageError naming the path when there is no such file.
+// Read-only unless asked (train stores its model), so that a database on a
+// read-only file can be inspected. (Defined in db_command.cc.)
+db::SqliteDatabase OpenExistingDatabase(
+    const std::string& path, db::SqliteDatabase::OpenMode mode = db::SqliteDatabase::OpenMode::kReadOnly);
 
 // The fastest valid record of a workload on a target whose trace tunedb can
 // read and, when the program is given, replay onto it. SQLite keeps no

@@ -226,12 +226,12 @@ std::string DurationText(double secs) {
   return fmt::format("{:.4f} ms", secs * 1e3);
 }
 
-db::SqliteDatabase OpenExistingDatabase(const std::string& path) {
+db::SqliteDatabase OpenExistingDatabase(const std::string& path, db::SqliteDatabase::OpenMode mode) {
   std::error_code error;
   if (!std::filesystem::exists(path, error)) {
     throw UsageError("no database file " + path + " (check the path; tunedb tune creates one)");
   }
-  return db::SqliteDatabase(path);
+  return db::SqliteDatabase(path, mode);
 }
 
 void AddDbCommands(CLI::App& app) {

@@ -60,7 +60,7 @@ void Train(const ModelOptions& o) {
   }
   train_options.seed = o.seed;
   train_options.max_rounds = o.rounds;
-  db::SqliteDatabase d = OpenExistingDatabase(o.db);
+  db::SqliteDatabase d = OpenExistingDatabase(o.db, db::SqliteDatabase::OpenMode::kReadWrite);
   costmodel::Dataset data = Load(d, o.db);
   // Held-out records: a random fraction of every group.
   std::mt19937_64 rng(o.seed);

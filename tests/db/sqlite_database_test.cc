@@ -174,7 +174,51 @@ TEST(SqliteDatabaseTest, NotADatabaseIsAClearError) {
   } catch (const DatabaseError& e) {
     EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("file is not a database"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(is it an SQLite database?)"), std::string::npos) << e.what();
   }
+  try {
+    SqliteDatabase db(path, SqliteDatabase::OpenMode::kReadOnly);
+    FAIL();
+  } catch (const DatabaseError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": file is not a database (is it an SQLite database?)");
+  }
+}
+
+// Read-only: everything reads, nothing is written (not even the journal
+// mode, which lives in the file), and a write says why it failed.
+TEST(SqliteDatabaseTest, ReadOnlyReadsAndRefusesWrites) {
+  std::string path = FreshPath("read_only");
+  {
+    SqliteDatabase db(path);
+    db.CommitWorkload(W("1"));
+    db.CommitRecords({R("t1", 2.0), R("t2", 1.0)});
+  }
+  std::filesystem::file_time_type written = std::filesystem::last_write_time(path);
+  SqliteDatabase db(path, SqliteDatabase::OpenMode::kReadOnly);
+  EXPECT_EQ(db.Size(), 2);
+  ASSERT_EQ(db.TopK("1", "llvm", 1).size(), 1u);
+  EXPECT_EQ(db.TopK("1", "llvm", 1)[0].trace, "t2");
+  try {
+    db.CommitRecords({R("t3", 3.0)});
+    FAIL() << "a read-only database took a write";
+  } catch (const DatabaseError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": attempt to write a readonly database (tunedb writes to this database: "
+                                            "check the permissions of the file and its directory)");
+  }
+  EXPECT_EQ(db.Size(), 2);
+  EXPECT_EQ(std::filesystem::last_write_time(path), written);
+
+  std::string empty = FreshPath("read_only_empty");
+  std::ofstream(empty).close();
+  try {
+    SqliteDatabase none(empty, SqliteDatabase::OpenMode::kReadOnly);
+    FAIL();
+  } catch (const DatabaseError& e) {
+    EXPECT_EQ(std::string(e.what()), "database " + empty + " has schema version 0 (it holds no tunedb database)");
+  }
+  std::string missing = FreshPath("read_only_missing");
+  EXPECT_THROW(SqliteDatabase(missing, SqliteDatabase::OpenMode::kReadOnly), DatabaseError);
+  EXPECT_FALSE(std::filesystem::exists(missing)) << "a read-only open created the file";
 }
 
 TEST(SqliteDatabaseTest, ReopenKeepsEverything) {
