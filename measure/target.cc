@@ -12,20 +12,32 @@
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/Triple.h>
 
 namespace tunedb::measure {
 namespace {
 
-// The host target's subtarget table, which knows its CPUs and features.
-std::unique_ptr<llvm::MCSubtargetInfo> HostSubtargetInfo(const std::string& text) {
+// The host target's subtarget table, which knows its CPUs and features,
+// set up for a CPU and features (none: the table alone).
+std::unique_ptr<llvm::MCSubtargetInfo> HostSubtargetInfo(const std::string& text, const std::string& cpu = "",
+                                                         const std::string& features = "") {
   llvm::InitializeNativeTarget();  // registers the host's target; repeat calls are no-ops
   std::string triple = llvm::sys::getProcessTriple();
   std::string error;
   const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target) throw std::invalid_argument("target '" + text + "': LLVM has no target for " + triple + ": " + error);
-  std::unique_ptr<llvm::MCSubtargetInfo> info(target->createMCSubtargetInfo(triple, "", ""));
+  std::unique_ptr<llvm::MCSubtargetInfo> info(target->createMCSubtargetInfo(triple, cpu, features));
   if (!info) throw std::invalid_argument("target '" + text + "': LLVM has no subtarget table for " + triple);
   return info;
+}
+
+// Kernels run on this machine, so a triple may only name its own.
+void CheckTripleIsHost(const std::string& text, const std::string& given) {
+  llvm::Triple host(llvm::sys::getProcessTriple()), asked(llvm::Triple::normalize(given));
+  if (asked.getArch() != host.getArch() || asked.getOS() != host.getOS()) {
+    throw std::invalid_argument("target '" + text + "': -mtriple=" + given + " is not this machine's (" + host.str() +
+                                "): tunedb measures every kernel where it runs");
+  }
 }
 
 // LLVM only warns about a CPU it does not know, then generates code for a
@@ -63,12 +75,16 @@ void CheckFeaturesKnown(const std::string& text, const std::string& features) {
 
 }  // namespace
 
-std::string Target::ToString() const { return "llvm -mcpu=" + cpu + " -num-cores=" + std::to_string(num_cores); }
+std::string Target::ToString() const {
+  return "llvm -mcpu=" + cpu + (mattr.empty() ? "" : " -mattr=" + mattr) + " -num-cores=" + std::to_string(num_cores);
+}
 
 int Target::VectorBits() const {
-  auto has = [&](const char* f) { return features.find(std::string("+") + f) != std::string::npos; };
-  if (has("avx512f")) return 512;
-  if (has("avx2") || has("avx")) return 256;
+  // The CPU's own features count too: "-mcpu=skylake-avx512" alone has
+  // AVX-512, and "-mattr=-avx512f" leaves a znver4 its AVX2.
+  std::unique_ptr<llvm::MCSubtargetInfo> info = HostSubtargetInfo(ToString(), cpu, features);
+  if (info->checkFeatures("+avx512f")) return 512;
+  if (info->checkFeatures("+avx")) return 256;
   return 128;
 }
 
@@ -110,17 +126,22 @@ Target Target::Parse(const std::string& text) {
         throw std::invalid_argument("target '" + text + "': -num-cores must be a number");
       }
       if (t.num_cores < 1) throw std::invalid_argument("target '" + text + "': -num-cores must be at least 1");
-    } else if (word.rfind("-mtriple=", 0) == 0 || word.rfind("-mattr=", 0) == 0) {
-      if (word.rfind("-mattr=", 0) == 0) {
-        t.features = word.substr(7);
-        CheckFeaturesKnown(text, t.features);
-      }
+    } else if (word.rfind("-mtriple=", 0) == 0) {
+      CheckTripleIsHost(text, word.substr(9));
+    } else if (word.rfind("-mattr=", 0) == 0) {
+      t.mattr = word.substr(7);
+      CheckFeaturesKnown(text, t.mattr);
     } else {
       throw std::invalid_argument("target '" + text + "': unknown option '" + word + "'");
     }
   }
   if (t.cpu != host.cpu) CheckCpuKnown(text, t.cpu);
-  if (t.cpu != host.cpu && text.find("-mattr=") == std::string::npos) t.features.clear();
+  // Another CPU brings its own defaults; -mattr is applied on top of them.
+  if (!t.mattr.empty()) {
+    t.features = t.mattr;
+  } else if (t.cpu != host.cpu) {
+    t.features.clear();
+  }
   return t;
 }
 

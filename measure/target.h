@@ -8,12 +8,15 @@ namespace tunedb::measure {
 
 struct Target {
   std::string cpu;       // LLVM's CPU name ("skylake-avx512", "znver4", "generic", ...)
-  std::string features;  // "+avx2,+avx512f,..." (empty: the CPU's defaults)
+  std::string features;  // "+avx2,+avx512f,..." on top of the CPU's defaults (empty: none)
+  std::string mattr;     // -mattr as the target string gave it, part of its name (empty: none)
   int num_cores = 1;     // threads for parallel loops
 
-  // "llvm -mcpu=<cpu> -num-cores=<n>"
+  // "llvm -mcpu=<cpu> -num-cores=<n>", with " -mattr=<mattr>" after the CPU
+  // when one was given: records built with other features are kept apart.
   std::string ToString() const;
-  // Widest vector register the features allow, in bits (512, 256 or 128).
+  // Widest vector register the CPU and features allow, in bits (512, 256
+  // or 128).
   int VectorBits() const;
 
   // The machine we run on: LLVM's host CPU name and features, and the cores
@@ -21,7 +24,8 @@ struct Target {
   static Target Host();
   // Parses a target string. -mcpu defaults to the host's; a CPU equal to
   // the host's takes the host's features (LLVM 16 calls some new CPUs
-  // "generic" but still detects their features). Throws
+  // "generic" but still detects their features). -mtriple may only name
+  // this machine's (kernels are measured here). Throws
   // std::invalid_argument naming the bad part, a CPU that LLVM does not
   // know included.
   static Target Parse(const std::string& text);

@@ -485,5 +485,32 @@ TEST(TargetTest, AnUnknownFeatureIsRefused) {
   EXPECT_THAT(error("llvm -mattr=+avx2,,+fma"), ::testing::HasSubstr("-mattr entry '' must be +name or -name"));
 }
 
+// Records are stored under the target's name, so -mattr is part of it: a
+// kernel built without AVX-512 is not filed with those built with it.
+TEST(TargetTest, FeaturesAreNamedAndCountedWithTheCpus) {
+  Target no512 = Target::Parse("llvm -mcpu=znver4 -mattr=-avx512f -num-cores=2");
+  EXPECT_EQ(no512.ToString(), "llvm -mcpu=znver4 -mattr=-avx512f -num-cores=2");
+  EXPECT_EQ(Target::Parse(no512.ToString()).ToString(), no512.ToString());
+  // The CPU's own features stay: AVX2 without AVX-512 (once read as SSE).
+  EXPECT_EQ(no512.VectorBits(), 256);
+  EXPECT_EQ(Target::Parse("llvm -mcpu=skylake-avx512 -num-cores=2").VectorBits(), 512);
+  EXPECT_EQ(Target::Parse("llvm -mcpu=haswell").VectorBits(), 256);
+  EXPECT_EQ(Target::Parse("llvm -mcpu=generic").VectorBits(), 128);
+}
+
+// (This machine is an x86-64 Linux one, as tunedb's supported platform.)
+TEST(TargetTest, ATripleMustBeThisMachines) {
+  EXPECT_EQ(Target::Parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4 -num-cores=2").ToString(),
+            "llvm -mcpu=znver4 -num-cores=2");
+  try {
+    Target::Parse("llvm -mtriple=aarch64-linux-gnu");
+    FAIL() << "an aarch64 target was taken for this machine";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), ::testing::StartsWith("target 'llvm -mtriple=aarch64-linux-gnu': -mtriple=aarch64-linux-gnu "
+                                                "is not this machine's (x86_64-"));
+    EXPECT_THAT(e.what(), ::testing::EndsWith("): tunedb measures every kernel where it runs"));
+  }
+}
+
 }  // namespace
 }  // namespace tunedb::measure
