@@ -8,6 +8,7 @@
 
 #include "ir/error.h"
 #include "ir/limits.h"
+#include "ir/verify.h"
 
 namespace tunedb::ir {
 namespace {
@@ -182,6 +183,7 @@ class Reader {
     Require(f.body && f.body->kind == StmtKind::kBlock, "body", "the body must be the root block");
     try {
       CheckProgramSize(f);
+      VerifyProgram(f);
     } catch (const IrError& e) {
       Fail("", e.what());
     }
