@@ -112,7 +112,8 @@ class Database {
   // Exact duplicates (same workload, target, trace, run_secs, status) are
   // skipped. Returns how many were added.
   virtual std::int64_t CommitRecords(const std::vector<TuningRecord>& records) = 0;
-  // The k best valid (ok) records of a workload on a target, fastest first.
+  // The k best valid (ok) records of a workload on a target, fastest first
+  // (equal times in the order they were added).
   virtual std::vector<TuningRecord> TopK(const std::string& workload_hash, const std::string& target, int k) = 0;
   virtual std::vector<TuningRecord> Records(const RecordQuery& query) = 0;
   virtual std::optional<Workload> FindWorkload(const std::string& hash) = 0;

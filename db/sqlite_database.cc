@@ -348,7 +348,7 @@ SqliteDatabase::SqliteDatabase(const std::string& path, OpenMode mode) : impl_(s
   impl_->top_k = std::make_unique<Statement>(
       db,
       "SELECT " TUNEDB_RECORD_COLUMNS TUNEDB_RECORD_JOIN
-      " WHERE w.hash = ?1 AND t.target = ?2 AND r.status = 'ok' ORDER BY r.median LIMIT ?3",
+      " WHERE w.hash = ?1 AND t.target = ?2 AND r.status = 'ok' ORDER BY r.median, r.id LIMIT ?3",
       path);
   impl_->count = std::make_unique<Statement>(db, "SELECT COUNT(*) FROM records", path);
   impl_->find_target = std::make_unique<Statement>(db, "SELECT id FROM targets WHERE target = ?1", path);

@@ -246,9 +246,8 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
     };
     auto best = [&](const std::string& hash, const std::string& target, int k, bool allow_nearest) {
       json out = {{"workload_hash", hash}, {"target", target}, {"exact", true}};
-      // A few spare records stand in for damaged ones among the k best.
-      constexpr int kSpare = 16;
-      std::vector<db::TuningRecord> records = database.TopK(hash, target, k + kSpare);
+      std::string served = target;
+      std::vector<db::TuningRecord> records = database.TopK(hash, target, k);
       if (records.empty() && allow_nearest) {
         // The compiler's target has nothing: offer the nearest target's best
         // (same CPU first), flagged, rather than nothing.
@@ -263,7 +262,8 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
         if (!nearest.empty()) {
           out["nearest_target"] = nearest;
           out["note"] = "no valid record for target \"" + target + "\"; these are the nearest target's";
-          records = database.TopK(hash, nearest, k + kSpare);
+          served = nearest;
+          records = database.TopK(hash, nearest, k);
         } else {
           out["note"] = "no valid record for this workload on any target";
         }
@@ -275,8 +275,18 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       std::string list = "[";
       int listed = 0;
       json skipped = json::array();
-      for (const db::TuningRecord& r : records) {
-        if (listed == k) break;
+      std::size_t next = 0;
+      while (listed < k) {
+        if (next == records.size()) {
+          // SQLite keeps no checksums: a damaged row reads back. A compiler
+          // gets the best records it can use, the next ones standing in for
+          // those skipped, and is told which were.
+          if (skipped.empty()) break;  // every record there is was listed
+          std::vector<db::TuningRecord> more = database.TopK(hash, served, static_cast<int>(records.size()) + k);
+          if (more.size() == records.size()) break;
+          records = std::move(more);
+        }
+        const db::TuningRecord& r = records[next++];
         std::string rendered;
         {
           std::lock_guard<std::mutex> lock(models_->mutex);
@@ -284,8 +294,6 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
           if (it != models_->best_records.end()) rendered = it->second;
         }
         if (rendered.empty()) {
-          // SQLite keeps no checksums: a damaged row reads back. A compiler
-          // gets the best record it can use, and is told which were not.
           if (!json::accept(r.trace) || !std::isfinite(r.Median())) {
             skipped.push_back({{"id", r.id},
                                {"error", std::isfinite(r.Median()) ? "its trace is not valid JSON"
