@@ -297,6 +297,9 @@ std::string InstructionToScript(const Instruction& inst, const nlohmann::json* d
   std::string line;
   if (!inst.outputs.empty()) {
     for (std::size_t i = 0; i < inst.outputs.size(); ++i) line += (i ? ", " : "") + name_of(inst.outputs[i]);
+    // A list of one is unpacked as TVM prints it, "b1, = ...": "b1 = ..."
+    // would name the list, not the block in it.
+    if (info && info->returns == KindInfo::kList && inst.outputs.size() == 1) line += ",";
     line += " = ";
   }
   line += std::string("sch.") + (info ? info->method : inst.kind) + "(";

@@ -124,6 +124,7 @@ class ScriptRunner {
     int star = -1;
     std::size_t save = pos_;
     bool is_assignment = false;
+    bool unpack = false;  // a trailing comma makes one name a tuple
     while (true) {
       bool starred = IsPunct("*");
       if (starred) Next();
@@ -132,6 +133,12 @@ class ScriptRunner {
       if (starred) star = static_cast<int>(targets.size()) - 1;
       if (IsPunct(",")) {
         Next();
+        if (IsPunct("=")) {  // "b1, = ...": a tuple of one
+          Next();
+          is_assignment = true;
+          unpack = true;
+          break;
+        }
         continue;
       }
       if (IsPunct("=")) {
@@ -147,11 +154,11 @@ class ScriptRunner {
     }
     ScriptValue value = Expression();
     if (!is_assignment) return;
-    Assign(targets, star, value);
+    Assign(targets, star, unpack, value);
   }
 
-  void Assign(const std::vector<std::string>& targets, int star, const ScriptValue& value) {
-    if (targets.size() == 1 && star < 0) {
+  void Assign(const std::vector<std::string>& targets, int star, bool unpack, const ScriptValue& value) {
+    if (targets.size() == 1 && star < 0 && !unpack) {
       vars_[targets[0]] = value;
       return;
     }

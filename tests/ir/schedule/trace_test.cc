@@ -129,6 +129,27 @@ TEST(TraceTest, ScriptRoundTrip) {
   EXPECT_EQ(PrintProgram(again.func()), PrintProgram(sch.func()));
 }
 
+// A list of one is printed as TVM prints it, "b2, = ...", and read back
+// as the block in it: "b2 = ..." named the list, and the next primitive
+// given b2 refused it ("a list is not allowed here"), so the script that
+// `tunedb best` printed for a dense schedule did not run.
+TEST(TraceTest, AListOfOneRoundTripsThroughTheScript) {
+  PrimFunc f = BuildWorkload("dense_bias_relu:B=4,IN=8,OUT=4").func;
+  Schedule sch(f, 0);
+  BlockRV add = sch.GetBlock("T_add");
+  std::vector<BlockRV> consumers = sch.GetConsumers(add);
+  ASSERT_EQ(consumers.size(), 1u);
+  sch.ReverseComputeInline(consumers[0]);
+  std::string script = sch.trace().AsScript();
+  EXPECT_NE(script.find("b1, = sch.get_consumers(block=b0)\nsch.reverse_compute_inline(block=b1)\n"), std::string::npos)
+      << script;
+  Schedule again(f, 0);
+  RunScheduleScript(again, script);
+  EXPECT_EQ(again.trace().ToJson(), sch.trace().ToJson());
+  EXPECT_EQ(PrintProgram(again.func()), PrintProgram(sch.func()));
+  EXPECT_SAME_RESULT(f, again);
+}
+
 TEST(TraceTest, SimplifiedDropsDeadLookupsAndPostproc) {
   PrimFunc f = Mm();
   Schedule sch(f, 0);
