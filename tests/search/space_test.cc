@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/printer.h"
+#include "ir/schedule/script.h"
 #include "ir/structural.h"
 #include "ir/workloads.h"
 #include "measure/lower.h"
@@ -237,9 +238,13 @@ TEST(DesignSpace, SamplesOfEveryWorkloadMatchTheInterpreter) {
       std::string why = ir::testing::SameResult(w.func, c->program, seed);
       ASSERT_EQ(why, "") << ir::PrintProgram(c->program) << c->trace.AsScript();
       EXPECT_NO_THROW(measure::Lower(c->program));
-      // The stored trace replays to the same program.
+      // The stored trace replays to the same program, and so does the
+      // script `tunedb best` prints from it.
       ir::Schedule again = ir::ReplayTrace(w.func, ir::Trace::FromJsonText(c->trace.ToJson().dump()), 99);
       EXPECT_TRUE(ir::StructuralEqual(again.func(), c->program));
+      ir::Schedule scripted(w.func, 99);
+      ir::RunScheduleScript(scripted, c->trace.AsScript());
+      EXPECT_TRUE(ir::StructuralEqual(scripted.func(), c->program)) << c->trace.AsScript();
     }
     EXPECT_GE(realized, 20);
   }
