@@ -189,15 +189,15 @@ TEST(BlockMotionTest, ReverseComputeInlineAndReverseComputeAt) {
 // rfactor goes under the tile loop that produces its partial sums.
 TEST(BlockMotionTest, ReverseComputeAtMovesAReduction) {
   PrimFunc f = BuildWorkload("dense_bias_relu:B=8,IN=32,OUT=8").func;
-  Schedule sch(f, 0);
-  RunScheduleScript(sch, R"(
+  const std::string rfactor = R"(
 b0 = sch.get_block("T_matmul_NT")
 i, j, k = sch.get_loops(b0)
 k0, k1 = sch.split(k, factors=[None, 8])
 rf = sch.rfactor(k1, 2)
 i, j, ka, kb = sch.get_loops(rf)
-sch.reverse_compute_at(b0, j)
-)");
+)";
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, rfactor + "sch.reverse_compute_at(b0, j)\n");
   std::string text = PrintProgram(sch.func());
   EXPECT_NE(text.find("        for ax0 in range(8):\n"
                       "            with T.block(\"T_matmul_NT\"):\n"
@@ -208,14 +208,7 @@ sch.reverse_compute_at(b0, j)
   // Under the loop over the partial sums' own axis, one iteration produces
   // one of the eight the reduction reads.
   Schedule split(f, 0);
-  RunScheduleScript(split, R"(
-b0 = sch.get_block("T_matmul_NT")
-i, j, k = sch.get_loops(b0)
-k0, k1 = sch.split(k, factors=[None, 8])
-rf = sch.rfactor(k1, 2)
-i, j, ka, kb = sch.get_loops(rf)
-sch.reorder(i, j, kb, ka)
-)");
+  RunScheduleScript(split, rfactor + "sch.reorder(i, j, kb, ka)\n");
   std::vector<LoopRV> loops = split.GetLoops(split.GetBlock("T_matmul_NT_rf"));
   BlockRV sum = split.GetBlock("T_matmul_NT");
   ExpectRefused(split, [&] { split.ReverseComputeAt(sum, loops[2], true); },
