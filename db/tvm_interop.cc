@@ -89,6 +89,9 @@ TvmImportStats ImportTvm(SqliteDatabase& db, const std::string& dir) {
         if (!rec[1].is_array()) Fail(rpath.string(), n, "run_secs must be a list of numbers or null");
         for (const json& x : rec[1]) {
           if (!x.is_number()) Fail(rpath.string(), n, "run_secs must be a list of numbers or null");
+          // TVM marks a failure with 1e10 s; a time of zero or less is no
+          // measurement at all, and would sort first as the best.
+          if (!(x.get<double>() > 0)) Fail(rpath.string(), n, "run_secs must be positive, got " + x.dump());
           r.run_secs.push_back(x.get<double>());
           failed |= x.get<double>() >= 1e9;
         }

@@ -101,6 +101,9 @@ TEST(TvmInteropTest, MalformedFilesStopTheImportWithFileAndLine) {
   ExpectImportError(kWorkloads, records.substr(0, records.size() - 40), "database_tuning_record.json:3: not valid JSON");
   ExpectImportError(kWorkloads, "[0, [[[], []], \"fast\", {}, []]]\n",
                     "database_tuning_record.json:1: run_secs must be a list of numbers or null");
+  // A time of zero or less is no measurement, and would sort first as the best.
+  ExpectImportError(kWorkloads, "[0, [[[], []], [0.001, -1], {}, []]]\n",
+                    "database_tuning_record.json:1: run_secs must be positive, got -1");
 }
 
 TEST(TvmInteropTest, MissingFiles) {
