@@ -124,11 +124,11 @@ struct Problem {
 // and encode to what is stored beside it (else its records are filed under
 // another program). Returns the programs that do, by hash.
 std::map<std::string, ir::PrimFunc> CheckWorkloads(db::SqliteDatabase& d, std::vector<Problem>& problems,
-                                                   std::map<std::string, std::string>& names) {
+                                                   std::map<std::string, db::WorkloadInput>& inputs) {
   std::map<std::string, ir::PrimFunc> programs;
   for (const db::WorkloadStats& w : d.Workloads()) {
     const db::WorkloadInput& in = w.workload.input;
-    names[in.hash] = in.name;
+    inputs.emplace(in.hash, in);
     if (in.kind != "tunedb") continue;  // an imported TVM workload is kept verbatim, opaque to us
     auto damaged = [&](const std::string& what) {
       problems.push_back({Problem::kWorkload, w.workload.id, "workload " + in.hash + " (" + in.name + ")", what});
@@ -164,8 +164,8 @@ void Check(const DbOptions& o) {
     problems.push_back({Problem::kRecord, r.id, "record " + std::to_string(r.id), r.what});
     unreadable.insert(r.id);
   }
-  std::map<std::string, std::string> names;
-  std::map<std::string, ir::PrimFunc> programs = CheckWorkloads(d, problems, names);
+  std::map<std::string, db::WorkloadInput> workloads;
+  std::map<std::string, ir::PrimFunc> programs = CheckWorkloads(d, problems, workloads);
   std::int64_t checked = 0;
   // By status, so that a record whose status is damaged (reported above)
   // is never read as a whole.
@@ -178,7 +178,15 @@ void Check(const DbOptions& o) {
       for (const db::TuningRecord& r : page) {
         ++checked;
         if (unreadable.count(r.id)) continue;
-        std::string where = "record " + std::to_string(r.id) + " (" + names[r.workload_hash] + ", " + r.target + ")";
+        auto w = workloads.find(r.workload_hash);
+        if (w == workloads.end()) continue;  // records are read joined to their workload
+        std::string where = "record " + std::to_string(r.id) + " (" + w->second.name + ", " + r.target + ")";
+        if (w->second.kind != "tunedb") {
+          // An imported TVM record keeps TVM's trace verbatim, which may use
+          // instructions tunedb does not know: it need only be JSON.
+          if (!nlohmann::json::accept(r.trace)) problems.push_back({Problem::kRecord, r.id, where, "its trace is not JSON"});
+          continue;
+        }
         try {
           ir::Trace trace = ir::Trace::FromJsonText(r.trace);
           auto program = programs.find(r.workload_hash);
@@ -189,7 +197,7 @@ void Check(const DbOptions& o) {
       }
     }
   }
-  fmt::print("checked:  {} workloads, {} of {} records\n", names.size(), checked, d.Size());
+  fmt::print("checked:  {} workloads, {} of {} records\n", workloads.size(), checked, d.Size());
   if (problems.empty()) {
     fmt::print("no problems found\n");
     return;

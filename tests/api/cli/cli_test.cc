@@ -38,6 +38,23 @@ Result RunTunedb(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+// Runs SQL on a database file behind tunedb's back, as outside damage
+// would; returns the first column of the last row, if any.
+std::string Sql(const std::string& path, const std::string& sql) {
+  sqlite3* raw = nullptr;
+  std::string last;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  auto keep = [](void* out, int, char** values, char**) {
+    *static_cast<std::string*>(out) = values[0] ? values[0] : "";
+    return 0;
+  };
+  char* error = nullptr;
+  EXPECT_EQ(sqlite3_exec(raw, sql.c_str(), keep, &last, &error), SQLITE_OK) << (error ? error : "");
+  sqlite3_free(error);
+  sqlite3_close(raw);
+  return last;
+}
+
 TEST(CliTest, ShowPrintsProgramHashAndFlops) {
   Result r = RunTunedb("show --workload matmul:M=64,N=64,K=64");
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -229,6 +246,13 @@ TEST(CliTest, DatabaseCommands) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "tunedb: error: " + dir + "/database_tuning_record.json:2: not valid JSON\n");
 
+  // An imported TVM trace is kept verbatim: instructions tunedb does not
+  // know are no damage.
+  Sql(db, "UPDATE records SET trace = '[[[\"TVMOnly\", [], [], []]], []]'");
+  r = RunTunedb("db check --db " + db);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("checked:  1 workloads, 1 of 1 records\nno problems found\n"), std::string::npos) << r.out;
+
   // Commands that only read a database refuse a path with no file, rather
   // than create an empty database there and report nothing.
   std::string missing = ::testing::TempDir() + "/cli_test_no_such.sqlite";
@@ -372,23 +396,6 @@ TEST(CliTune, SigkillLeavesNoTemporaryFile) {
   ASSERT_EQ(stats.exit_code, 0) << stats.out;
   EXPECT_NE(stats.out.find("records:   "), std::string::npos) << stats.out;
   EXPECT_EQ(stats.out.find("records:   0\n"), std::string::npos) << stats.out;
-}
-
-// Runs SQL on a database file behind tunedb's back, as outside damage
-// would; returns the first column of the last row, if any.
-std::string Sql(const std::string& path, const std::string& sql) {
-  sqlite3* raw = nullptr;
-  std::string last;
-  EXPECT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
-  auto keep = [](void* out, int, char** values, char**) {
-    *static_cast<std::string*>(out) = values[0] ? values[0] : "";
-    return 0;
-  };
-  char* error = nullptr;
-  EXPECT_EQ(sqlite3_exec(raw, sql.c_str(), keep, &last, &error), SQLITE_OK) << (error ? error : "");
-  sqlite3_free(error);
-  sqlite3_close(raw);
-  return last;
 }
 
 // SQLite keeps no checksums, so a damaged row reads back. `db check` names
