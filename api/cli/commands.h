@@ -53,15 +53,20 @@ std::string DurationText(double secs);
 db::SqliteDatabase OpenExistingDatabase(
     const std::string& path, db::SqliteDatabase::OpenMode mode = db::SqliteDatabase::OpenMode::kReadOnly);
 
-// The fastest valid record of a workload on a target whose trace tunedb can
-// read and, when the program is given, replay onto it. SQLite keeps no
-// checksums, so a damaged trace reads back; the best of the rest is served
-// rather than none, each skipped record named in a warning on stderr.
-// nullopt when none of the 16 fastest can be used. (Defined in
-// db_command.cc.)
+// What makes a stored trace usable: tunedb reads it (and replays it onto
+// the program, when one is given), or, for an imported TVM trace served as
+// it is, it is JSON.
+enum class TraceUse { kReplayed, kAsJson };
+
+// The fastest valid record of a workload on a target whose trace is usable
+// and whose timings read back. SQLite keeps no checksums, so a damaged row
+// reads back; the best of the rest is served rather than none, each skipped
+// record named in a warning on stderr. nullopt when none of the 16 fastest
+// can be used. (Defined in db_command.cc.)
 std::optional<db::TuningRecord> BestUsableRecord(db::Database& database, const std::string& hash,
                                                  const std::string& target,
-                                                 const std::optional<ir::PrimFunc>& program);
+                                                 const std::optional<ir::PrimFunc>& program,
+                                                 TraceUse use = TraceUse::kReplayed);
 
 // Reads a whole text file; UsageError when it cannot.
 std::string ReadTextFile(const std::string& path);

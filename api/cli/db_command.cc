@@ -90,7 +90,10 @@ void Best(const DbOptions& o) {
                        " (give it with --workload)");
     }
   }
-  std::optional<db::TuningRecord> best = BestUsableRecord(d, hash, target, program);
+  // A TVM record given as JSON is served as TVM wrote it, whether or not
+  // tunedb's reader knows all of its instructions.
+  TraceUse use = o.format == "json" && !program ? TraceUse::kAsJson : TraceUse::kReplayed;
+  std::optional<db::TuningRecord> best = BestUsableRecord(d, hash, target, program, use);
   if (!best) {
     std::string targets;
     for (const std::string& t : d.Targets(hash)) targets += (targets.empty() ? "" : ", ") + t;
@@ -211,13 +214,17 @@ void Check(const DbOptions& o) {
 }  // namespace
 
 std::optional<db::TuningRecord> BestUsableRecord(db::Database& d, const std::string& hash, const std::string& target,
-                                                 const std::optional<ir::PrimFunc>& program) {
+                                                 const std::optional<ir::PrimFunc>& program, TraceUse use) {
   for (const db::TuningRecord& r : d.TopK(hash, target, 16)) {
     std::string damage;
     try {
-      ir::Trace trace = ir::Trace::FromJsonText(r.trace);
-      if (program) ir::ReplayTrace(*program, trace, 0);
-      if (!std::isfinite(r.Median())) damage = "its run_secs do not read as seconds";
+      if (use == TraceUse::kAsJson) {
+        if (!nlohmann::json::accept(r.trace)) damage = "its trace is not JSON";
+      } else {
+        ir::Trace trace = ir::Trace::FromJsonText(r.trace);
+        if (program) ir::ReplayTrace(*program, trace, 0);
+      }
+      if (damage.empty() && !std::isfinite(r.Median())) damage = "its run_secs do not read as seconds";
     } catch (const ir::IrError& e) {
       damage = e.what();
     }

@@ -252,6 +252,9 @@ TEST(CliTest, DatabaseCommands) {
   r = RunTunedb("db check --db " + db);
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("checked:  1 workloads, 1 of 1 records\nno problems found\n"), std::string::npos) << r.out;
+  r = RunTunedb("best --hash 77 --target \"llvm -mcpu=x -num-cores=2\" --format json --db " + db);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"TVMOnly\""), std::string::npos) << r.out;
 
   // Commands that only read a database refuse a path with no file, rather
   // than create an empty database there and report nothing.
