@@ -3,10 +3,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <fstream>
 #include <limits>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 namespace tunedb::db {
 
@@ -36,6 +39,12 @@ double TuningRecord::Median() const {
   std::sort(s.begin(), s.end());
   std::size_t n = s.size();
   return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+std::string ServingProblem(const TuningRecord& record) {
+  if (!nlohmann::json::accept(record.trace)) return "its trace is not valid JSON";
+  if (!std::isfinite(record.Median())) return "its run_secs do not read as seconds";
+  return "";
 }
 
 std::int64_t Merge(Database& into, Database& from) {

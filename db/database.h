@@ -66,6 +66,11 @@ struct TuningRecord {
   double Median() const;
 };
 
+// Why a valid (ok) record, as read back, cannot be served: its trace is not
+// valid JSON, or its run_secs did not read back as seconds. Empty when it
+// can. SQLite keeps no checksums, so a damaged row reads back changed.
+std::string ServingProblem(const TuningRecord& record);
+
 struct RecordQuery {
   std::optional<std::string> workload_hash;
   std::optional<std::string> target;

@@ -138,8 +138,8 @@ std::map<std::string, ir::PrimFunc> CheckWorkloads(db::SqliteDatabase& d, std::v
     };
     try {
       ir::PrimFunc f = ir::ProgramFromJson(in.program);
-      if (ir::WorkloadHash(f) != in.hash) {
-        damaged("its program hashes to " + ir::WorkloadHash(f) + ", not to its stored hash");
+      if (std::string hash = ir::WorkloadHash(f); hash != in.hash) {
+        damaged("its program hashes to " + hash + ", not to its stored hash");
       } else if (ir::CanonicalEncoding(f) != in.structure) {
         damaged("its structure key is not its program's");
       } else {
@@ -187,7 +187,9 @@ void Check(const DbOptions& o) {
         if (w->second.kind != "tunedb") {
           // An imported TVM record keeps TVM's trace verbatim, which may use
           // instructions tunedb does not know: it need only be JSON.
-          if (!nlohmann::json::accept(r.trace)) problems.push_back({Problem::kRecord, r.id, where, "its trace is not JSON"});
+          if (!nlohmann::json::accept(r.trace)) {
+            problems.push_back({Problem::kRecord, r.id, where, "its trace is not valid JSON"});
+          }
           continue;
         }
         try {
@@ -217,17 +219,15 @@ std::optional<db::TuningRecord> BestUsableRecord(db::Database& d, const std::str
                                                  const std::optional<ir::PrimFunc>& program, TraceUse use) {
   for (const db::TuningRecord& r : d.TopK(hash, target, 16)) {
     std::string damage;
-    try {
-      if (use == TraceUse::kAsJson) {
-        if (!nlohmann::json::accept(r.trace)) damage = "its trace is not JSON";
-      } else {
+    if (use == TraceUse::kReplayed) {
+      try {  // the reader's message says where a trace is damaged
         ir::Trace trace = ir::Trace::FromJsonText(r.trace);
         if (program) ir::ReplayTrace(*program, trace, 0);
+      } catch (const ir::IrError& e) {
+        damage = e.what();
       }
-      if (damage.empty() && !std::isfinite(r.Median())) damage = "its run_secs do not read as seconds";
-    } catch (const ir::IrError& e) {
-      damage = e.what();
     }
+    if (damage.empty()) damage = db::ServingProblem(r);
     if (damage.empty()) return r;
     fmt::print(stderr, "tunedb: warning: record {} skipped: {} (`tunedb db check` lists every damaged row)\n", r.id,
                damage);

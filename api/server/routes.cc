@@ -294,10 +294,8 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
           if (it != models_->best_records.end()) rendered = it->second;
         }
         if (rendered.empty()) {
-          if (!json::accept(r.trace) || !std::isfinite(r.Median())) {
-            skipped.push_back({{"id", r.id},
-                               {"error", std::isfinite(r.Median()) ? "its trace is not valid JSON"
-                                                                   : "its run_secs do not read as seconds"}});
+          if (std::string problem = db::ServingProblem(r); !problem.empty()) {
+            skipped.push_back({{"id", r.id}, {"error", problem}});
             continue;
           }
           rendered = RecordJson(r, flops, true).dump();
