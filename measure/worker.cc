@@ -19,6 +19,7 @@
 #include "ir/json.h"
 #include "measure/jit.h"
 #include "measure/lower.h"
+#include "measure/reference.h"
 #include "measure/runtime.h"
 
 namespace tunedb::measure {
@@ -77,12 +78,13 @@ class Worker {
       }
     }
     // The reference: the unscheduled program through the same code
-    // generator. It runs for seconds on a large workload, so the first
-    // worker leaves its outputs in the runner's file for the others (and
-    // for any worker started again after a crash) to read.
+    // generator, its independent outer loops on all cores (reference.h).
+    // It runs for seconds on a large workload, so the first worker leaves
+    // its outputs in the runner's file for the others (and for any worker
+    // started again after a crash) to read.
     std::string file = r.value("reference_file", std::string());
     if (!ReadReference(file)) {
-      Kernel reference = jit_->Compile(Lower(workload_));
+      Kernel reference = jit_->Compile(Lower(ParallelizeIndependentLoops(workload_)));
       Execute(reference.fn);
       jit_->Release(reference);
       for (int i : outputs_) reference_.push_back(args_[i]);

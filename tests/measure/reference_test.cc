@@ -1,0 +1,114 @@
+// The reference program on all cores: which loops run in parallel, and that
+// the outputs stay those of the serial program, bit for bit.
+#include "measure/reference.h"
+
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "ir/flops.h"
+#include "ir/interpreter.h"
+#include "ir/schedule/schedule.h"
+#include "ir/workload_lang.h"
+#include "ir/workloads.h"
+#include "measure/jit.h"
+#include "measure/lower.h"
+
+namespace tunedb::measure {
+namespace {
+
+using namespace tunedb::ir;
+
+Jit& SharedJit() {
+  static Jit jit(Target::Host());
+  return jit;
+}
+
+// The outputs of the compiled `program` on the workload's seeded inputs.
+std::vector<NDArray> CompiledOutputs(const PrimFunc& program) {
+  std::vector<NDArray> args = MakeArguments(program, /*seed=*/7);
+  for (int i : OutputParams(program)) args[i].Fill(std::numeric_limits<double>::quiet_NaN());
+  Kernel k = SharedJit().Compile(Lower(program));
+  std::vector<void*> pointers;
+  for (NDArray& a : args) pointers.push_back(a.data());
+  k.fn(pointers.data());
+  SharedJit().Release(k);
+  std::vector<NDArray> outputs;
+  for (int i : OutputParams(program)) outputs.push_back(args[i]);
+  return outputs;
+}
+
+// The kinds of the loops directly under the root, in order.
+std::vector<ForKind> TopLevelLoopKinds(const PrimFunc& f) {
+  std::vector<ForKind> kinds;
+  auto visit = [&](const Stmt& s) {
+    if (s->kind == StmtKind::kFor) kinds.push_back(static_cast<const ForNode&>(*s).for_kind);
+  };
+  const Stmt& body = f.root().body;
+  if (body->kind == StmtKind::kSeq) {
+    for (const Stmt& s : static_cast<const SeqNode&>(*body).stmts) visit(s);
+  } else {
+    visit(body);
+  }
+  return kinds;
+}
+
+TEST(ParallelReference, EveryLibraryWorkloadKeepsItsOutputsBitForBit) {
+  int parallel_loops = 0;
+  for (const WorkloadDef& def : BuiltinWorkloads()) {
+    PrimFunc serial = BuildWorkload(def.name).func;
+    if (CountFlops(serial) > 300'000'000) continue;  // the serial run would take seconds
+    SCOPED_TRACE(def.name);
+    PrimFunc parallel = ParallelizeIndependentLoops(serial);
+    for (ForKind kind : TopLevelLoopKinds(parallel)) parallel_loops += kind == ForKind::kParallel;
+    std::vector<NDArray> expected = CompiledOutputs(serial);
+    std::vector<NDArray> actual = CompiledOutputs(parallel);
+    ASSERT_EQ(expected.size(), actual.size());
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_EQ(expected[i].bytes(), actual[i].bytes());
+      EXPECT_EQ(std::memcmp(expected[i].data(), actual[i].data(), expected[i].bytes()), 0) << "output " << i;
+    }
+  }
+  EXPECT_GE(parallel_loops, 10);
+}
+
+TEST(ParallelReference, EachStageOfAMultiStageProgramGetsItsOuterLoop) {
+  PrimFunc f = BuildWorkload("dense_bias_relu:B=8,IN=16,OUT=8").func;
+  std::vector<ForKind> kinds = TopLevelLoopKinds(ParallelizeIndependentLoops(f));
+  ASSERT_EQ(kinds.size(), 3u);
+  for (ForKind kind : kinds) EXPECT_EQ(kind, ForKind::kParallel);
+  // The input program is left as it was.
+  for (ForKind kind : TopLevelLoopKinds(f)) EXPECT_EQ(kind, ForKind::kSerial);
+}
+
+TEST(ParallelReference, AnOuterReductionLoopStaysSerial) {
+  // With k outermost, every iteration of that loop adds into all of C.
+  Schedule sch(BuildWorkload("matmul:M=8,N=8,K=8").func, /*seed=*/0);
+  BlockRV c = sch.GetBlock("C");
+  std::vector<LoopRV> loops = sch.GetLoops(c);
+  sch.Reorder({loops[2], loops[0], loops[1]});
+  EXPECT_EQ(TopLevelLoopKinds(ParallelizeIndependentLoops(sch.func())), std::vector<ForKind>{ForKind::kSerial});
+}
+
+TEST(ParallelReference, ABlockReadingAnotherIterationsElementStaysSerial) {
+  // Y[i] = X[i] + Y[15 - i]: iteration i reads what iteration 15 - i writes,
+  // so the order of the iterations decides the values. The workload
+  // language cannot say it; a JSON program can.
+  PrimFunc f = ParseWorkloadText("input X: f32[16]\nY[i] = X[i] + 1\n");
+  EXPECT_EQ(TopLevelLoopKinds(ParallelizeIndependentLoops(f)), std::vector<ForKind>{ForKind::kParallel});
+  int rewritten = 0;
+  VisitStmt(f.body, [&](const Stmt& s) {
+    if (s->kind != StmtKind::kStore) return;
+    auto& store = static_cast<StoreNode&>(*s);
+    if (store.buffer->name != "Y") return;
+    store.value = Load(store.buffer, {MakeConst(store.indices[0]->dtype, 15) - store.indices[0]}) + 1.0;
+    ++rewritten;
+  });
+  ASSERT_EQ(rewritten, 1);
+  EXPECT_EQ(TopLevelLoopKinds(ParallelizeIndependentLoops(f)), std::vector<ForKind>{ForKind::kSerial});
+}
+
+}  // namespace
+}  // namespace tunedb::measure
