@@ -120,12 +120,25 @@ Target Target::Parse(const std::string& text) {
       t.cpu = word.substr(6);
       if (t.cpu.empty()) throw std::invalid_argument("target '" + text + "': empty -mcpu");
     } else if (word.rfind("-num-cores=", 0) == 0) {
+      // Each core is a thread of the pool that runs parallel loops: a count
+      // far past any machine's would start that many threads (or fail to,
+      // inside a running kernel).
+      std::string value = word.substr(11);
+      std::size_t used = 0;
+      long cores = 0;
       try {
-        t.num_cores = std::stoi(word.substr(11));
+        cores = std::stol(value, &used);
       } catch (const std::exception&) {
-        throw std::invalid_argument("target '" + text + "': -num-cores must be a number");
+        used = 0;
       }
-      if (t.num_cores < 1) throw std::invalid_argument("target '" + text + "': -num-cores must be at least 1");
+      if (used == 0 || used != value.size()) {
+        throw std::invalid_argument("target '" + text + "': -num-cores must be a whole number, not '" + value + "'");
+      }
+      if (cores < 1 || cores > kMaxCores) {
+        throw std::invalid_argument("target '" + text + "': -num-cores must be between 1 and " +
+                                    std::to_string(kMaxCores) + ", not " + value);
+      }
+      t.num_cores = static_cast<int>(cores);
     } else if (word.rfind("-mtriple=", 0) == 0) {
       CheckTripleIsHost(text, word.substr(9));
     } else if (word.rfind("-mattr=", 0) == 0) {

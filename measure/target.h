@@ -10,7 +10,9 @@ struct Target {
   std::string cpu;       // LLVM's CPU name ("skylake-avx512", "znver4", "generic", ...)
   std::string features;  // "+avx2,+avx512f,..." on top of the CPU's defaults (empty: none)
   std::string mattr;     // -mattr as the target string gave it, part of its name (empty: none)
-  int num_cores = 1;     // threads for parallel loops
+  int num_cores = 1;     // threads for parallel loops, at most kMaxCores
+
+  static constexpr int kMaxCores = 1024;
 
   // "llvm -mcpu=<cpu> -num-cores=<n>", with " -mattr=<mattr>" after the CPU
   // when one was given: records built with other features are kept apart.

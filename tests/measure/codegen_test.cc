@@ -455,6 +455,28 @@ TEST(TargetTest, ParseAndPrint) {
   EXPECT_EQ(Target::Parse("llvm -mcpu=generic").cpu, "generic");
 }
 
+// A core count becomes that many pool threads when a kernel runs: 100000
+// of them failed to start inside the reference kernel, and the worker
+// aborted with "Resource temporarily unavailable".
+TEST(TargetTest, ACoreCountMustBeAWholeNumberInRange) {
+  EXPECT_EQ(Target::Parse("llvm -num-cores=1024").num_cores, 1024);
+  auto message = [](const std::string& text) {
+    try {
+      Target::Parse(text);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message("llvm -num-cores=100000"),
+            "target 'llvm -num-cores=100000': -num-cores must be between 1 and 1024, not 100000");
+  EXPECT_EQ(message("llvm -num-cores=0"), "target 'llvm -num-cores=0': -num-cores must be between 1 and 1024, not 0");
+  EXPECT_EQ(message("llvm -num-cores=2x"), "target 'llvm -num-cores=2x': -num-cores must be a whole number, not '2x'");
+  EXPECT_EQ(message("llvm -num-cores=99999999999999999999"),
+            "target 'llvm -num-cores=99999999999999999999': -num-cores must be a whole number, not "
+            "'99999999999999999999'");
+}
+
 TEST(TargetTest, AnUnknownCpuIsRefusedBeforeLlvmSeesIt) {
   // LLVM would only warn, then abort the process when generating code.
   try {
