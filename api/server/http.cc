@@ -56,10 +56,14 @@ std::optional<std::pair<std::string, std::map<std::string, std::string>>> ParseT
   return std::make_pair(*path, query);
 }
 
+std::string JsonText(const nlohmann::json& body) {
+  return body.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
+}
+
 HttpResponse JsonError(int status, const std::string& message) {
   HttpResponse r;
   r.status = status;
-  r.body = nlohmann::json{{"error", message}}.dump();
+  r.body = JsonText(nlohmann::json{{"error", message}});
   return r;
 }
 

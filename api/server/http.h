@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace tunedb::api {
 
 struct HttpRequest {
@@ -35,6 +37,12 @@ std::optional<std::string> PercentDecode(std::string_view s, bool plus_is_space)
 // Splits "path?a=1&b=x%20y" into a decoded path and query map. nullopt on a
 // malformed escape.
 std::optional<std::pair<std::string, std::map<std::string, std::string>>> ParseTarget(std::string_view target);
+
+// The text of a response body. Bytes that are not UTF-8 become U+FFFD
+// rather than an exception: an error message quotes the client's path or
+// query, and a damaged database can hold any bytes, and either once threw
+// out of the handler and took the server down.
+std::string JsonText(const nlohmann::json& body);
 
 // {"error": message} with the status.
 HttpResponse JsonError(int status, const std::string& message);

@@ -47,7 +47,7 @@ struct BadRequest {
 HttpResponse Json(const json& body, int status = 200) {
   HttpResponse r;
   r.status = status;
-  r.body = body.dump();
+  r.body = JsonText(body);
   return r;
 }
 
@@ -298,7 +298,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
             skipped.push_back({{"id", r.id}, {"error", problem}});
             continue;
           }
-          rendered = RecordJson(r, flops, true).dump();
+          rendered = JsonText(RecordJson(r, flops, true));
           std::lock_guard<std::mutex> lock(models_->mutex);
           if (models_->best_records.size() >= 100000) models_->best_records.clear();
           models_->best_records.emplace(r.id, rendered);
@@ -308,7 +308,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       }
       list += "]";
       if (!skipped.empty()) out["skipped"] = skipped;
-      std::string body = out.dump();
+      std::string body = JsonText(out);
       body.pop_back();  // the closing brace
       return body + ",\"records\":" + list + "}";
     };

@@ -347,6 +347,34 @@ TEST_F(ServerTest, UnknownRoutesWrongMethodsAndBadRequests) {
   EXPECT_EQ(Call(port_, http::verb::get, "/v1/health").status, 200);
 }
 
+// Error messages quote the path and the query; bytes there that are not
+// UTF-8 once made the error's JSON throw outside every handler, and one
+// request took the server down.
+TEST_F(ServerTest, BytesThatAreNotUtf8InThePathOrQueryGetAnAnswer) {
+  StartServer("", 1024);
+  std::string unknown = RawExchange(port_, "GET /v1/work\x97loads HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(unknown.find("404 Not Found"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("/v1/work\xEF\xBF\xBDloads"), std::string::npos) << unknown;  // U+FFFD
+  std::string bad_limit = RawExchange(port_, "GET /v1/records?limit=%97 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(bad_limit.find("400 Bad Request"), std::string::npos) << bad_limit;
+  EXPECT_EQ(Call(port_, http::verb::get, "/v1/health").status, 200);
+}
+
+// A stored string that is not UTF-8 (a damaged file) was answered as "400
+// bad request body"; the record is listed, the bad byte replaced.
+TEST_F(ServerTest, AStoredStringThatIsNotUtf8IsServedReplaced) {
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw, "UPDATE records SET error = CAST(x'6f6f9720' AS TEXT) WHERE id = 1", nullptr, nullptr,
+                         nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  StartServer();
+  Reply records = Call(port_, http::verb::get, "/v1/records");
+  ASSERT_EQ(records.status, 200) << records.body;
+  EXPECT_EQ(records.Json()["records"][0]["error"], "oo\xEF\xBF\xBD ");
+}
+
 TEST_F(ServerTest, StalledClientsAreCutAtTheReadDeadline) {
   StartServer("", 8 << 20, /*read_timeout_s=*/0.3);
   // A client that sends half a header and waits is closed at the deadline.
