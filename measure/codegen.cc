@@ -809,9 +809,98 @@ class Codegen {
     vars_.erase(var.get());
   }
 
+  // An unrolled N x N block copy that transposes: one of its two loops
+  // moves along the source's contiguous dimension and the other along the
+  // destination's,
+  //   for a (unrolled N): for b (unrolled N): dst[D + a + db*b] = src[S + sa*a + b]
+  // (the design space's packing of a weight read along its rows, as in
+  // dense). Element by element that is N*N loads and N*N stores; here it is
+  // N vector loads, N*log2(N) shuffles in registers and N vector stores.
+  // The two buffers are distinct allocations, so reading the whole block
+  // before writing it changes nothing.
+  bool EmitTransposingCopy(const ForNode& outer) {
+    const std::int64_t n = outer.extent;
+    if (lane_var_ || guard_ || (n != 4 && n != 8 && n != 16) || !outer.body || outer.body->kind != StmtKind::kFor) {
+      return false;
+    }
+    const auto& inner = static_cast<const ForNode&>(*outer.body);
+    if (inner.for_kind != ForKind::kUnrolled || inner.extent != n || !inner.body ||
+        inner.body->kind != StmtKind::kStore) {
+      return false;
+    }
+    const auto& store = static_cast<const StoreNode&>(*inner.body);
+    const Expr& load = store.value;
+    if (store.buffer->dtype != DataType::kFloat32 || n * 32 > options_.vector_bits || load->kind != ExprKind::kLoad ||
+        load->buffer->dtype != DataType::kFloat32 || load->buffer.get() == store.buffer.get() ||
+        store.indices.size() != 1 || load->operands.size() != 1) {
+      return false;
+    }
+    const Expr& dst_index = store.indices[0];
+    const Expr& src_index = load->operands[0];
+    const ExprNode* loops[2] = {outer.loop_var.get(), inner.loop_var.get()};
+    // The coefficients of the two loop variables in an index (0 if absent).
+    auto coefficients = [&](const Expr& index) -> std::optional<std::pair<std::int64_t, std::int64_t>> {
+      auto found = LinearCoefficients(index, {loops[0], loops[1]}, {});
+      if (!found) return std::nullopt;
+      std::pair<std::int64_t, std::int64_t> k{0, 0};
+      for (const auto& [var, coefficient] : *found) (var == loops[0] ? k.first : k.second) = coefficient;
+      return k;
+    };
+    auto dst = coefficients(dst_index);
+    auto src = coefficients(src_index);
+    if (!dst || !src) return false;
+    // x: the loop along the source's contiguous dimension; y: along the
+    // destination's. Each must move the other buffer by a stride, not stay.
+    int x = src->first == 1 ? 0 : src->second == 1 ? 1 : -1;
+    int y = 1 - x;
+    if (x < 0) return false;
+    std::int64_t dst_along_y = y == 0 ? dst->first : dst->second;
+    std::int64_t dst_along_x = x == 0 ? dst->first : dst->second;
+    std::int64_t src_along_y = y == 0 ? src->first : src->second;
+    if (dst_along_y != 1 || dst_along_x == 0 || src_along_y == 0) return false;
+
+    auto* vt = llvm::FixedVectorType::get(b_.getFloatTy(), static_cast<unsigned>(n));
+    auto at = [&](std::int64_t x_value, std::int64_t y_value) {
+      vars_[loops[x]] = b_.getInt64(x_value);
+      vars_[loops[y]] = b_.getInt64(y_value);
+    };
+    // v[j]: the source elements x = 0..n-1 at y = j, one contiguous load.
+    std::vector<llvm::Value*> v(static_cast<std::size_t>(n));
+    for (std::int64_t j = 0; j < n; ++j) {
+      at(0, j);
+      v[j] = b_.CreateAlignedLoad(vt, LoadAddress(load->buffer, Emit(src_index).v), llvm::Align(4));
+    }
+    // Transpose the n x n matrix whose row j is v[j]: for w = n/2 .. 1, swap
+    // the off-diagonal w x w blocks of every 2w x 2w block.
+    for (std::int64_t w = n / 2; w >= 1; w /= 2) {
+      std::vector<int> low(static_cast<std::size_t>(n)), high(static_cast<std::size_t>(n));
+      for (std::int64_t p = 0; p < n; ++p) {
+        bool left = (p & w) == 0;
+        low[p] = static_cast<int>(left ? p : n + p - w);
+        high[p] = static_cast<int>(left ? p + w : n + p);
+      }
+      for (std::int64_t i = 0; i < n; ++i) {
+        if (i & w) continue;
+        llvm::Value* first = v[i];
+        llvm::Value* second = v[i + w];
+        v[i] = b_.CreateShuffleVector(first, second, low);
+        v[i + w] = b_.CreateShuffleVector(first, second, high);
+      }
+    }
+    // v[i] now holds the destination elements y = 0..n-1 at x = i.
+    for (std::int64_t i = 0; i < n; ++i) {
+      at(i, 0);
+      b_.CreateAlignedStore(v[i], Address(store.buffer, Emit(dst_index).v), llvm::Align(4));
+    }
+    vars_.erase(loops[0]);
+    vars_.erase(loops[1]);
+    return true;
+  }
+
   void EmitFor(const ForNode& n) {
     switch (n.for_kind) {
       case ForKind::kUnrolled:
+        if (EmitTransposingCopy(n)) return;
         if (n.extent * StatementCount(n.body) <= kMaxUnrolledStatements) {
           for (std::int64_t i = 0; i < n.extent; ++i) {
             vars_[n.loop_var.get()] = b_.getInt64(i);

@@ -144,10 +144,12 @@ bool PackingTransposes(const BlockNode& node, const ir::BufferRegion& read, cons
   return moves.size() >= 2 && !moves.back() && std::find(moves.begin(), moves.end(), true) != moves.end();
 }
 
-// A transposing copy goes in 8 x 8 blocks, unrolled, and LLVM transposes
-// each block in registers instead of storing element by element with a
-// stride: dense_bias_relu's packed register blocks ran 157-163 -> 174-180
-// GFLOP/s (bench/RESULTS.md, session 21). Unrolled, the block's inner loop
+// A transposing copy goes in 8 x 8 blocks, unrolled, instead of storing
+// element by element with a stride: dense_bias_relu's packed register
+// blocks ran 157-163 -> 174-180 GFLOP/s (bench/RESULTS.md, session 21).
+// Code generation then transposes each block in registers (8 vector loads,
+// 24 shuffles, 8 vector stores; measure/codegen.cc), which LLVM did not:
+// it copied the 64 elements one by one (session 24: 293-318 -> 326-360). Unrolled, the block's inner loop
 // is not vectorized by the postprocessor: in a hand-written schedule, a
 // vector load and eight strided stores ran 175-181 where the unrolled
 // block ran 184-188. The factor is fixed, not sampled: a tile mutation

@@ -150,6 +150,32 @@ sch.reorder(i, k, j)
   EXPECT_NE(reduction.find("fmul contract float"), std::string::npos);
 }
 
+// An unrolled block copy that transposes (dense's packed weight) is N vector
+// loads, a shuffle network and N vector stores, not N*N scalar copies.
+// Both orders of its two loops, every block size, and a block whose rows
+// and columns are offset inside a larger buffer; the interpreter decides.
+TEST(CodegenTest, AnUnrolledTransposingCopyIsShuffledInRegisters) {
+  PrimFunc f = ParseWorkloadText("input W: f32[48, 80]\nT[j in 80, i in 48] = W[i, j]\n");
+  for (int block : {4, 8, 16}) {
+    for (bool source_order : {true, false}) {
+      SCOPED_TRACE(std::to_string(block) + (source_order ? " x, source order" : " x, destination order"));
+      Schedule sch(f, 0);
+      std::string n = std::to_string(block);
+      RunScheduleScript(sch, "b = sch.get_block(\"T\")\n"
+                             "j, i = sch.get_loops(b)\n"
+                             "j0, j1 = sch.split(j, factors=[None, " + n + "])\n"
+                             "i0, i1 = sch.split(i, factors=[None, " + n + "])\n" +
+                             (source_order ? "sch.reorder(j0, i0, i1, j1)\n" : "sch.reorder(j0, i0, j1, i1)\n") +
+                             "sch.unroll(i1)\nsch.unroll(j1)\n");
+      EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), 3), "");
+      if (block * 32 > Target::Host().VectorBits()) continue;  // left to scalar copies
+      std::string ir = SharedJit().OptimizedIR(Lower(sch.func()));
+      EXPECT_NE(ir.find("shufflevector <" + n + " x float>"), std::string::npos);
+      EXPECT_EQ(ir.find("load float"), std::string::npos);
+    }
+  }
+}
+
 // A decomposed reduction's init zeroes the accumulator row by row, and
 // LLVM turns each row into a memset. A large one stays a loop (see
 // kMaxUnrolledFillElements in measure/codegen.cc): unrolled, its memsets
