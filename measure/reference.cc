@@ -15,10 +15,31 @@ bool SameIndices(const std::vector<ir::Expr>& a, const std::vector<ir::Expr>& b)
   return true;
 }
 
-// True when the block's init and body load a buffer they store only at
-// the very indices of that store. A load elsewhere could read an element
-// another iteration writes, which a parallel loop would race with.
-bool ReadsOnlyItsOwnElements(const ir::BlockNode& block) {
+bool HasLoad(const ir::Expr& e) {
+  bool found = false;
+  ir::VisitExpr(e, [&](const ir::Expr& x) { found |= x->kind == ir::ExprKind::kLoad; });
+  return found;
+}
+
+// True when no two iterations of `loop` touch one element that either of
+// them writes:
+//  - the block variables the loop drives are bound to the loop variable
+//    itself (so each iteration has its own value of them);
+//  - every store's indices hold each of those variables as one index (so
+//    iterations store to different elements) and read no buffer;
+//  - a buffer the block stores is read only at the indices of that store
+//    (a reduction's accumulator), never at another iteration's element.
+// The `parallel` primitive checks that the loop drives no reduction
+// variable; these are what it leaves to the program's author.
+bool IterationsAreIndependent(const ir::BlockNode& block, const ir::ForNode& loop) {
+  std::vector<const ir::ExprNode*> driven;
+  for (std::size_t i = 0; i < block.iter_vars.size(); ++i) {
+    bool uses = false;
+    ir::VisitExpr(block.bindings[i], [&](const ir::Expr& x) { uses |= x.get() == loop.loop_var.get(); });
+    if (!uses) continue;
+    if (block.bindings[i].get() != loop.loop_var.get()) return false;
+    driven.push_back(block.iter_vars[i].var.get());
+  }
   std::vector<const ir::StoreNode*> stores;
   auto collect = [&](const ir::Stmt& s) {
     if (s->kind == ir::StmtKind::kStore) stores.push_back(static_cast<const ir::StoreNode*>(s.get()));
@@ -26,6 +47,14 @@ bool ReadsOnlyItsOwnElements(const ir::BlockNode& block) {
   ir::VisitStmt(block.init, collect);
   ir::VisitStmt(block.body, collect);
   for (const ir::StoreNode* store : stores) {
+    for (const ir::ExprNode* var : driven) {
+      bool indexed = false;
+      for (const ir::Expr& index : store->indices) indexed |= index.get() == var;
+      if (!indexed) return false;
+    }
+    for (const ir::Expr& index : store->indices) {
+      if (HasLoad(index)) return false;
+    }
     for (const ir::StoreNode* reader : stores) {
       bool ok = true;
       ir::VisitExpr(reader->value, [&](const ir::Expr& e) {
@@ -47,7 +76,7 @@ ir::PrimFunc ParallelizeIndependentLoops(const ir::PrimFunc& func) {
   for (const ir::BlockRV& block : sch.GetChildBlocks(sch.GetBlock("root"))) {
     std::vector<ir::LoopRV> loops = sch.GetLoops(block);
     if (loops.empty() || sch.GetChildBlocks(loops.front()).size() != 1) continue;
-    if (!ReadsOnlyItsOwnElements(sch.Get(block))) continue;
+    if (!IterationsAreIndependent(sch.Get(block), sch.Get(loops.front()))) continue;
     try {
       sch.Parallel(loops.front());
     } catch (const ir::ScheduleError&) {

@@ -15,10 +15,11 @@
 namespace tunedb::measure {
 
 // `func` with each top-level loop marked parallel where that cannot change
-// a value: the loop holds exactly one block, the loop drives only spatial
-// variables of it (the `parallel` primitive's own check), and the block
-// reads what it writes only at the element it writes (a reduction's
-// accumulator), never another iteration's. Other loops stay serial.
+// a value: the loop holds exactly one block and drives only spatial
+// variables of it (the `parallel` primitive's own check), each iteration
+// stores to its own elements, and the block reads what it writes only at
+// the element it writes (a reduction's accumulator), never another
+// iteration's. Other loops stay serial.
 ir::PrimFunc ParallelizeIndependentLoops(const ir::PrimFunc& func);
 
 }  // namespace tunedb::measure

@@ -3,6 +3,7 @@
 #include "measure/reference.h"
 
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -92,22 +93,36 @@ TEST(ParallelReference, AnOuterReductionLoopStaysSerial) {
   EXPECT_EQ(TopLevelLoopKinds(ParallelizeIndependentLoops(sch.func())), std::vector<ForKind>{ForKind::kSerial});
 }
 
-TEST(ParallelReference, ABlockReadingAnotherIterationsElementStaysSerial) {
-  // Y[i] = X[i] + Y[15 - i]: iteration i reads what iteration 15 - i writes,
-  // so the order of the iterations decides the values. The workload
-  // language cannot say it; a JSON program can.
-  PrimFunc f = ParseWorkloadText("input X: f32[16]\nY[i] = X[i] + 1\n");
-  EXPECT_EQ(TopLevelLoopKinds(ParallelizeIndependentLoops(f)), std::vector<ForKind>{ForKind::kParallel});
-  int rewritten = 0;
-  VisitStmt(f.body, [&](const Stmt& s) {
-    if (s->kind != StmtKind::kStore) return;
-    auto& store = static_cast<StoreNode&>(*s);
-    if (store.buffer->name != "Y") return;
-    store.value = Load(store.buffer, {MakeConst(store.indices[0]->dtype, 15) - store.indices[0]}) + 1.0;
-    ++rewritten;
-  });
-  ASSERT_EQ(rewritten, 1);
-  EXPECT_EQ(TopLevelLoopKinds(ParallelizeIndependentLoops(f)), std::vector<ForKind>{ForKind::kSerial});
+// Programs the workload language cannot write but a JSON program can, where
+// the order of the iterations decides the values. Each rewrites the store
+// of Y[i] = X[i] + 1.
+TEST(ParallelReference, IterationsThatShareAnElementStaySerial) {
+  auto rewritten = [](const std::function<void(StoreNode&)>& rewrite) {
+    PrimFunc f = ParseWorkloadText("input X: f32[16]\nY[i] = X[i] + 1\n");
+    int stores = 0;
+    VisitStmt(f.body, [&](const Stmt& s) {
+      if (s->kind != StmtKind::kStore || static_cast<StoreNode&>(*s).buffer->name != "Y") return;
+      rewrite(static_cast<StoreNode&>(*s));
+      ++stores;
+    });
+    EXPECT_EQ(stores, 1);
+    return TopLevelLoopKinds(ParallelizeIndependentLoops(f));
+  };
+  const std::vector<ForKind> serial{ForKind::kSerial};
+  EXPECT_EQ(rewritten([](StoreNode&) {}), std::vector<ForKind>{ForKind::kParallel});
+  // Y[i] = Y[15 - i] + 1: iteration i reads what iteration 15 - i writes.
+  EXPECT_EQ(rewritten([](StoreNode& s) {
+              s.value = Load(s.buffer, {MakeConst(s.indices[0]->dtype, 15) - s.indices[0]}) + 1.0;
+            }),
+            serial);
+  // Y[0] = X[i] + 1: every iteration stores the same element, the last wins.
+  EXPECT_EQ(rewritten([](StoreNode& s) { s.indices = {MakeConst(s.indices[0]->dtype, 0)}; }), serial);
+  // Y[floor(X[i])] = ...: where an iteration stores depends on the data.
+  EXPECT_EQ(rewritten([](StoreNode& s) {
+              Expr i = s.indices[0];
+              s.indices = {Cast(i->dtype, Load(s.value->operands[0]->buffer, {i}))};
+            }),
+            serial);
 }
 
 }  // namespace
