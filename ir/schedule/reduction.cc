@@ -300,21 +300,65 @@ BlockRV Schedule::RFactor(LoopRV loop_rv, int factor_axis) {
     block->init = MakeStore(out_buf, out_indices, identity);
     block->body = MakeStore(out_buf, out_indices, combine(Load(out_buf, out_indices), Load(rf_buf, rf_read)));
     sched::RecomputeRegions(*block);
-    std::vector<Expr> mins;
-    std::vector<std::int64_t> extents;
-    for (const IterVar& iv : wb_iters) {
-      mins.push_back(IntImm(DataType::kInt32, 0));
-      extents.push_back(iv.extent);
-    }
-    Stmt nest = sched::BuildNest(block, mins, extents, true, {});
     auto& root = static_cast<BlockNode&>(*s.func.body);
     StmtNode* top = sched::RootLevelStmt(s.func, rf.get());
-    std::vector<Stmt> children = sched::Children(root.body);
-    int pos = 0;
-    for (std::size_t i = 0; i < children.size(); ++i) {
-      if (children[i].get() == top) pos = static_cast<int>(i) + 1;
+    bool consumer_in_top = false;
+    for (BlockNode* b : sched::BlocksIn(*sched::SlotOf(s.func, top))) {
+      consumer_in_top |= b != rf.get() && sched::LoadedBuffers(*b).count(out_buf.get()) > 0;
     }
-    sched::InsertAt(&root.body, pos, nest);
+    if (!consumer_in_top) {
+      // Its own nest after the root-level statement that holds the rf block.
+      std::vector<Expr> mins;
+      std::vector<std::int64_t> extents;
+      for (const IterVar& iv : wb_iters) {
+        mins.push_back(IntImm(DataType::kInt32, 0));
+        extents.push_back(iv.extent);
+      }
+      Stmt nest = sched::BuildNest(block, mins, extents, true, {});
+      std::vector<Stmt> children = sched::Children(root.body);
+      int pos = 0;
+      for (std::size_t i = 0; i < children.size(); ++i) {
+        if (children[i].get() == top) pos = static_cast<int>(i) + 1;
+      }
+      sched::InsertAt(&root.body, pos, nest);
+    } else {
+      // The reduction was moved under a loop of its consumer (compute_at),
+      // so after that statement is too late: the write-back goes right
+      // after the outermost loop that drives the reduction, inside the
+      // loops above it, which bind its spatial variables as they bind the
+      // rf block's (softmax's row sums, computed row by row).
+      std::vector<ForNode*> above = sched::LoopsAbove(s.func, rf.get());
+      std::size_t first = 0;
+      while (first < above.size() && !loop_to_iter.count(above[first]->loop_var.get())) ++first;
+      std::set<const ExprNode*> outer;
+      for (std::size_t i = 0; i < first; ++i) outer.insert(above[i]->loop_var.get());
+      std::vector<Expr> mins;
+      std::vector<std::int64_t> extents;
+      for (std::size_t k = 0; k < rf->iter_vars.size(); ++k) {
+        if (rf->iter_vars[k].kind != IterKind::kSpatial || rf->iter_vars[k].var.get() == rf_var.get()) continue;
+        bool only_outer = true;
+        VisitExpr(rf->bindings[k], [&](const Expr& x) {
+          if (x->kind == ExprKind::kVar && !outer.count(x.get())) only_outer = false;
+        });
+        if (!only_outer || first == 0) {
+          Fail(p, where + ": the reduction's consumer is under the same loops, and a loop between them and the "
+                          "reduction's own loops drives its spatial variables, so the write-back has no place");
+        }
+        mins.push_back(rf->bindings[k]);
+        extents.push_back(1);
+      }
+      mins.push_back(IntImm(DataType::kInt32, 0));
+      extents.push_back(loop->extent);
+      Stmt nest = sched::BuildNest(block, mins, extents, false, sched::LoopRanges(s.func));
+      ForNode* parent = above[first - 1];
+      std::vector<Stmt> children = sched::Children(parent->body);
+      int pos = -1;
+      for (std::size_t i = 0; i < children.size(); ++i) {
+        if (children[i].get() == above[first]) pos = static_cast<int>(i) + 1;
+      }
+      if (pos < 0) Fail(p, where + ": the reduction's loops are not directly under loop " + parent->loop_var->name);
+      sched::InsertAt(&parent->body, pos, nest);
+    }
     root.alloc_buffers.push_back(rf_buf);
     return s.AddBlock(rf);
   });

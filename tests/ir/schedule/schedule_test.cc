@@ -291,6 +291,33 @@ TEST(ReductionTest, RFactorOfASplitReduction) {
   EXPECT_SAME_RESULT(f, sch);
 }
 
+// A row reduction moved under its consumer's row loop (softmax's max and
+// sum, computed row by row) can still be rfactored: the write-back goes
+// right after the reduction's own loops, inside the row loop. It used to
+// go after the whole row loop, behind its consumer ("internal error: block
+// T_softmax_expsum writes T_softmax_expsum after block T_softmax_norm
+// reads it").
+TEST(ReductionTest, RFactorOfAReductionComputedUnderItsConsumer) {
+  PrimFunc f = BuildWorkload("softmax:M=4,N=32").func;
+  Schedule sch(f, 0);
+  BlockRV norm = sch.GetBlock("T_softmax_norm");
+  LoopRV row = sch.GetLoops(norm)[0];
+  BlockRV sum = sch.GetBlock("T_softmax_expsum");
+  sch.ComputeAt(sum, row, true);
+  sch.ComputeAt(sch.GetBlock("T_softmax_exp"), row, true);
+  BlockRV max = sch.GetBlock("T_softmax_maxelem");
+  sch.ComputeAt(max, row, true);
+  for (BlockRV reduction : {sum, max}) {
+    auto k = sch.Split(sch.GetLoops(reduction).back(), {std::monostate{}, std::int64_t{8}});
+    BlockRV rf = sch.RFactor(k[1], 0);
+    EXPECT_EQ(&sch.Get(sch.GetLoops(rf).front()), &sch.Get(row));
+    EXPECT_EQ(&sch.Get(sch.GetLoops(reduction).front()), &sch.Get(row));  // the write-back stays in the row
+  }
+  EXPECT_SAME_RESULT(f, sch);
+  // The row loop holds all six blocks, so the whole softmax is one loop.
+  EXPECT_EQ(sch.GetChildBlocks(row).size(), 6u);
+}
+
 TEST(ReductionTest, RFactorRefusals) {
   Schedule sch(Mm(8), 0);
   BlockRV c = sch.GetBlock("C");
