@@ -29,11 +29,6 @@ namespace {
 
 using namespace tunedb::ir;
 
-Jit& SharedJit() {
-  static Jit jit(Target::Host());
-  return jit;
-}
-
 // An argument copied between two inaccessible pages: a read outside it is a
 // segfault, not a lucky neighbour.
 class FencedCopy {
@@ -468,6 +463,16 @@ TEST(CodegenTest, CompileTimeIsReported) {
   SharedJit().Release(k);
 }
 
+// Target::Parse's message for `text`, or "accepted".
+std::string ParseError(const std::string& text) {
+  try {
+    Target::Parse(text);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
 TEST(TargetTest, ParseAndPrint) {
   Target host = Target::Host();
   EXPECT_EQ(Target::Parse(host.ToString()).features, host.features);
@@ -486,19 +491,11 @@ TEST(TargetTest, ParseAndPrint) {
 // aborted with "Resource temporarily unavailable".
 TEST(TargetTest, ACoreCountMustBeAWholeNumberInRange) {
   EXPECT_EQ(Target::Parse("llvm -num-cores=1024").num_cores, 1024);
-  auto message = [](const std::string& text) {
-    try {
-      Target::Parse(text);
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
-    return std::string("accepted");
-  };
-  EXPECT_EQ(message("llvm -num-cores=100000"),
+  EXPECT_EQ(ParseError("llvm -num-cores=100000"),
             "target 'llvm -num-cores=100000': -num-cores must be between 1 and 1024, not 100000");
-  EXPECT_EQ(message("llvm -num-cores=0"), "target 'llvm -num-cores=0': -num-cores must be between 1 and 1024, not 0");
-  EXPECT_EQ(message("llvm -num-cores=2x"), "target 'llvm -num-cores=2x': -num-cores must be a whole number, not '2x'");
-  EXPECT_EQ(message("llvm -num-cores=99999999999999999999"),
+  EXPECT_EQ(ParseError("llvm -num-cores=0"), "target 'llvm -num-cores=0': -num-cores must be between 1 and 1024, not 0");
+  EXPECT_EQ(ParseError("llvm -num-cores=2x"), "target 'llvm -num-cores=2x': -num-cores must be a whole number, not '2x'");
+  EXPECT_EQ(ParseError("llvm -num-cores=99999999999999999999"),
             "target 'llvm -num-cores=99999999999999999999': -num-cores must be a whole number, not "
             "'99999999999999999999'");
 }
@@ -519,18 +516,10 @@ TEST(TargetTest, AnUnknownFeatureIsRefused) {
   Target t = Target::Parse("llvm -mcpu=znver4 -mattr=+avx2,-avx512f -num-cores=2");
   EXPECT_EQ(t.features, "+avx2,-avx512f");
   EXPECT_EQ(t.VectorBits(), 256);
-  auto error = [](const std::string& text) {
-    try {
-      Target::Parse(text);
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_EQ(error("llvm -mcpu=znver4 -mattr=+avx2,+frobnicate"),
+  EXPECT_EQ(ParseError("llvm -mcpu=znver4 -mattr=+avx2,+frobnicate"),
             "target 'llvm -mcpu=znver4 -mattr=+avx2,+frobnicate': LLVM does not know the feature 'frobnicate' of -mattr");
-  EXPECT_THAT(error("llvm -mattr=avx2"), ::testing::HasSubstr("-mattr entry 'avx2' must be +name or -name"));
-  EXPECT_THAT(error("llvm -mattr=+avx2,,+fma"), ::testing::HasSubstr("-mattr entry '' must be +name or -name"));
+  EXPECT_THAT(ParseError("llvm -mattr=avx2"), ::testing::HasSubstr("-mattr entry 'avx2' must be +name or -name"));
+  EXPECT_THAT(ParseError("llvm -mattr=+avx2,,+fma"), ::testing::HasSubstr("-mattr entry '' must be +name or -name"));
 }
 
 // Records are stored under the target's name, so -mattr is part of it: a

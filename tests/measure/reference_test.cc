@@ -16,16 +16,12 @@
 #include "ir/workloads.h"
 #include "measure/jit.h"
 #include "measure/lower.h"
+#include "tests/measure/test_util.h"
 
 namespace tunedb::measure {
 namespace {
 
 using namespace tunedb::ir;
-
-Jit& SharedJit() {
-  static Jit jit(Target::Host());
-  return jit;
-}
 
 // The outputs of the compiled `program` on the workload's seeded inputs.
 std::vector<NDArray> CompiledOutputs(const PrimFunc& program) {

@@ -9,8 +9,18 @@
 #include "ir/interpreter.h"
 #include "ir/ndarray.h"
 #include "ir/stmt.h"
+#include "measure/jit.h"
+#include "measure/target.h"
 
-namespace tunedb::measure::testing {
+namespace tunedb::measure {
+
+// One JIT for the host, shared by a test binary's tests.
+inline Jit& SharedJit() {
+  static Jit jit(Target::Host());
+  return jit;
+}
+
+namespace testing {
 
 // The same data as a one-dimensional array (lowered programs take flat buffers).
 inline ir::NDArray Flat(const ir::NDArray& a) {
@@ -31,4 +41,5 @@ inline std::string CompareOutputs(const ir::PrimFunc& reference, const std::vect
   return "";
 }
 
-}  // namespace tunedb::measure::testing
+}  // namespace testing
+}  // namespace tunedb::measure
