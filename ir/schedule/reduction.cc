@@ -330,6 +330,9 @@ BlockRV Schedule::RFactor(LoopRV loop_rv, int factor_axis) {
       std::vector<ForNode*> above = sched::LoopsAbove(s.func, rf.get());
       std::size_t first = 0;
       while (first < above.size() && !loop_to_iter.count(above[first]->loop_var.get())) ++first;
+      if (first == 0 || first == above.size()) {
+        Fail(p, where + ": a consumer shares the reduction's outermost loop, so the write-back has no place");
+      }
       std::set<const ExprNode*> outer;
       for (std::size_t i = 0; i < first; ++i) outer.insert(above[i]->loop_var.get());
       std::vector<Expr> mins;
@@ -340,9 +343,9 @@ BlockRV Schedule::RFactor(LoopRV loop_rv, int factor_axis) {
         VisitExpr(rf->bindings[k], [&](const Expr& x) {
           if (x->kind == ExprKind::kVar && !outer.count(x.get())) only_outer = false;
         });
-        if (!only_outer || first == 0) {
-          Fail(p, where + ": the reduction's consumer is under the same loops, and a loop between them and the "
-                          "reduction's own loops drives its spatial variables, so the write-back has no place");
+        if (!only_outer) {
+          Fail(p, where + ": a loop between the consumer's loops and the reduction's own drives its spatial "
+                          "variables, so the write-back has no place");
         }
         mins.push_back(rf->bindings[k]);
         extents.push_back(1);

@@ -316,6 +316,19 @@ TEST(ReductionTest, RFactorOfAReductionComputedUnderItsConsumer) {
   EXPECT_SAME_RESULT(f, sch);
   // The row loop holds all six blocks, so the whole softmax is one loop.
   EXPECT_EQ(sch.GetChildBlocks(row).size(), 6u);
+
+  // With the block's own row loop moved under its reduction loop, no place
+  // after the reduction's loops is outside the rows: refused, unchanged.
+  Schedule moved(f, 0);
+  BlockRV sum2 = moved.GetBlock("T_softmax_expsum");
+  moved.ComputeAt(sum2, moved.GetLoops(moved.GetBlock("T_softmax_norm"))[0], true);
+  auto loops = moved.GetLoops(sum2);  // row, its unit loop, k
+  auto k = moved.Split(loops[2], {std::monostate{}, std::int64_t{8}});
+  moved.Reorder({k[0], loops[1]});
+  ExpectRefused(moved, [&] { moved.RFactor(k[1], 0); },
+                "rfactor: block 'T_softmax_expsum' at loop " + moved.Get(k[1]).loop_var->name +
+                    ": a loop between the consumer's loops and the reduction's own drives its spatial variables, so "
+                    "the write-back has no place");
 }
 
 TEST(ReductionTest, RFactorRefusals) {
