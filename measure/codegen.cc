@@ -858,6 +858,10 @@ class Codegen {
     std::int64_t dst_along_x = x == 0 ? dst->first : dst->second;
     std::int64_t src_along_y = y == 0 ? src->first : src->second;
     if (dst_along_y != 1 || dst_along_x == 0 || src_along_y == 0) return false;
+    // The destination's rows must not overlap: where two iterations store
+    // one element, the loops' order decides which value stays, and the
+    // rows are stored here in another order.
+    if (dst_along_x > -n && dst_along_x < n) return false;
 
     auto* vt = llvm::FixedVectorType::get(b_.getFloatTy(), static_cast<unsigned>(n));
     auto at = [&](std::int64_t x_value, std::int64_t y_value) {
