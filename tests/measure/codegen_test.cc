@@ -119,7 +119,7 @@ sch.decompose_reduction(b0, k0)
 sch.vectorize(c1)
 )");
   EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), 4), "");
-  std::string ir = SharedJit().OptimizedIR(Lower(sch.func()));
+  std::string ir = IRJit().OptimizedIR(Lower(sch.func()));
   EXPECT_NE(ir.find("tunedb_parallel_for"), std::string::npos);
   EXPECT_NE(ir.find("<16 x float>"), std::string::npos);
 }
@@ -137,10 +137,10 @@ i, j, k = sch.get_loops(b0)
 sch.reorder(i, k, j)
 )");
   EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), 6), "");
-  EXPECT_NE(SharedJit().OptimizedIR(Lower(sch.func())).find("fmul contract <"), std::string::npos);
+  EXPECT_NE(IRJit().OptimizedIR(Lower(sch.func())).find("fmul contract <"), std::string::npos);
   // K = 64: LLVM fully unrolls a 32-long reduction by itself, and then
   // vectorizes the loop around it (something the features do not model).
-  std::string reduction = SharedJit().OptimizedIR(Lower(BuildWorkload("matmul:M=32,N=32,K=64").func));
+  std::string reduction = IRJit().OptimizedIR(Lower(BuildWorkload("matmul:M=32,N=32,K=64").func));
   EXPECT_EQ(reduction.find("fmul contract <"), std::string::npos);
   EXPECT_NE(reduction.find("fmul contract float"), std::string::npos);
 }
@@ -163,8 +163,8 @@ TEST(CodegenTest, AnUnrolledTransposingCopyIsShuffledInRegisters) {
                              (source_order ? "sch.reorder(j0, i0, i1, j1)\n" : "sch.reorder(j0, i0, j1, i1)\n") +
                              "sch.unroll(i1)\nsch.unroll(j1)\n");
       EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), 3), "");
-      if (block * 32 > Target::Host().VectorBits()) continue;  // left to scalar copies
-      std::string ir = SharedJit().OptimizedIR(Lower(sch.func()));
+      if (block * 32 > IRTarget().VectorBits()) continue;  // left to scalar copies
+      std::string ir = IRJit().OptimizedIR(Lower(sch.func()));
       EXPECT_NE(ir.find("shufflevector <" + n + " x float>"), std::string::npos);
       EXPECT_EQ(ir.find("load float"), std::string::npos);
     }
@@ -192,7 +192,7 @@ sch.vectorize(j2)
 sch.decompose_reduction(b0, k)
 )");
   EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), 8), "");
-  std::string ir = SharedJit().OptimizedIR(Lower(sch.func()));
+  std::string ir = IRJit().OptimizedIR(Lower(sch.func()));
   int memsets = 0;
   for (std::size_t at = ir.find("call void @llvm.memset"); at != std::string::npos;
        at = ir.find("call void @llvm.memset", at + 1)) {
@@ -219,7 +219,7 @@ sch.parallel(yy)
   // the channel loop is vector code with one guarded scalar load,
   // broadcast; it used to stay a scalar loop, which LLVM took seconds over
   // once unrolled.
-  std::string ir = SharedJit().OptimizedIR(Lower(sch.func()));
+  std::string ir = IRJit().OptimizedIR(Lower(sch.func()));
   EXPECT_EQ(ir.find("for.ff"), std::string::npos) << ir;
   EXPECT_NE(ir.find("fmul contract <8 x float>"), std::string::npos) << ir;
 }
@@ -231,7 +231,7 @@ std::string IRAfterAFencedRun(const PrimFunc& f, const char* script, std::uint64
   Schedule sch(f, 0);
   RunScheduleScript(sch, script);
   EXPECT_EQ(RunKeepsTheResult(f, sch.func(), MakeArguments(f, seed), {0}), "");
-  return SharedJit().OptimizedIR(Lower(sch.func()));
+  return IRJit().OptimizedIR(Lower(sch.func()));
 }
 
 // A register block of a padded convolution whose reduction stays a loop
@@ -297,7 +297,7 @@ sch.vectorize(j)
   std::vector<NDArray> args = MakeArguments(f, 3);
   for (int i = 0; i < 16; i += 3) static_cast<std::int32_t*>(args[1].data())[i] = 0;
   EXPECT_EQ(RunKeepsTheResult(f, sch.func(), args, {0, 1}), "");
-  std::string ir = SharedJit().OptimizedIR(Lower(sch.func()));
+  std::string ir = IRJit().OptimizedIR(Lower(sch.func()));
   EXPECT_NE(ir.find("@tunedb.zero_cell"), std::string::npos) << ir;
   EXPECT_NE(ir.find("sdiv"), std::string::npos) << ir;
   EXPECT_NE(ir.find("<8 x float>"), std::string::npos) << ir;

@@ -20,6 +20,21 @@ inline Jit& SharedJit() {
   return jit;
 }
 
+// The one CPU that tests reading optimized IR compile for. LLVM's unrolling
+// and folding depend on the CPU (on a Zen 3 it unrolled a 16-row loop fully
+// and folded away the guard a test looks for), and those tests check what
+// the code generator hands LLVM, not the host. Nothing compiled for it runs.
+inline const Target& IRTarget() {
+  static const Target target = Target::Parse("llvm -mcpu=znver4 -num-cores=2");
+  return target;
+}
+
+// A JIT for IRTarget(), used only for OptimizedIR.
+inline Jit& IRJit() {
+  static Jit jit(IRTarget());
+  return jit;
+}
+
 namespace testing {
 
 // The same data as a one-dimensional array (lowered programs take flat buffers).
