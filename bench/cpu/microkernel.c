@@ -1,15 +1,18 @@
 // What a matmul register block reaches on one core when its operands are
-// cached: MR rows x NV vectors of 16 floats of accumulators, per step of k
+// cached: MR rows x NV vectors of floats of accumulators, per step of k
 // NV vector loads of the packed B row and MR broadcasts of A, K steps, the
 // block added into C at the end. The same kernel as tunedb's best matmul
 // schedules (MR=4, NV=4), written by hand, so the gap between the two is
-// code generation's and the rest is the machine's.
+// code generation's and the rest is the machine's. Vectors are AVX-512's
+// where the compiling machine has it, else AVX2's (bench/cpu/vec.h).
 //
 //   for b in "4 4" "8 2" "6 4" "14 2"; do set -- $b
-//     gcc -O3 -march=sapphirerapids -DMR=$1 -DNV=$2 bench/cpu/microkernel.c -o /tmp/mk && /tmp/mk; done
+//     gcc -O3 -march=native -DMR=$1 -DNV=$2 bench/cpu/microkernel.c -o /tmp/mk && /tmp/mk; done
 #include <immintrin.h>
 #include <stdio.h>
 #include <time.h>
+
+#include "vec.h"
 
 #ifndef MR
 #define MR 4
@@ -20,7 +23,7 @@
 #ifndef K
 #define K 256
 #endif
-#define NC (NV * 16)
+#define NC (NV * kLanes)
 
 static float a_block[MR * K] __attribute__((aligned(64)));
 static float b_panel[K * NC] __attribute__((aligned(64)));
@@ -33,22 +36,22 @@ static double Now(void) {
 }
 
 __attribute__((noinline)) static void Block(const float* a, const float* b, float* c) {
-  __m512 acc[MR][NV];
+  vec acc[MR][NV];
   for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
+    for (int j = 0; j < NV; ++j) acc[i][j] = vec_set1(0);
 #pragma GCC unroll 4
   for (int k = 0; k < K; ++k) {
-    __m512 row[NV];
-    for (int j = 0; j < NV; ++j) row[j] = _mm512_load_ps(b + k * NC + 16 * j);
+    vec row[NV];
+    for (int j = 0; j < NV; ++j) row[j] = vec_load(b + k * NC + kLanes * j);
     for (int i = 0; i < MR; ++i) {
-      __m512 x = _mm512_set1_ps(a[i * K + k]);
-      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_fmadd_ps(x, row[j], acc[i][j]);
+      vec x = vec_set1(a[i * K + k]);
+      for (int j = 0; j < NV; ++j) acc[i][j] = vec_fmadd(x, row[j], acc[i][j]);
     }
   }
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NV; ++j) {
-      float* out = c + i * NC + 16 * j;
-      _mm512_store_ps(out, _mm512_add_ps(acc[i][j], _mm512_load_ps(out)));
+      float* out = c + i * NC + kLanes * j;
+      vec_store(out, vec_add(acc[i][j], vec_load(out)));
     }
 }
 
@@ -63,6 +66,6 @@ int main(void) {
     double gflops = 2.0 * MR * NC * K * calls / (Now() - start) / 1e9;
     if (gflops > best) best = gflops;
   }
-  printf("MR=%d NV=%d K=%d: %.1f GFLOP/s on one core (c[5] = %g)\n", MR, NV, K, best, c_block[5]);
+  printf("%d-bit vectors, MR=%d NV=%d K=%d: %.1f GFLOP/s on one core (c[5] = %g)\n", kLanes * 32, MR, NV, K, best, c_block[5]);
   return 0;
 }
