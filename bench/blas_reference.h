@@ -3,9 +3,12 @@
 // OpenBLAS picks its kernel by CPU detection, which is often not its
 // fastest here (../shared/STACK.md), so each measurement runs in a child
 // process (this benchmark's own executable in --blas-only mode) once per
-// kernel choice: its default and OPENBLAS_CORETYPE=SkylakeX, with
-// OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE removed from that child's environment
-// only. The faster is the reference, reported with the kernel that ran.
+// kernel choice: its default and one other, with OPENBLAS_CORETYPE/
+// OPENBLAS_L2_SIZE removed from that child's environment only. The other
+// is SkylakeX on a CPU with AVX-512 (the Zen 5 of ../shared/STACK.md got
+// Haswell kernels by default) and Haswell elsewhere (SkylakeX's kernels
+// die of an illegal instruction on an AVX2-only Zen 3). The faster is the
+// reference, reported with the kernel that ran.
 #pragma once
 
 #include <cblas.h>
@@ -73,9 +76,13 @@ inline BlasResult ChildBlas(const std::string& self, int n, int repeat, const ch
   return r;
 }
 
-// The faster of OpenBLAS's default kernel and SkylakeX; `other` gets the slower.
+// The kernel choice tried besides OpenBLAS's default on this CPU.
+inline const char* OtherBlasCoretype() { return __builtin_cpu_supports("avx512f") ? "SkylakeX" : "Haswell"; }
+
+// The faster of OpenBLAS's default kernel and OtherBlasCoretype(); `other`
+// gets the slower.
 inline BlasResult BestBlas(const std::string& self, int n, int repeat, BlasResult* other = nullptr) {
-  BlasResult a = ChildBlas(self, n, repeat, nullptr), b = ChildBlas(self, n, repeat, "SkylakeX");
+  BlasResult a = ChildBlas(self, n, repeat, nullptr), b = ChildBlas(self, n, repeat, OtherBlasCoretype());
   if (other) *other = a.gflops >= b.gflops ? b : a;
   return a.gflops >= b.gflops ? a : b;
 }

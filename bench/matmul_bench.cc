@@ -5,10 +5,10 @@
 //
 // tunedb's candidates are measured by the real Runner (worker processes,
 // verified against the reference). OpenBLAS runs in a child process of this
-// benchmark once per kernel choice (its default, and
-// OPENBLAS_CORETYPE=SkylakeX), with OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE
-// removed from that child's environment only; the faster is reported, with
-// the kernel that ran.
+// benchmark once per kernel choice (its default, and SkylakeX or Haswell:
+// blas_reference.h), with OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE removed from
+// that child's environment only; the faster is reported, with the kernel
+// that ran.
 //
 // Usage: matmul_bench [--sizes 128,512,1024] [--repeat 5] [--rounds 3] [--schedules DIR]
 //        matmul_bench --blas-only N   (child mode: prints "GFLOPS <x> CORETYPE <name>")
