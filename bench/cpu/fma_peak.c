@@ -5,7 +5,6 @@
 // AVX2's 256 bits.
 //
 //   gcc -O2 -march=native bench/cpu/fma_peak.c -o /tmp/fma_peak -lpthread && /tmp/fma_peak
-#include <immintrin.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <time.h>

@@ -2,13 +2,14 @@
 // cached: MR rows x NV vectors of floats of accumulators, per step of k
 // NV vector loads of the packed B row and MR broadcasts of A, K steps, the
 // block added into C at the end. The same kernel as tunedb's best matmul
-// schedules (MR=4, NV=4), written by hand, so the gap between the two is
+// schedules (MR=4, NV=4 on AVX-512; MR=2, NV=4 on AVX2, whose 16 registers
+// a 4 x 4 block overflows), written by hand, so the gap between the two is
 // code generation's and the rest is the machine's. Vectors are AVX-512's
 // where the compiling machine has it, else AVX2's (bench/cpu/vec.h).
 //
+//   AVX-512 blocks; on AVX2 try "2 4" "4 2" "4 3" "6 2" instead:
 //   for b in "4 4" "8 2" "6 4" "14 2"; do set -- $b
 //     gcc -O3 -march=native -DMR=$1 -DNV=$2 bench/cpu/microkernel.c -o /tmp/mk && /tmp/mk; done
-#include <immintrin.h>
 #include <stdio.h>
 #include <time.h>
 
