@@ -50,6 +50,13 @@ class RandomSearch : public SearchStrategy {
   std::mt19937_64 rng_;
 };
 
+// A realized candidate holds two traces and a program: thousands of
+// allocations to copy or destroy. Generations share their members instead
+// (a child kept from its parent, the pool of every generation's unmeasured
+// candidates); copies of them were a quarter of the search's time in a
+// profile of a matmul 128 session.
+using SharedCandidate = std::shared_ptr<const Candidate>;
+
 class EvolutionarySearch : public SearchStrategy {
  public:
   EvolutionarySearch(const EvolutionaryOptions& options, std::uint64_t seed) : options_(options), rng_(seed) {}
@@ -57,15 +64,15 @@ class EvolutionarySearch : public SearchStrategy {
   std::vector<Candidate> NextBatch(const SearchContext& context, int n) override {
     scores_.clear();
     std::unordered_set<std::uint64_t> in_population;
-    std::vector<Candidate> population = InitialPopulation(context, in_population);
+    std::vector<SharedCandidate> population = InitialPopulation(context, in_population);
     if (population.empty()) return {};
 
     // Unmeasured candidates seen in any generation, by program hash.
-    std::map<std::uint64_t, Candidate> pool;
+    std::map<std::uint64_t, SharedCandidate> pool;
     for (int generation = 0; generation < options_.generations; ++generation) {
-      std::vector<double> scores = Score(context, population);
-      for (std::size_t i = 0; i < population.size(); ++i) {
-        if (!context.measured->count(population[i].program_hash)) pool.emplace(population[i].program_hash, population[i]);
+      std::vector<double> scores = Score(context, Pointers(population));
+      for (const SharedCandidate& c : population) {
+        if (!context.measured->count(c->program_hash)) pool.emplace(c->program_hash, c);
       }
       if (generation + 1 == options_.generations) break;
       population = NextGeneration(context, population, scores);
@@ -75,7 +82,7 @@ class EvolutionarySearch : public SearchStrategy {
     // Epsilon-greedy: the best-scored, and a few random ones to keep the
     // model honest about regions it scores low.
     std::vector<const Candidate*> ranked;
-    for (const auto& [hash, c] : pool) ranked.push_back(&c);
+    for (const auto& [hash, c] : pool) ranked.push_back(c.get());
     std::stable_sort(ranked.begin(), ranked.end(), [&](const Candidate* a, const Candidate* b) {
       return scores_.at(a->program_hash) > scores_.at(b->program_hash);
     });
@@ -123,7 +130,7 @@ class EvolutionarySearch : public SearchStrategy {
     if (n <= 0) return {};
     std::vector<std::vector<Candidate>> by_parent = EliteNeighbours(context, exclude);
     for (std::vector<Candidate>& group : by_parent) {
-      std::vector<double> scores = Score(context, group);
+      std::vector<double> scores = Score(context, Pointers(group));
       std::vector<std::size_t> order(group.size());
       for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
       std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return scores[a] > scores[b]; });
@@ -145,11 +152,24 @@ class EvolutionarySearch : public SearchStrategy {
   }
 
  private:
-  std::vector<Candidate> InitialPopulation(const SearchContext& context, std::unordered_set<std::uint64_t>& seen) {
-    std::vector<Candidate> population;
+  static std::vector<const Candidate*> Pointers(const std::vector<SharedCandidate>& candidates) {
+    std::vector<const Candidate*> out;
+    out.reserve(candidates.size());
+    for (const SharedCandidate& c : candidates) out.push_back(c.get());
+    return out;
+  }
+  static std::vector<const Candidate*> Pointers(const std::vector<Candidate>& candidates) {
+    std::vector<const Candidate*> out;
+    out.reserve(candidates.size());
+    for (const Candidate& c : candidates) out.push_back(&c);
+    return out;
+  }
+
+  std::vector<SharedCandidate> InitialPopulation(const SearchContext& context, std::unordered_set<std::uint64_t>& seen) {
+    std::vector<SharedCandidate> population;
     auto add = [&](const ir::Trace& design) {
       std::optional<Candidate> c = Realize(*context.workload, design, rng_());
-      if (c && seen.insert(c->program_hash).second) population.push_back(std::move(*c));
+      if (c && seen.insert(c->program_hash).second) population.push_back(std::make_shared<const Candidate>(std::move(*c)));
     };
     int measured_quota = static_cast<int>(options_.population * options_.init_measured_ratio);
     if (context.elite) {
@@ -160,7 +180,9 @@ class EvolutionarySearch : public SearchStrategy {
       add(design);
     }
     int fill = std::max(options_.init_min_unmeasured, options_.population - static_cast<int>(population.size()));
-    for (Candidate& c : SampleRandom(context, fill, seen, rng_)) population.push_back(std::move(c));
+    for (Candidate& c : SampleRandom(context, fill, seen, rng_)) {
+      population.push_back(std::make_shared<const Candidate>(std::move(c)));
+    }
     return population;
   }
 
@@ -228,25 +250,25 @@ class EvolutionarySearch : public SearchStrategy {
   }
 
   // Cost-model scores, each program featurized once per batch.
-  std::vector<double> Score(const SearchContext& context, const std::vector<Candidate>& population) {
+  std::vector<double> Score(const SearchContext& context, const std::vector<const Candidate*>& population) {
     std::vector<ir::PrimFunc> programs;
     std::vector<std::uint64_t> hashes;
-    for (const Candidate& c : population) {
-      if (scores_.count(c.program_hash)) continue;
-      scores_[c.program_hash] = 0;
-      programs.push_back(c.program);
-      hashes.push_back(c.program_hash);
+    for (const Candidate* c : population) {
+      if (scores_.count(c->program_hash)) continue;
+      scores_[c->program_hash] = 0;
+      programs.push_back(c->program);
+      hashes.push_back(c->program_hash);
     }
     if (!programs.empty()) {
       std::vector<double> predicted = context.model->Predict(costmodel::FeaturizeBatch(programs, context.threads));
       for (std::size_t i = 0; i < hashes.size(); ++i) scores_[hashes[i]] = predicted[i];
     }
     std::vector<double> scores;
-    for (const Candidate& c : population) scores.push_back(scores_.at(c.program_hash));
+    for (const Candidate* c : population) scores.push_back(scores_.at(c->program_hash));
     return scores;
   }
 
-  std::vector<Candidate> NextGeneration(const SearchContext& context, const std::vector<Candidate>& population,
+  std::vector<SharedCandidate> NextGeneration(const SearchContext& context, const std::vector<SharedCandidate>& population,
                                         const std::vector<double>& scores) {
     // Parents in proportion to their score, shifted to be positive (rank
     // objectives give scores of any sign).
@@ -260,20 +282,20 @@ class EvolutionarySearch : public SearchStrategy {
     // Children are prepared in rounds (parent, mutation and seed drawn in
     // order from the generator) and realized in parallel; a slot whose
     // attempt fails gets another in the next round, up to max_fail_count.
-    std::vector<Candidate> next;
+    std::vector<SharedCandidate> next;
     std::unordered_set<std::uint64_t> seen;
     int open_slots = options_.population;
     for (int round = 0; round < options_.max_fail_count && open_slots > 0; ++round) {
       std::vector<ir::Trace> designs;
-      std::vector<const Candidate*> kept;  // unmutated parents, by attempt
+      std::vector<const SharedCandidate*> kept;  // unmutated parents, by attempt
       std::vector<std::uint64_t> seeds;
       std::vector<bool> failed;  // no mutator applied
       designs.reserve(static_cast<std::size_t>(open_slots));
       for (int i = 0; i < open_slots; ++i) {
-        const Candidate& p = population[parent(rng_)];
+        const SharedCandidate& p = population[parent(rng_)];
         bool mutated = mutate(rng_);
         std::optional<ir::Trace> design;
-        if (mutated) design = Mutate(p.design, *context.workload, context.max_jobs, options_.mutators, rng_);
+        if (mutated) design = Mutate(p->design, *context.workload, context.max_jobs, options_.mutators, rng_);
         kept.push_back(mutated ? nullptr : &p);
         designs.push_back(design ? std::move(*design) : ir::Trace{});
         failed.push_back(mutated && !design);
@@ -290,9 +312,13 @@ class EvolutionarySearch : public SearchStrategy {
       std::vector<std::optional<Candidate>> by_attempt(designs.size());
       for (std::size_t r = 0; r < requests.size(); ++r) by_attempt[request_of[r]] = std::move(children[r]);
       for (std::size_t i = 0; i < designs.size(); ++i) {
-        const Candidate* c = kept[i] ? kept[i] : (by_attempt[i] ? &*by_attempt[i] : nullptr);
-        if (!c || !seen.insert(c->program_hash).second) continue;
-        next.push_back(*c);
+        if (kept[i]) {
+          if (!seen.insert((*kept[i])->program_hash).second) continue;
+          next.push_back(*kept[i]);
+        } else {
+          if (!by_attempt[i] || !seen.insert(by_attempt[i]->program_hash).second) continue;
+          next.push_back(std::make_shared<const Candidate>(std::move(*by_attempt[i])));
+        }
         --open_slots;
       }
     }
