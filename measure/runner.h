@@ -19,6 +19,7 @@
 //     pass times one more repeat of every candidate (after one untimed
 //     run), so a drift of the machine's speed during the call touches all
 //     candidates alike instead of whichever was running at the time.
+//  3. the kernels stay built until the next Measure call, for MeasureAgain.
 // The reference is the unscheduled program compiled by the same code
 // generator; when the workload is small enough (interpreter_check_max_flops)
 // it is itself checked against the reference interpreter first. The first
@@ -38,6 +39,7 @@
 // Thread-safety: one Runner per thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -114,6 +116,14 @@ class Runner {
   // (seconds per run at matmul 1024) cost more than all the others.
   std::vector<MeasureResult> Measure(const std::vector<ir::PrimFunc>& candidates, double slow_cutoff_secs = 0,
                                      double slow_factor = 0);
+
+  // Times again candidates of the last Measure call (indices into its
+  // candidates), `repeat` repeats each as Measure does, without building or
+  // verifying them again: the workers keep the last call's kernels until
+  // the next Measure. A kernel that is gone (its worker was replaced, or it
+  // failed or was cut) is built and verified again. Throws
+  // std::out_of_range for an index the last call did not have.
+  std::vector<MeasureResult> MeasureAgain(const std::vector<std::size_t>& indices);
 
   const MeasureConfig& config() const;
   const PhaseSecs& phase_secs() const;

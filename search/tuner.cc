@@ -394,7 +394,7 @@ class Tuner {
       constexpr double kHopeless = 10;
       double cutoff = std::isfinite(status.best_secs) ? kHopeless * status.best_secs : 0;
       std::vector<measure::MeasureResult> results = task.runner->Measure(programs, cutoff, kHopeless);
-      ConfirmContenders(task, status.best_secs, programs, results);
+      ConfirmContenders(task, status.best_secs, results);
       std::vector<db::TuningRecord> records;
       for (std::size_t i = begin; i < end; ++i) {
         const measure::MeasureResult& r = results[i - begin];
@@ -433,8 +433,7 @@ class Tuner {
   // timing that the second look undoes can leave another, unconfirmed,
   // candidate in front. A failure on the second look is kept as the
   // candidate's result (a kernel that failed once is not one to serve).
-  void ConfirmContenders(Task& task, double best, const std::vector<ir::PrimFunc>& programs,
-                         std::vector<measure::MeasureResult>& results) {
+  void ConfirmContenders(Task& task, double best, std::vector<measure::MeasureResult>& results) {
     if (o_.confirm_best <= 0) return;
     std::vector<bool> confirmed(results.size(), false);
     while (!Stopped()) {
@@ -442,9 +441,8 @@ class Tuner {
       for (const measure::MeasureResult& r : results) medians.push_back(MedianOrInf(r));
       std::vector<std::size_t> contenders = NextContenders(medians, confirmed, best, o_.confirm_margin, o_.confirm_best);
       if (contenders.empty()) return;
-      std::vector<ir::PrimFunc> again;
-      for (std::size_t i : contenders) again.push_back(programs[i]);
-      std::vector<measure::MeasureResult> second = task.runner->Measure(again);
+      // The chunk's kernels are still built in the workers.
+      std::vector<measure::MeasureResult> second = task.runner->MeasureAgain(contenders);
       for (std::size_t k = 0; k < contenders.size(); ++k) {
         measure::MeasureResult& first = results[contenders[k]];
         confirmed[contenders[k]] = true;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <stdexcept>
 
 #include <gtest/gtest.h>
 
@@ -121,14 +122,20 @@ TEST(RunnerTest, TheFirstWorkerSharesTheReferenceThroughAnInMemoryFile) {
   ::unsetenv("TMPDIR");
 }
 
-TEST(RunnerTest, WrongResultsAreCaught) {
-  PrimFunc f = BuildWorkload("matmul:M=16,N=16,K=16").func;
-  // Same parameters, different computation: A * B^T instead of A * B.
+// Same parameters as matmul 16, different computation: A * B^T instead of
+// A * B.
+PrimFunc WrongMatmul16() {
   PrimFunc wrong = BuildWorkload("matmul:M=16,N=16,K=16").func;
   auto* c = static_cast<StoreNode*>(CollectBlocks(wrong)[1]->body.get());
   const Expr& product = c->value->operands[1];
   Expr a = product->operands[0], b = product->operands[1];
   c->value = c->value->operands[0] + a * Load(b->buffer, {b->operands[1], b->operands[0]});
+  return wrong;
+}
+
+TEST(RunnerTest, WrongResultsAreCaught) {
+  PrimFunc f = BuildWorkload("matmul:M=16,N=16,K=16").func;
+  PrimFunc wrong = WrongMatmul16();
   Runner runner(f, QuickConfig());
   std::vector<MeasureResult> results = runner.Measure({wrong});
   EXPECT_EQ(results[0].status, MeasureStatus::kWrongResult);
@@ -232,6 +239,60 @@ TEST(RunnerTest, RepeatsSpreadOverTheCallOrBackToBack) {
     EXPECT_EQ(again[0].run_secs.size(), 3u);
     EXPECT_EQ(again[1].status, MeasureStatus::kOk) << again[1].error;
   }
+}
+
+TEST(RunnerTest, MeasureAgainTimesTheLastCallsKernelsWithoutBuildingThem) {
+  PrimFunc f = BuildWorkload("matmul:M=32,N=32,K=32").func;
+  Runner runner(f, QuickConfig());
+  std::vector<MeasureResult> first = runner.Measure({f, Tiled(f), f});
+  for (const MeasureResult& r : first) ASSERT_EQ(r.status, MeasureStatus::kOk) << r.error;
+  const double built = runner.phase_secs().build;
+  const double ran = runner.phase_secs().run;
+  for (const std::vector<std::size_t>& which : {std::vector<std::size_t>{1, 0}, std::vector<std::size_t>{2}}) {
+    std::vector<MeasureResult> again = runner.MeasureAgain(which);
+    ASSERT_EQ(again.size(), which.size());
+    for (const MeasureResult& r : again) {
+      EXPECT_EQ(r.status, MeasureStatus::kOk) << r.error;
+      EXPECT_EQ(r.run_secs.size(), 3u);
+      EXPECT_EQ(r.compile_secs, 0) << "the kernel was built again";
+    }
+  }
+  EXPECT_EQ(runner.phase_secs().build, built);
+  EXPECT_GT(runner.phase_secs().run, ran);
+  EXPECT_THROW(runner.MeasureAgain({3}), std::out_of_range);
+  // A new call replaces the kernels kept.
+  runner.Measure({Tiled(f)});
+  EXPECT_EQ(runner.MeasureAgain({0})[0].status, MeasureStatus::kOk);
+  EXPECT_THROW(runner.MeasureAgain({1}), std::out_of_range);
+}
+
+TEST(RunnerTest, MeasureAgainBuildsAndChecksAgainWhatIsNotKept) {
+  PrimFunc f = BuildWorkload("matmul:M=16,N=16,K=16").func;
+  // A kernel that computed wrong is not kept: timed again, it is built and
+  // verified again, never timed as if it were right.
+  {
+    Runner runner(f, QuickConfig());
+    std::vector<MeasureResult> r = runner.Measure({WrongMatmul16(), f});
+    ASSERT_EQ(r[0].status, MeasureStatus::kWrongResult);
+    std::vector<MeasureResult> again = runner.MeasureAgain({0, 1});
+    EXPECT_EQ(again[0].status, MeasureStatus::kWrongResult);
+    EXPECT_GT(again[0].compile_secs, 0);
+    EXPECT_TRUE(again[0].run_secs.empty());
+    EXPECT_EQ(again[1].status, MeasureStatus::kOk) << again[1].error;
+  }
+  // A crash takes its worker's kernels with it: those are built again, and
+  // the crashing one crashes again.
+  MeasureConfig crash = QuickConfig();
+  crash.fault = {FaultInjection::kCrash, 1};
+  Runner runner(f, crash);
+  runner.Measure({f, f, f});
+  std::vector<MeasureResult> again = runner.MeasureAgain({0, 1, 2});
+  EXPECT_EQ(again[0].status, MeasureStatus::kOk) << again[0].error;
+  EXPECT_EQ(again[1].status, MeasureStatus::kRunError);
+  EXPECT_NE(again[1].error.find("signal 11"), std::string::npos) << again[1].error;
+  EXPECT_EQ(again[2].status, MeasureStatus::kOk) << again[2].error;
+  EXPECT_EQ(again[0].run_secs.size(), 3u);
+  EXPECT_EQ(again[2].run_secs.size(), 3u);
 }
 
 TEST(RunnerTest, PhaseTimesAddUpTheBuildsAndTheRunsOfEveryCall) {
