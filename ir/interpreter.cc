@@ -69,7 +69,7 @@ class Interpreter {
         for (std::size_t k = 0; k < indices.size(); ++k) {
           where += (k ? ", " : "") + std::to_string(Eval(indices[k]).i);
         }
-        throw IrError("out-of-bounds access " + b->name + "[" + where + "] in block " + current_block_ +
+        throw IrError("out-of-bounds access " + b->name + "[" + where + "] in block " + *current_block_ +
                       " (dimension " + std::to_string(d) + " has extent " + std::to_string(b->shape[d]) + ")");
       }
       flat = flat * b->shape[d] + i;
@@ -85,8 +85,10 @@ class Interpreter {
       case ExprKind::kFloatImm: r.f = e->float_value; return r;
       case ExprKind::kVar: {
         auto it = vars_.find(e.get());
-        if (it == vars_.end()) throw IrError("interpreter: variable " + e->name + " is not bound in block " + current_block_);
-        r.i = it->second;
+        if (it == vars_.end() || !it->second.bound) {
+          throw IrError("interpreter: variable " + e->name + " is not bound in block " + *current_block_);
+        }
+        r.i = it->second.value;
         return r;
       }
       case ExprKind::kLoad: {
@@ -107,7 +109,7 @@ class Interpreter {
           r.i = IsFloat(a->dtype) ? v.f != 0 : v.i != 0;
         } else if (IsFloat(a->dtype)) {
           if (!std::isfinite(v.f) || std::fabs(v.f) > 9.2e18) {
-            throw IrError("interpreter: cast of " + std::to_string(v.f) + " to an integer in block " + current_block_);
+            throw IrError("interpreter: cast of " + std::to_string(v.f) + " to an integer in block " + *current_block_);
           }
           r.i = WrapInt(t, static_cast<std::int64_t>(v.f));
         } else {
@@ -181,7 +183,7 @@ class Interpreter {
       case ExprKind::kMax: v = std::max(a.i, b.i); break;
       case ExprKind::kFloorDiv:
       case ExprKind::kFloorMod:
-        if (b.i == 0) throw IrError("interpreter: division by zero in block " + current_block_ + ": " + PrintExpr(e));
+        if (b.i == 0) throw IrError("interpreter: division by zero in block " + *current_block_ + ": " + PrintExpr(e));
         v = FloorDivInt(a.i, b.i);
         if (e->kind == ExprKind::kFloorMod) v = a.i - v * b.i;
         break;
@@ -196,11 +198,13 @@ class Interpreter {
     switch (s->kind) {
       case StmtKind::kFor: {
         const auto& n = static_cast<const ForNode&>(*s);
+        Slot& var = vars_[n.loop_var.get()];
+        var.bound = true;
         for (std::int64_t i = 0; i < n.extent; ++i) {
-          vars_[n.loop_var.get()] = i;
+          var.value = i;
           Exec(n.body);
         }
-        vars_.erase(n.loop_var.get());
+        var.bound = false;
         return;
       }
       case StmtKind::kSeq:
@@ -224,13 +228,14 @@ class Interpreter {
   }
 
   void ExecBlock(const BlockNode& b) {
-    std::string outer_block = current_block_;
-    current_block_ = b.name;
+    const std::string* outer_block = current_block_;
+    current_block_ = &b.name;
     if (b.predicate && !Eval(b.predicate).i) {
       current_block_ = outer_block;
       return;
     }
-    std::vector<std::int64_t> values;
+    // Every binding is evaluated before any iteration variable is bound.
+    const std::size_t base = values_.size();
     bool first_reduction_step = true;
     for (std::size_t k = 0; k < b.iter_vars.size(); ++k) {
       std::int64_t v = Eval(b.bindings[k]).i;
@@ -240,9 +245,10 @@ class Interpreter {
                       std::to_string(v) + ", outside its domain [0, " + std::to_string(iv.extent) + ")");
       }
       if (iv.kind == IterKind::kReduce && v != 0) first_reduction_step = false;
-      values.push_back(v);
+      values_.push_back(v);
     }
-    for (std::size_t k = 0; k < b.iter_vars.size(); ++k) vars_[b.iter_vars[k].var.get()] = values[k];
+    for (std::size_t k = 0; k < b.iter_vars.size(); ++k) vars_[b.iter_vars[k].var.get()] = {values_[base + k], true};
+    values_.resize(base);
 
     std::vector<std::unique_ptr<NDArray>> local;
     for (const Buffer& buf : b.alloc_buffers) {
@@ -257,14 +263,24 @@ class Interpreter {
     if (b.init && first_reduction_step) Exec(b.init);
     Exec(b.body);
     for (const Buffer& buf : b.alloc_buffers) arrays_.erase(buf.get());
-    for (const IterVar& iv : b.iter_vars) vars_.erase(iv.var.get());
+    for (const IterVar& iv : b.iter_vars) vars_[iv.var.get()].bound = false;
     current_block_ = outer_block;
   }
 
+  // A variable's slot stays once made (unbound outside its loop or
+  // block): inserting and erasing a map node per block instance was most
+  // of the interpreter's time.
+  struct Slot {
+    std::int64_t value = 0;
+    bool bound = false;
+  };
+
+  static inline const std::string kRoot = "root";
   const PrimFunc& func_;
   std::unordered_map<const BufferNode*, NDArray*> arrays_;
-  std::unordered_map<const ExprNode*, std::int64_t> vars_;
-  std::string current_block_ = "root";
+  std::unordered_map<const ExprNode*, Slot> vars_;
+  std::vector<std::int64_t> values_;  // a block's binding values, stacked by nesting
+  const std::string* current_block_ = &kRoot;  // for error messages
 };
 
 }  // namespace
