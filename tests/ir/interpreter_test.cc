@@ -179,6 +179,27 @@ TEST(InterpreterTest, BindingOutsideTheDomainIsAnError) {
   EXPECT_THROW(Interpret(f, args), IrError);
 }
 
+// A loop's variable is bound inside the loop only: a block after it that
+// reads the variable is an error naming the variable and the block.
+TEST(InterpreterTest, AVariableOutsideItsLoopIsUnbound) {
+  te::Builder b;
+  auto X = b.Placeholder("X", {2});
+  auto Y = b.Compute("Y", {{"i", 2}}, [&](const te::Vars& v) { return X(v[0]) + 1.0; });
+  auto Z = b.Compute("Z", {{"i", 2}}, [&](const te::Vars& v) { return Y(v[0]) * 2.0; });
+  PrimFunc f = b.Build({X, Z});
+  std::vector<BlockNode*> blocks = CollectBlocks(f);
+  ASSERT_EQ(blocks.size(), 3u);
+  ASSERT_EQ(blocks[2]->name, "Z");
+  blocks[2]->bindings[0] = blocks[1]->bindings[0];  // the loop variable around Y
+  auto args = MakeArguments(f, 0);
+  try {
+    Interpret(f, args);
+    FAIL() << "expected an error";
+  } catch (const IrError& e) {
+    EXPECT_EQ(std::string(e.what()), "interpreter: variable " + blocks[1]->bindings[0]->name + " is not bound in block Z");
+  }
+}
+
 TEST(InterpreterTest, ReadingAnUnwrittenIntermediateGivesNaN) {
   // Drop the init of a reduction into an intermediate: the accumulator
   // starts as NaN, so the result is NaN instead of silently plausible.
