@@ -1,6 +1,7 @@
 #include "search/strategy.h"
 
 #include <algorithm>
+#include <future>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -118,6 +119,11 @@ class EvolutionarySearch : public SearchStrategy {
     for (Candidate& c : SampleRandom(context, n - static_cast<int>(batch.size()), picked, rng_)) {
       batch.push_back(std::move(c));
     }
+    // The pool's candidates are freed on another thread while the batch is
+    // measured: on this one, freeing them took a third of the search's
+    // serial time (profile of a matmul 128 round).
+    if (freeing_.valid()) freeing_.wait();
+    freeing_ = std::async(std::launch::async, [garbage = std::move(pool)]() mutable { garbage.clear(); });
     return batch;
   }
 
@@ -328,6 +334,7 @@ class EvolutionarySearch : public SearchStrategy {
   EvolutionaryOptions options_;
   std::mt19937_64 rng_;
   std::unordered_map<std::uint64_t, double> scores_;
+  std::future<void> freeing_;  // the last batch's pool; waited for on destruction
 };
 
 }  // namespace
