@@ -388,14 +388,15 @@ class Tuner {
       std::size_t end = std::min(batch_size, begin + static_cast<std::size_t>(o_.chunk));
       std::vector<ir::PrimFunc> programs;
       for (std::size_t i = begin; i < end; ++i) programs.push_back(batch[i].program);
-      // Candidates 10x slower than the best so far are timed by one warm
-      // run: they cannot win, and at matmul 1024 one of them can cost more
-      // run time than the rest of the chunk. Those 3x slower than the
-      // chunk's fastest first timing, taken within the same second or so,
-      // keep that timing as their only one: a near tie needs every repeat,
-      // a candidate that far behind is no contender, and its one timing
-      // ranks it for the cost model as well.
-      constexpr double kHopeless = 10;
+      // Candidates 4x slower than the best so far are timed by the fastest
+      // of a few warm runs: they cannot win (this machine's slow phases
+      // moved one kernel's timing by up to 2x), and at matmul 1024 one of
+      // them can cost more run time than the rest of the chunk. Those 3x
+      // slower than the chunk's fastest first timing, taken within the same
+      // second or so, keep that timing as their only one. A near tie needs
+      // every repeat; a candidate that far behind is no contender, and one
+      // timing ranks it for the cost model as well.
+      constexpr double kHopeless = 4;
       constexpr double kBehindTheChunk = 3;
       double cutoff = std::isfinite(status.best_secs) ? kHopeless * status.best_secs : 0;
       std::vector<measure::MeasureResult> results = task.runner->Measure(programs, cutoff, kBehindTheChunk);
