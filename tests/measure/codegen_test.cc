@@ -373,7 +373,9 @@ sch.vectorize(j1)
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       double x = inputs[i];
       EXPECT_TRUE(WithinTwoUlp(y[i], static_cast<float>(std::exp(x)))) << "exp(" << x << ")";
-      if (!std::isnan(x)) EXPECT_NEAR(z[i], 1.0 / (1.0 + std::exp(-x)), 1e-6) << "sigmoid(" << x << ")";
+      if (!std::isnan(x)) {
+        EXPECT_NEAR(z[i], 1.0 / (1.0 + std::exp(-x)), 1e-6) << "sigmoid(" << x << ")";
+      }
     }
   }
 }
