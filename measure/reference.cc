@@ -86,4 +86,46 @@ ir::PrimFunc ParallelizeIndependentLoops(const ir::PrimFunc& func) {
   return sch.func();
 }
 
+ir::PrimFunc ReductionsAboveTheInnermostLoop(const ir::PrimFunc& func) {
+  ir::Schedule sch(func, /*seed=*/0);
+  for (const ir::BlockRV& block : sch.GetChildBlocks(sch.GetBlock("root"))) {
+    std::vector<ir::LoopRV> loops = sch.GetLoops(block);
+    if (loops.empty() || sch.GetChildBlocks(loops.front()).size() != 1) continue;
+    // Each loop must drive one block variable, bound to the loop variable
+    // itself: spatial ones first, then at least one reduction.
+    const ir::BlockNode& b = sch.Get(block);
+    std::vector<ir::IterKind> kinds;
+    for (const ir::LoopRV& loop : loops) {
+      const ir::ExprNode* var = sch.Get(loop).loop_var.get();
+      for (std::size_t i = 0; i < b.iter_vars.size(); ++i) {
+        if (b.bindings[i].get() == var) kinds.push_back(b.iter_vars[i].kind);
+      }
+    }
+    if (kinds.size() != loops.size() || !b.init) continue;
+    std::size_t spatial = 0;
+    while (spatial < kinds.size() && kinds[spatial] == ir::IterKind::kSpatial) ++spatial;
+    bool reductions_after = spatial < kinds.size();
+    for (std::size_t i = spatial; i < kinds.size(); ++i) reductions_after &= kinds[i] == ir::IterKind::kReduce;
+    if (spatial < 2 || !reductions_after) continue;
+    // The outermost loop stays where it is (it may run in parallel).
+    std::vector<ir::LoopRV> order(loops.begin() + 1, loops.begin() + static_cast<std::ptrdiff_t>(spatial) - 1);
+    order.insert(order.end(), loops.begin() + static_cast<std::ptrdiff_t>(spatial), loops.end());
+    order.push_back(loops[spatial - 1]);
+    try {
+      sch.Reorder(order);
+      sch.DecomposeReduction(block, loops[spatial]);
+    } catch (const ir::ScheduleError&) {
+      // Left as it was, or reordered with the init inside: either computes
+      // the same values.
+    }
+  }
+  return sch.func();
+}
+
+ir::PrimFunc ReferenceProgram(const ir::PrimFunc& func) {
+  // Parallel first: the split-off init is a second block under the
+  // outermost loop, which ParallelizeIndependentLoops would refuse.
+  return ReductionsAboveTheInnermostLoop(ParallelizeIndependentLoops(func));
+}
+
 }  // namespace tunedb::measure

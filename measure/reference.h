@@ -22,4 +22,17 @@ namespace tunedb::measure {
 // iteration's. Other loops stay serial.
 ir::PrimFunc ParallelizeIndependentLoops(const ir::PrimFunc& func);
 
+// `func` with the reduction loops of each top-level nest moved above its
+// innermost loop, where that nest is spatial loops (at least two) then
+// reduction loops over one block, and the reduction's init split off
+// before them (matmul: i, k, j instead of i, j, k). Every element still
+// gets its operations in the same order, so its value is the same bit for
+// bit; the innermost loop now walks contiguous elements, which LLVM
+// vectorizes. The unscheduled 1024 matmul's reference took about 4 s on
+// two Zen 3 cores without it.
+ir::PrimFunc ReductionsAboveTheInnermostLoop(const ir::PrimFunc& func);
+
+// The reference program: both of the above.
+ir::PrimFunc ReferenceProgram(const ir::PrimFunc& func);
+
 }  // namespace tunedb::measure

@@ -84,7 +84,7 @@ class Worker {
     // started again after a crash) to read.
     std::string file = r.value("reference_file", std::string());
     if (!ReadReference(file)) {
-      Kernel reference = jit_->Compile(Lower(ParallelizeIndependentLoops(workload_)));
+      Kernel reference = jit_->Compile(Lower(ReferenceProgram(workload_)));
       Execute(reference.fn);
       jit_->Release(reference);
       for (int i : outputs_) reference_.push_back(args_[i]);

@@ -58,7 +58,7 @@ TEST(ParallelReference, EveryLibraryWorkloadKeepsItsOutputsBitForBit) {
     PrimFunc serial = BuildWorkload(def.name).func;
     if (CountFlops(serial) > 300'000'000) continue;  // the serial run would take seconds
     SCOPED_TRACE(def.name);
-    PrimFunc parallel = ParallelizeIndependentLoops(serial);
+    PrimFunc parallel = ReferenceProgram(serial);
     for (ForKind kind : TopLevelLoopKinds(parallel)) parallel_loops += kind == ForKind::kParallel;
     std::vector<NDArray> expected = CompiledOutputs(serial);
     std::vector<NDArray> actual = CompiledOutputs(parallel);
@@ -78,6 +78,41 @@ TEST(ParallelReference, EachStageOfAMultiStageProgramGetsItsOuterLoop) {
   for (ForKind kind : kinds) EXPECT_EQ(kind, ForKind::kParallel);
   // The input program is left as it was.
   for (ForKind kind : TopLevelLoopKinds(f)) EXPECT_EQ(kind, ForKind::kSerial);
+}
+
+// The kind of block variable each loop around `block` drives, outermost
+// first (each loop drives one, bound to the loop variable itself).
+std::vector<IterKind> LoopDrives(Schedule& sch, const std::string& block) {
+  BlockRV b = sch.GetBlock(block);
+  const BlockNode& node = sch.Get(b);
+  std::vector<IterKind> kinds;
+  for (const LoopRV& loop : sch.GetLoops(b)) {
+    for (std::size_t i = 0; i < node.iter_vars.size(); ++i) {
+      if (node.bindings[i].get() == sch.Get(loop).loop_var.get()) kinds.push_back(node.iter_vars[i].kind);
+    }
+  }
+  return kinds;
+}
+
+TEST(ParallelReference, ReductionsMoveAboveTheInnermostLoop) {
+  using K = IterKind;
+  // matmul: i (parallel), k, j, with C's init split off under i.
+  Schedule matmul(ReferenceProgram(BuildWorkload("matmul:M=8,N=8,K=8").func), 0);
+  EXPECT_EQ(LoopDrives(matmul, "C_update"), (std::vector<K>{K::kSpatial, K::kReduce, K::kSpatial}));
+  EXPECT_EQ(LoopDrives(matmul, "C_init"), (std::vector<K>{K::kSpatial, K::kSpatial}));
+  EXPECT_EQ(TopLevelLoopKinds(matmul.func()), std::vector<ForKind>{ForKind::kParallel});
+  // conv2d NHWC: the three reduction loops above the channel loop, in their
+  // order.
+  Schedule conv(ReferenceProgram(BuildWorkload("conv2d_nhwc:N=1,H=6,W=6,CI=4,CO=8,KH=3,KW=3").func), 0);
+  std::vector<K> drives;
+  for (const BlockNode* b : CollectBlocks(conv.func())) {
+    if (b->name.find("_update") != std::string::npos) drives = LoopDrives(conv, b->name);
+  }
+  EXPECT_EQ(drives, (std::vector<K>{K::kSpatial, K::kSpatial, K::kSpatial, K::kReduce, K::kReduce, K::kReduce,
+                                    K::kSpatial}));
+  // A reduction with one spatial loop (a row sum) keeps its order.
+  Schedule rows(ReferenceProgram(ParseWorkloadText("input X: f32[4, 8]\nY[i] = sum(k in 8) X[i, k]\n")), 0);
+  EXPECT_EQ(LoopDrives(rows, "Y"), (std::vector<K>{K::kSpatial, K::kReduce}));
 }
 
 TEST(ParallelReference, AnOuterReductionLoopStaysSerial) {
