@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -53,6 +54,13 @@ std::string DefaultWorkerPath() {
   std::error_code ec;
   std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   return (self.parent_path() / "tunedb-worker").string();
+}
+
+// "10 s", "0.5 s": a timeout in an error message.
+std::string SecondsText(double secs) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", secs);
+  return text;
 }
 
 // The outcome of waiting for a worker's reply.
@@ -285,7 +293,7 @@ struct Runner::Impl {
     call.built_in[i] = -1;
     if (r.kind == Reply::kTimedOut) {
       result.status = MeasureStatus::kTimeout;
-      result.error = "building took longer than " + std::to_string(config.build_timeout_s) + " s";
+      result.error = "building took longer than " + SecondsText(config.build_timeout_s);
       w.Restart();
     } else if (r.kind == Reply::kDied) {
       result.status = MeasureStatus::kBuildError;
@@ -380,13 +388,19 @@ struct Runner::Impl {
                 {"flush_cache", c.flush_cache},
                 {"slow_cutoff_secs", pass == 0 ? slow_cutoff_secs : 0.0},
                 {"verify", verify},
-                {"keep", true}});
+                {"keep", true},
+                {"progress_secs", std::min(1.0, c.run_timeout_s / 4)}});
+        // The timeout is for one run: a progress mark (see worker.cc)
+        // starts it again.
         Reply r = w.Receive(Clock::now() + Seconds(c.run_timeout_s));
+        while (r.kind == Reply::kOk && r.message.value("progress", false)) {
+          r = w.Receive(Clock::now() + Seconds(c.run_timeout_s));
+        }
         MeasureResult& res = results[i];
         standing[i] = false;
         if (r.kind == Reply::kTimedOut) {
           res.status = MeasureStatus::kTimeout;
-          res.error = "running took longer than " + std::to_string(c.run_timeout_s) + " s";
+          res.error = "running took longer than " + SecondsText(c.run_timeout_s);
           res.run_secs.clear();
           w.Restart();
         } else if (r.kind == Reply::kDied) {

@@ -77,7 +77,7 @@ struct MeasureConfig {
   bool flush_cache = false;
   bool spread_repeats = true;  // one repeat of every candidate per pass (see above)
   double build_timeout_s = 60;
-  double run_timeout_s = 10;
+  double run_timeout_s = 10;  // for one run of a kernel, not all of a candidate's runs
   int workers = 0;  // 0: one per target core
   std::uint64_t input_seed = 0;
   double rtol = 1e-3;

@@ -30,6 +30,9 @@ using Clock = std::chrono::steady_clock;
 
 class Worker {
  public:
+  // `out` carries the replies, and the progress marks of a long run request.
+  explicit Worker(std::FILE* out) : out_(out) {}
+
   json Handle(const json& request) {
     std::string op = request.value("op", "");
     // After running kernels, the pool's threads must not spin on while the
@@ -180,6 +183,8 @@ class Worker {
     // last run. "verify": false on those later runs, which were checked.
     bool keep = r.value("keep", false);
     bool verify = r.value("verify", true);
+    progress_secs_ = r.value("progress_secs", 0.0);
+    last_mark_ = Clock::now();
     // Correctness first: outputs start as NaN so an element never written
     // shows up as a mismatch. Unverified runs still run once untimed, so
     // that no timing starts from the previous kernel's cache contents.
@@ -189,6 +194,7 @@ class Worker {
     auto check_start = std::chrono::steady_clock::now();
     Execute(fn);
     double check_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
+    MarkProgress();
     for (std::size_t k = 0; verify && k < outputs_.size(); ++k) {
       std::string why;
       if (!ir::AllClose(args_[outputs_[k]], reference_[k], rtol_, atol_, &why)) {
@@ -265,7 +271,26 @@ class Worker {
     for (ir::NDArray& a : args_) pointers.push_back(a.data());
     auto start = Clock::now();
     for (int i = 0; i < number; ++i) fn(pointers.data());
-    return std::chrono::duration<double>(Clock::now() - start).count();
+    double secs = std::chrono::duration<double>(Clock::now() - start).count();
+    MarkProgress();
+    return secs;
+  }
+
+  // The runner's timeout is for one run, not for a whole request: a
+  // request is a verification run and then up to `repeat` timings, and the
+  // unscheduled 1024 matmul (7 s a run) timed out at 10 s that way. So a
+  // request that has lasted progress_secs since its last mark says it is
+  // still going, and the runner waits for another run_timeout_s. Marks are
+  // that rare (at most one a second) so that the runner, which wakes up to
+  // read them, does not take a core from a kernel being timed.
+  void MarkProgress() {
+    if (progress_secs_ <= 0) return;
+    auto now = Clock::now();
+    if (std::chrono::duration<double>(now - last_mark_).count() < progress_secs_) return;
+    static const char kMark[] = "{\"progress\":true}\n";
+    std::fwrite(kMark, 1, sizeof kMark - 1, out_);
+    std::fflush(out_);
+    last_mark_ = now;
   }
 
   void FlushCaches() {
@@ -293,12 +318,15 @@ class Worker {
   std::map<std::int64_t, Kernel> kernels_;
   std::vector<char> flush_buffer_;
   double rtol_ = 1e-3, atol_ = 1e-3;
+  std::FILE* out_;
+  double progress_secs_ = 0;
+  Clock::time_point last_mark_;
 };
 
 }  // namespace
 
 int RunWorker(std::FILE* in, std::FILE* out) {
-  Worker worker;
+  Worker worker(out);
   std::string line;
   int c;
   while (true) {

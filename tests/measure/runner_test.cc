@@ -176,6 +176,27 @@ TEST(RunnerTest, CrashesAndHangsAreContained) {
   }
 }
 
+// The timeout is for one run: a candidate whose runs each take a fraction
+// of it is measured even when its verification run and repeats together
+// last several times longer. A kernel that hangs still times out (above).
+TEST(RunnerTest, TheTimeoutIsForOneRunNotForAllOfACandidatesRuns) {
+  // The unscheduled 512 matmul: 0.07-0.15 s a run on the machines so far.
+  PrimFunc f = BuildWorkload("matmul:M=512,N=512,K=512").func;
+  MeasureConfig c = QuickConfig();
+  c.workers = 1;
+  c.number = 1;
+  c.repeat = 10;
+  c.run_timeout_s = 0.6;
+  Runner runner(f, c);
+  auto start = std::chrono::steady_clock::now();
+  std::vector<MeasureResult> r = runner.Measure({f});
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r[0].status, MeasureStatus::kOk) << StatusName(r[0].status) << ": " << r[0].error;
+  EXPECT_EQ(r[0].run_secs.size(), 10u);
+  // Eleven runs in all: if they fit in one timeout, this test shows nothing.
+  EXPECT_GT(secs, c.run_timeout_s) << "runs too fast here to outlast the timeout";
+}
+
 TEST(RunnerTest, BuildErrors) {
   PrimFunc f = BuildWorkload("matmul:M=16,N=16,K=16").func;
   PrimFunc other = BuildWorkload("matmul:M=8,N=16,K=16").func;
