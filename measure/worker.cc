@@ -28,6 +28,11 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
+// A verification run this long is timing enough for a candidate cut as
+// hopeless (see Worker::Run). Measured: first runs of 0.14-1.7 s kernels
+// were 0-7% slower than the runs after them.
+constexpr double kLongRunSecs = 0.1;
+
 class Worker {
  public:
   // `out` carries the replies, and the progress marks of a long run request.
@@ -205,15 +210,16 @@ class Worker {
       }
     }
     // A candidate far slower than the best known is not worth its repeats:
-    // its fastest of up to three more runs is its one timing. Not the
+    // its fastest of up to three more runs is its one timing. Not a short
     // verification run alone: a first run pays for page faults in fresh
     // code and for waking the parked thread pool, and a single run on this
     // shared VM is easily disturbed; one run cut 20 us kernels as 0.4-2 ms
-    // ones.
+    // ones. A long one is enough: those costs are a few percent of it, and
+    // each further run of a candidate that slow costs as much again.
     double slow_cutoff = r.value("slow_cutoff_secs", 0.0);
     if (verify && slow_cutoff > 0 && check_secs > slow_cutoff) {
       double warm_secs = check_secs;
-      for (int attempt = 0; attempt < 3 && warm_secs > slow_cutoff; ++attempt) {
+      for (int attempt = 0; attempt < 3 && warm_secs > slow_cutoff && check_secs < kLongRunSecs; ++attempt) {
         warm_secs = std::min(warm_secs, TimeRuns(fn, 1));
       }
       if (warm_secs > slow_cutoff) {

@@ -71,6 +71,24 @@ TEST(RunnerTest, SlowCandidatesAreTimedByOneRunOnly) {
   for (const MeasureResult& r : runner.Measure({f, Tiled(f)}, 2e-3)) EXPECT_EQ(r.run_secs.size(), 3u);
 }
 
+// A hopeless candidate whose verification run is long keeps that run as its
+// timing: a second run of it costs as much again. The unscheduled 512 x
+// 1024 x 512 matmul runs for 0.2-0.3 s; with up to three more runs the
+// call would last four of them.
+TEST(RunnerTest, ALongVerificationRunIsAHopelessCandidatesOneTiming) {
+  PrimFunc f = BuildWorkload("matmul:M=512,N=512,K=1024").func;
+  MeasureConfig c = QuickConfig();
+  c.workers = 1;
+  Runner runner(f, c);
+  auto start = std::chrono::steady_clock::now();
+  std::vector<MeasureResult> r = runner.Measure({f}, 1e-3);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r[0].status, MeasureStatus::kOk) << r[0].error;
+  ASSERT_EQ(r[0].run_secs.size(), 1u);
+  EXPECT_GE(r[0].run_secs[0], 0.1) << "too fast here for a long verification run";
+  EXPECT_LT(secs, 2.5 * r[0].run_secs[0]);
+}
+
 TEST(RunnerTest, CandidatesFarSlowerThanTheCallsFastestGetNoMoreRepeats) {
   PrimFunc f = BuildWorkload("matmul:M=32,N=32,K=32").func;
   Runner runner(f, QuickConfig());
