@@ -72,9 +72,9 @@ TEST(RunnerTest, SlowCandidatesAreTimedByOneRunOnly) {
 }
 
 // A hopeless candidate whose verification run is long keeps that run as its
-// timing: a second run of it costs as much again. The unscheduled 512 x
-// 1024 x 512 matmul runs for 0.2-0.3 s; with up to three more runs the
-// call would last four of them.
+// timing: a second run of it costs as much again. The unscheduled matmul
+// with M = N = 512, K = 1024 runs for about 0.5 s; with up to three more
+// runs the call would last four of them.
 TEST(RunnerTest, ALongVerificationRunIsAHopelessCandidatesOneTiming) {
   PrimFunc f = BuildWorkload("matmul:M=512,N=512,K=1024").func;
   MeasureConfig c = QuickConfig();
