@@ -4,7 +4,9 @@
 #include <future>
 #include <map>
 #include <set>
+#include <type_traits>
 #include <unordered_map>
+#include <variant>
 
 #include "costmodel/dataset.h"
 
@@ -58,12 +60,55 @@ class RandomSearch : public SearchStrategy {
 // profile of a matmul 128 session.
 using SharedCandidate = std::shared_ptr<const Candidate>;
 
+// A 64-bit key of a design trace: its instructions and decisions. Two
+// designs that collide would share a candidate, which is still a valid
+// program of the workload (and measured like any other); with tens of
+// thousands of designs per search the odds are about 1e-11.
+std::uint64_t SplitMix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+std::uint64_t DesignKey(const ir::Trace& design) {
+  std::uint64_t h = 0;
+  // Each part is scrambled before it is folded in: std::hash of an integer
+  // is the integer itself.
+  auto mix = [&h](std::uint64_t v) { h = SplitMix64(h ^ SplitMix64(v)); };
+  for (const ir::Instruction& inst : design.insts) {
+    mix(std::hash<std::string>()(inst.kind));
+    for (const ir::InstInput& input : inst.inputs) {
+      mix(input.index());
+      std::visit(
+          [&](const auto& v) {
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, ir::RVRef>) {
+              mix(static_cast<std::uint64_t>(v.kind) << 32 | static_cast<std::uint32_t>(v.id));
+            } else if constexpr (!std::is_same_v<T, std::monostate>) {
+              mix(std::hash<T>()(v));
+            }
+          },
+          input);
+    }
+    mix(std::hash<nlohmann::json>()(inst.attrs));
+    for (const ir::RVRef& out : inst.outputs) mix(static_cast<std::uint64_t>(out.kind) << 32 | static_cast<std::uint32_t>(out.id));
+  }
+  for (const auto& [index, decision] : design.decisions) {
+    mix(index);
+    mix(std::hash<nlohmann::json>()(decision));
+  }
+  return h;
+}
+
 class EvolutionarySearch : public SearchStrategy {
  public:
   EvolutionarySearch(const EvolutionaryOptions& options, std::uint64_t seed) : options_(options), rng_(seed) {}
 
   std::vector<Candidate> NextBatch(const SearchContext& context, int n) override {
     scores_.clear();
+    realized_.clear();
+    unrealizable_.clear();
     std::unordered_set<std::uint64_t> in_population;
     std::vector<SharedCandidate> population = InitialPopulation(context, in_population);
     if (population.empty()) return {};
@@ -123,7 +168,11 @@ class EvolutionarySearch : public SearchStrategy {
     // measured: on this one, freeing them took a third of the search's
     // serial time (profile of a matmul 128 round).
     if (freeing_.valid()) freeing_.wait();
-    freeing_ = std::async(std::launch::async, [garbage = std::move(pool)]() mutable { garbage.clear(); });
+    freeing_ = std::async(std::launch::async, [garbage = std::move(pool), memo = std::move(realized_)]() mutable {
+      garbage.clear();
+      memo.clear();
+    });
+    realized_.clear();
     return batch;
   }
 
@@ -307,24 +356,40 @@ class EvolutionarySearch : public SearchStrategy {
         failed.push_back(mutated && !design);
         seeds.push_back(rng_());
       }
+      // Each design is realized once per NextBatch call: a design fixes
+      // every decision, so its candidate is the same whatever the seed
+      // (space_test pins that). In a small space most children repeat a
+      // design: a 64-trial softmax session asked for 22,000 realizations,
+      // nearly all of designs realized before.
+      std::vector<std::uint64_t> keys(designs.size(), 0);
       std::vector<RealizeRequest> requests;
-      std::vector<std::size_t> request_of;
+      std::vector<std::uint64_t> request_keys;
+      std::unordered_set<std::uint64_t> requested;
       for (std::size_t i = 0; i < designs.size(); ++i) {
         if (kept[i] || failed[i]) continue;
-        request_of.push_back(i);
+        keys[i] = DesignKey(designs[i]);
+        if (realized_.count(keys[i]) || unrealizable_.count(keys[i]) || !requested.insert(keys[i]).second) continue;
+        request_keys.push_back(keys[i]);
         requests.push_back({&designs[i], seeds[i]});
       }
       std::vector<std::optional<Candidate>> children = RealizeBatch(*context.workload, requests, context.threads);
-      std::vector<std::optional<Candidate>> by_attempt(designs.size());
-      for (std::size_t r = 0; r < requests.size(); ++r) by_attempt[request_of[r]] = std::move(children[r]);
-      for (std::size_t i = 0; i < designs.size(); ++i) {
-        if (kept[i]) {
-          if (!seen.insert((*kept[i])->program_hash).second) continue;
-          next.push_back(*kept[i]);
+      for (std::size_t r = 0; r < requests.size(); ++r) {
+        if (children[r]) {
+          realized_.emplace(request_keys[r], std::make_shared<const Candidate>(std::move(*children[r])));
         } else {
-          if (!by_attempt[i] || !seen.insert(by_attempt[i]->program_hash).second) continue;
-          next.push_back(std::make_shared<const Candidate>(std::move(*by_attempt[i])));
+          unrealizable_.insert(request_keys[r]);
         }
+      }
+      for (std::size_t i = 0; i < designs.size(); ++i) {
+        SharedCandidate child;
+        if (kept[i]) {
+          child = *kept[i];
+        } else if (!failed[i]) {
+          auto it = realized_.find(keys[i]);
+          if (it != realized_.end()) child = it->second;
+        }
+        if (!child || !seen.insert(child->program_hash).second) continue;
+        next.push_back(std::move(child));
         --open_slots;
       }
     }
@@ -333,6 +398,10 @@ class EvolutionarySearch : public SearchStrategy {
 
   EvolutionaryOptions options_;
   std::mt19937_64 rng_;
+  // The designs NextGeneration realized in this NextBatch call, by
+  // DesignKey, and those that could not be.
+  std::unordered_map<std::uint64_t, SharedCandidate> realized_;
+  std::unordered_set<std::uint64_t> unrealizable_;
   std::unordered_map<std::uint64_t, double> scores_;
   std::future<void> freeing_;  // the last batch's pool; waited for on destruction
 };

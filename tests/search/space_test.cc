@@ -250,6 +250,37 @@ TEST(DesignSpace, SamplesOfEveryWorkloadMatchTheInterpreter) {
   }
 }
 
+// A design fixes every decision: its program does not depend on the seed it
+// is realized with. The evolutionary search relies on it to realize each
+// design once (strategy.cc).
+TEST(DesignSpace, ADesignRealizesToOneProgramWhateverTheSeed) {
+  SpaceOptions o;
+  o.cores = 2;
+  std::mt19937_64 rng(11);
+  for (const char* spec : kSmallWorkloads) {
+    SCOPED_TRACE(spec);
+    ir::Workload w = ir::BuildWorkload(spec);
+    std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, o);
+    int compared = 0;
+    for (std::uint64_t seed = 0; seed < 12; ++seed) {
+      std::optional<Candidate> c = Realize(w.func, WithoutDecisions(spaces[seed % spaces.size()]), seed);
+      if (!c) continue;
+      std::vector<ir::Trace> designs = {c->design};
+      if (std::optional<ir::Trace> m = Mutate(c->design, w.func, 32, MutatorProbabilities{}, rng)) designs.push_back(*m);
+      for (const ir::Trace& design : designs) {
+        std::optional<Candidate> a = Realize(w.func, design, seed + 100), b = Realize(w.func, design, seed + 200);
+        ASSERT_EQ(a.has_value(), b.has_value());
+        if (!a) continue;
+        EXPECT_EQ(a->program_hash, b->program_hash) << design.AsScript();
+        EXPECT_EQ(a->trace.ToJson(), b->trace.ToJson());
+        ++compared;
+      }
+      EXPECT_EQ(Realize(w.func, c->design, seed + 300)->program_hash, c->program_hash);
+    }
+    EXPECT_GE(compared, 12);
+  }
+}
+
 // The tile decisions a design space records, one per sample_perfect_tile,
 // in trace order.
 std::vector<std::vector<std::int64_t>> RecordedTiles(const ir::Trace& space) {
