@@ -287,8 +287,9 @@ class Worker {
   // unscheduled 1024 matmul (7 s a run) timed out at 10 s that way. So a
   // request that has lasted progress_secs since its last mark says it is
   // still going, and the runner waits for another run_timeout_s. Marks are
-  // that rare (at most one a second) so that the runner, which wakes up to
-  // read them, does not take a core from a kernel being timed.
+  // rare (at most one a second under the default 10 s timeout) so that the
+  // runner, which wakes up to read them, does not take a core from a kernel
+  // being timed.
   void MarkProgress() {
     if (progress_secs_ <= 0) return;
     auto now = Clock::now();

@@ -60,10 +60,7 @@ class RandomSearch : public SearchStrategy {
 // profile of a matmul 128 session.
 using SharedCandidate = std::shared_ptr<const Candidate>;
 
-// A 64-bit key of a design trace: its instructions and decisions. Two
-// designs that collide would share a candidate, which is still a valid
-// program of the workload (and measured like any other); with tens of
-// thousands of designs per search the odds are about 1e-11.
+// A bijective scramble of 64 bits (Steele, Lea and Flood's SplitMix64).
 std::uint64_t SplitMix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -71,6 +68,14 @@ std::uint64_t SplitMix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
+std::uint64_t RVKey(const ir::RVRef& rv) {
+  return static_cast<std::uint64_t>(rv.kind) << 32 | static_cast<std::uint32_t>(rv.id);
+}
+
+// A 64-bit key of a design trace: its instructions and decisions. Two
+// designs that collide would share a candidate, which is still a valid
+// program of the workload (and measured like any other); with tens of
+// thousands of designs per search the odds are about 1e-11.
 std::uint64_t DesignKey(const ir::Trace& design) {
   std::uint64_t h = 0;
   // Each part is scrambled before it is folded in: std::hash of an integer
@@ -84,7 +89,7 @@ std::uint64_t DesignKey(const ir::Trace& design) {
           [&](const auto& v) {
             using T = std::decay_t<decltype(v)>;
             if constexpr (std::is_same_v<T, ir::RVRef>) {
-              mix(static_cast<std::uint64_t>(v.kind) << 32 | static_cast<std::uint32_t>(v.id));
+              mix(RVKey(v));
             } else if constexpr (!std::is_same_v<T, std::monostate>) {
               mix(std::hash<T>()(v));
             }
@@ -92,7 +97,7 @@ std::uint64_t DesignKey(const ir::Trace& design) {
           input);
     }
     mix(std::hash<nlohmann::json>()(inst.attrs));
-    for (const ir::RVRef& out : inst.outputs) mix(static_cast<std::uint64_t>(out.kind) << 32 | static_cast<std::uint32_t>(out.id));
+    for (const ir::RVRef& out : inst.outputs) mix(RVKey(out));
   }
   for (const auto& [index, decision] : design.decisions) {
     mix(index);

@@ -266,7 +266,8 @@ TEST(DesignSpace, ADesignRealizesToOneProgramWhateverTheSeed) {
       std::optional<Candidate> c = Realize(w.func, WithoutDecisions(spaces[seed % spaces.size()]), seed);
       if (!c) continue;
       std::vector<ir::Trace> designs = {c->design};
-      if (std::optional<ir::Trace> m = Mutate(c->design, w.func, 32, MutatorProbabilities{}, rng)) designs.push_back(*m);
+      std::optional<ir::Trace> mutated = Mutate(c->design, w.func, 32, MutatorProbabilities{}, rng);
+      if (mutated) designs.push_back(*mutated);
       for (const ir::Trace& design : designs) {
         std::optional<Candidate> a = Realize(w.func, design, seed + 100), b = Realize(w.func, design, seed + 200);
         ASSERT_EQ(a.has_value(), b.has_value());
