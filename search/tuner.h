@@ -64,7 +64,9 @@ struct TuneOptions {
   double confirm_margin = 0.05;
   int model_min_samples = 16;          // the cost model's heuristic until this many samples
   bool transfer = true;
-  bool measure_baseline = true;        // time the unscheduled program at the end
+  // Time the unscheduled program at the end, unless the database holds its
+  // timing on this target (a record with an empty trace, which this stores).
+  bool measure_baseline = true;
   std::string command;                 // the command line, to find a session to resume
 };
 
@@ -80,6 +82,7 @@ struct TaskStatus {
   int transferred = 0;          // designs replayed from similar workloads
   bool done = false;            // no new candidates left
   double baseline_secs = 0;     // unscheduled program (0: not measured)
+  bool baseline_stored = false; // baseline_secs is from an earlier session's record
   double GFlops() const;
 };
 

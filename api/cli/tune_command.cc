@@ -182,8 +182,9 @@ void RunTune(const TuneCliOptions& o) {
     fmt::print("best schedule:\n{}", ir::Trace::FromJsonText(t.best_trace).Simplified(false).AsScript());
     fmt::print("best:        {}, {:.2f} GFLOP/s\n", DurationText(t.best_secs), t.GFlops());
     if (t.baseline_secs > 0) {
-      fmt::print("unscheduled: {}, {:.2f} GFLOP/s; the best is {}\n", DurationText(t.baseline_secs),
-                 static_cast<double>(t.flops) / t.baseline_secs / 1e9, SpeedupText(t.baseline_secs, t.best_secs));
+      fmt::print("unscheduled: {}, {:.2f} GFLOP/s; the best is {}{}\n", DurationText(t.baseline_secs),
+                 static_cast<double>(t.flops) / t.baseline_secs / 1e9, SpeedupText(t.baseline_secs, t.best_secs),
+                 t.baseline_stored ? " (unscheduled program timed in an earlier session)" : "");
     }
   }
   fmt::print("\nsession {} took {:.1f} s ({}); {}\n", report.session_id, report.wall_secs,

@@ -57,9 +57,19 @@ void ExpectNoProgramMeasuredTwice(db::Database& database, const std::string& spe
   }
 }
 
+// The records of the unscheduled program (an empty trace): the baseline.
+std::vector<db::TuningRecord> BaselineRecords(db::Database& database) {
+  std::vector<db::TuningRecord> out;
+  for (const db::TuningRecord& r : AllRecords(database)) {
+    if (ir::Trace::FromJsonText(r.trace).insts.empty()) out.push_back(r);
+  }
+  return out;
+}
+
 TEST(Tuner, TunesASmallMatmulIntoARealDatabaseAndResumesWithoutRemeasuring) {
   std::string path = FreshDb("tuner_matmul.sqlite");
   const std::string spec = "matmul:M=64,N=64,K=64";
+  double baseline_secs = 0;
   {
     db::SqliteDatabase database(path);
     TuneReport r = Tune(database, SmallTune(spec, 24));
@@ -67,10 +77,17 @@ TEST(Tuner, TunesASmallMatmulIntoARealDatabaseAndResumesWithoutRemeasuring) {
     const TaskStatus& t = r.tasks[0];
     EXPECT_FALSE(r.interrupted);
     EXPECT_EQ(t.trials, 24);
-    EXPECT_EQ(database.Size(), 24);
+    EXPECT_EQ(database.Size(), 25) << "24 trials and the unscheduled program's timing";
     EXPECT_LT(t.failures, 24);
     ASSERT_GT(t.baseline_secs, 0);
+    EXPECT_FALSE(t.baseline_stored);
     EXPECT_LT(t.best_secs, t.baseline_secs) << "the best schedule is not faster than the unscheduled program";
+    std::vector<db::TuningRecord> baseline = BaselineRecords(database);
+    ASSERT_EQ(baseline.size(), 1u);
+    EXPECT_EQ(baseline[0].status, db::RecordStatus::kOk);
+    EXPECT_EQ(baseline[0].Median(), t.baseline_secs);
+    EXPECT_EQ(baseline[0].session_id, 0) << "not one of the session's trials";
+    baseline_secs = t.baseline_secs;
     std::vector<db::TuningRecord> best = database.TopK(t.hash, TuneOptions{}.measure.target.ToString(), 1);
     ASSERT_EQ(best.size(), 1u);
     EXPECT_FALSE(database.Models().empty()) << "the cost model is stored back";
@@ -102,8 +119,12 @@ TEST(Tuner, TunesASmallMatmulIntoARealDatabaseAndResumesWithoutRemeasuring) {
     TuneOptions o = SmallTune(spec, 16);
     o.seed = 4;
     TuneReport r = Tune(database, o);
-    EXPECT_EQ(r.tasks[0].history, 24);
-    EXPECT_EQ(database.Size(), 40);
+    EXPECT_EQ(r.tasks[0].history, 25);
+    EXPECT_EQ(database.Size(), 41);
+    // The unscheduled program's timing is the stored one, not timed again.
+    EXPECT_TRUE(r.tasks[0].baseline_stored);
+    EXPECT_EQ(r.tasks[0].baseline_secs, baseline_secs);
+    EXPECT_EQ(BaselineRecords(database).size(), 1u);
     EXPECT_EQ(database.Sessions().size(), 2u);
     ExpectNoProgramMeasuredTwice(database, spec);
   }
@@ -133,7 +154,7 @@ TEST(Tuner, InterruptedSessionResumesWithTheTrialsItHasLeft) {
     EXPECT_TRUE(r.resumed);
     EXPECT_FALSE(r.interrupted);
     EXPECT_EQ(r.tasks[0].trials, 24);
-    EXPECT_EQ(database.Size(), 24);
+    EXPECT_EQ(database.Size(), 25) << "24 trials and, once the session ended, the unscheduled program's timing";
     ASSERT_EQ(database.Sessions().size(), 1u);
     EXPECT_GT(database.Sessions()[0].ended, 0);
     ExpectNoProgramMeasuredTwice(database, spec);

@@ -322,7 +322,14 @@ TEST(CliTune, PrintsTheTableAndTheBestSchedule) {
   EXPECT_NE(r.out.find("sch.split("), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("unscheduled:"), std::string::npos) << r.out;
   Result stats = RunTunedb("db stats --db " + db);
-  EXPECT_NE(stats.out.find("records:   8\n"), std::string::npos) << stats.out;
+  // The 8 trials and the unscheduled program's timing.
+  EXPECT_NE(stats.out.find("records:   9\n"), std::string::npos) << stats.out;
+  // A second session reads the unscheduled program's timing back.
+  r = RunTunedb("tune --workload matmul:M=32,N=32,K=32 --trials 8 --batch 8 --db " + db + kSmallTune);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("(unscheduled program timed in an earlier session)"), std::string::npos) << r.out;
+  stats = RunTunedb("db stats --db " + db);
+  EXPECT_NE(stats.out.find("records:   17\n"), std::string::npos) << stats.out;
 }
 
 TEST(CliTune, BadOptionsAreOneLineErrors) {
@@ -368,7 +375,8 @@ TEST(CliTune, CtrlCCommitsAndTheSameCommandResumes) {
   EXPECT_NE(again.out.find("resuming a session with"), std::string::npos) << again.out;
   EXPECT_NE(again.out.find("48/48 trials"), std::string::npos) << again.out;
   Result stats = RunTunedb("db stats --db " + db);
-  EXPECT_NE(stats.out.find("records:   48\n"), std::string::npos) << stats.out;
+  // 48 trials, and the unscheduled program's timing once the session ended.
+  EXPECT_NE(stats.out.find("records:   49\n"), std::string::npos) << stats.out;
   EXPECT_NE(stats.out.find("sessions:  1\n"), std::string::npos) << stats.out;
 }
 
@@ -410,7 +418,8 @@ TEST(CliDb, CheckNamesDamagedRowsAndReadersSkipThem) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   r = RunTunedb("db check --db " + db);
   EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find("checked:  1 workloads, 8 of 8 records\nno problems found\n"), std::string::npos) << r.out;
+  // 8 trials and the unscheduled program's timing.
+  EXPECT_NE(r.out.find("checked:  1 workloads, 9 of 9 records\nno problems found\n"), std::string::npos) << r.out;
 
   // The best record's trace cut short, and its time made unbeatable, so
   // that it stays the fastest record whatever a new session measures.
