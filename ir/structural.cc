@@ -3,6 +3,8 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "ir/mix.h"
+
 namespace tunedb::ir {
 namespace {
 
@@ -179,13 +181,8 @@ std::uint64_t StructuralHash(const PrimFunc& func) {
     h ^= static_cast<std::uint8_t>(c);
     h *= 0x100000001b3ULL;  // FNV-1a 64 prime
   }
-  // splitmix64 finalizer: spreads FNV's weak low-bit mixing over all bits.
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ULL;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebULL;
-  h ^= h >> 31;
-  return h;
+  // The splitmix64 finalizer spreads FNV's weak low-bit mixing over all bits.
+  return Mix64(h);
 }
 
 std::string WorkloadHash(const PrimFunc& func) { return std::to_string(StructuralHash(func)); }

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "costmodel/dataset.h"
+#include "ir/mix.h"
 
 namespace tunedb::search {
 
@@ -60,14 +61,6 @@ class RandomSearch : public SearchStrategy {
 // profile of a matmul 128 session.
 using SharedCandidate = std::shared_ptr<const Candidate>;
 
-// A bijective scramble of 64 bits (Steele, Lea and Flood's SplitMix64).
-std::uint64_t SplitMix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
 std::uint64_t RVKey(const ir::RVRef& rv) {
   return static_cast<std::uint64_t>(rv.kind) << 32 | static_cast<std::uint32_t>(rv.id);
 }
@@ -80,7 +73,8 @@ std::uint64_t DesignKey(const ir::Trace& design) {
   std::uint64_t h = 0;
   // Each part is scrambled before it is folded in: std::hash of an integer
   // is the integer itself.
-  auto mix = [&h](std::uint64_t v) { h = SplitMix64(h ^ SplitMix64(v)); };
+  auto scramble = [](std::uint64_t v) { return ir::Mix64(v + ir::kGoldenGamma); };
+  auto mix = [&](std::uint64_t v) { h = scramble(h ^ scramble(v)); };
   for (const ir::Instruction& inst : design.insts) {
     mix(std::hash<std::string>()(inst.kind));
     for (const ir::InstInput& input : inst.inputs) {

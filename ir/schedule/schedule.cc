@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "ir/factor.h"
+#include "ir/mix.h"
 #include "ir/schedule/schedule_internal.h"
 
 namespace tunedb::ir {
@@ -65,12 +66,7 @@ std::int64_t Schedule::State::ExprOf(ExprRV rv, const char* primitive) const {
   return exprs[rv.id];
 }
 
-std::uint64_t Schedule::State::NextRandom() {
-  std::uint64_t z = (rand_state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+std::uint64_t Schedule::State::NextRandom() { return Mix64(rand_state += kGoldenGamma); }
 
 std::int64_t Schedule::State::RandomInt(std::int64_t lo, std::int64_t hi) {
   return lo + static_cast<std::int64_t>(NextRandom() % static_cast<std::uint64_t>(hi - lo));
