@@ -918,10 +918,20 @@ class Codegen {
         if (!lane_var_ && n.extent >= 2 && n.extent <= kMaxLanes) {
           const ExprNode* saved = lane_var_;
           lane_var_ = n.loop_var.get();
-          lanes_ = static_cast<int>(n.extent);
           if (CanVectorize(n.body)) {
-            vars_[n.loop_var.get()] = b_.getInt64(0);
-            EmitStmt(n.body);
+            // Vectors of a power-of-two width, widest first (48 lanes go as
+            // 32 + 16): LLVM splits <64 x float> into registers cleanly but
+            // legalized <48 x float> through hundreds of element inserts and
+            // shuffles, and a 4 x 48 register block ran at 20 GFLOP/s where
+            // 16, 32 and 64 columns ran at 190-270 (bench/RESULTS.md,
+            // session 28).
+            for (std::int64_t start = 0; start < n.extent;) {
+              std::int64_t width = std::int64_t{1} << (63 - __builtin_clzll(static_cast<unsigned long long>(n.extent - start)));
+              lanes_ = static_cast<int>(width);
+              vars_[n.loop_var.get()] = b_.getInt64(start);
+              EmitStmt(n.body);
+              start += width;
+            }
             vars_.erase(n.loop_var.get());
             lane_var_ = saved;
             return;

@@ -124,6 +124,36 @@ sch.vectorize(c1)
   EXPECT_NE(ir.find("<16 x float>"), std::string::npos);
 }
 
+// A vectorized loop whose extent is not a power of two is emitted as
+// power-of-two vectors, widest first: LLVM legalizes a <48 x float> through
+// element inserts, which ran 12x slower than 32 + 16 lanes. Extents 48 and
+// 7 (4 + 2 + 1 lanes) keep the result, and no piece reads past B's end.
+TEST(CodegenTest, AVectorOfNoPowerOfTwoLanesGoesAsPowerOfTwoPieces) {
+  for (int columns : {48, 7}) {
+    const std::string n = std::to_string(columns);
+    PrimFunc f = BuildWorkload("matmul:M=8,N=" + n + ",K=5").func;
+    Schedule sch(f, 0);
+    RunScheduleScript(sch, R"(
+b0 = sch.get_block("C")
+i, j, k = sch.get_loops(b0)
+sch.reorder(i, k, j)
+b1 = sch.cache_write(b0, 0, "local")
+sch.reverse_compute_at(b1, i, preserve_unit_loops=True)
+sch.vectorize(j)
+sch.decompose_reduction(b0, k)
+*_, c = sch.get_loops(b1)
+sch.vectorize(c)
+)");
+    EXPECT_EQ(RunKeepsTheResult(f, sch.func(), MakeArguments(f, 3), {1}), "") << columns;
+    std::string ir = IRJit().OptimizedIR(Lower(sch.func()));
+    EXPECT_EQ(ir.find("<" + n + " x float>"), std::string::npos) << ir;
+    for (const char* piece : columns == 48 ? std::vector<const char*>{"<32 x float>", "<16 x float>"}
+                                           : std::vector<const char*>{"<4 x float>", "<2 x float>"}) {
+      EXPECT_NE(ir.find(piece), std::string::npos) << columns << ": " << piece;
+    }
+  }
+}
+
 // What the cost model's features assume about LLVM (costmodel/features.cc,
 // vec_implicit): its loop vectorizer vectorizes an innermost serial loop
 // that walks the stored buffer, but not a float reduction (code generation
