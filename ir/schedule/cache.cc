@@ -2,6 +2,10 @@
 // buffer (scope "global" or "local"), so that later compute_at /
 // reverse_compute_at can localize the copy. The copy block covers the whole
 // buffer and sits at the root, next to the block it serves.
+#include <algorithm>
+#include <functional>
+#include <map>
+
 #include "ir/schedule/schedule_internal.h"
 
 namespace tunedb::ir {
@@ -127,6 +131,242 @@ BlockRV Schedule::CacheWrite(BlockRV block_rv, int write_buffer_index, const std
   });
   Record(s, "CacheWrite", {In(block_rv)}, {write_buffer_index, storage_scope}, {Ref(out)});
   return out;
+}
+
+}  // namespace tunedb::ir
+
+// ---- pad_einsum ---------------------------------------------------------------
+
+namespace tunedb::ir {
+namespace {
+
+// What padding one block needs: the padded extent of each iteration
+// variable, and for each buffer it accesses the padded shape (the
+// dimensions indexed by exactly a padded variable grow; the others stay).
+struct PadPlan {
+  std::vector<std::int64_t> extents;
+  std::map<const BufferNode*, std::vector<std::int64_t>> shapes;
+};
+
+bool IsFactorReadWith(const Expr& e, const ExprNode* var) {
+  if (e->kind == ExprKind::kCast) return IsFactorReadWith(e->operands[0], var);
+  if (e->kind != ExprKind::kLoad) return false;
+  for (const Expr& index : e->operands) {
+    if (index.get() == var) return true;
+  }
+  return false;
+}
+
+// Padding a reduction variable adds terms for its padded values, which must
+// be zero: the update must be `out += f1 * f2 * ...` with every factor a
+// constant or a read indexed by that variable (a padded read gives 0, so
+// every added term is 0 * 0 or 0 * constant).
+bool AddsZeroWhenPadded(const BlockNode& b, const ExprNode* var) {
+  if (!b.body || b.body->kind != StmtKind::kStore) return false;
+  const auto& store = static_cast<const StoreNode&>(*b.body);
+  const Expr& v = store.value;
+  if (v->kind != ExprKind::kAdd) return false;
+  const Expr* product = nullptr;
+  for (int side = 0; side < 2; ++side) {
+    const Expr& acc = v->operands[side];
+    if (acc->kind == ExprKind::kLoad && acc->buffer == store.buffer && acc->operands.size() == store.indices.size()) {
+      bool same = true;
+      for (std::size_t d = 0; d < store.indices.size(); ++d) same = same && acc->operands[d] == store.indices[d];
+      if (same) product = &v->operands[1 - side];
+    }
+  }
+  if (!product) return false;
+  bool any_read = false;
+  std::function<bool(const Expr&)> factors_ok = [&](const Expr& e) {
+    if (e->kind == ExprKind::kMul) return factors_ok(e->operands[0]) && factors_ok(e->operands[1]);
+    if (e->kind == ExprKind::kIntImm || e->kind == ExprKind::kFloatImm) return true;
+    any_read = true;
+    return IsFactorReadWith(e, var);
+  };
+  return factors_ok(*product) && any_read;
+}
+
+PadPlan PlanPadding(const BlockNode& b, const std::vector<std::int64_t>& padding, const char* p) {
+  if (padding.size() != b.iter_vars.size()) {
+    sched::Fail(p, "block '" + b.name + "' has " + std::to_string(b.iter_vars.size()) +
+                       " iteration variables; padding has " + std::to_string(padding.size()) + " entries");
+  }
+  PadPlan plan;
+  std::map<const ExprNode*, std::int64_t> padded;  // var -> padded extent
+  for (std::size_t i = 0; i < padding.size(); ++i) {
+    const IterVar& iv = b.iter_vars[i];
+    if (padding[i] < 1) sched::Fail(p, "padding " + std::to_string(i) + " is " + std::to_string(padding[i]) + "; it must be at least 1");
+    std::int64_t e = (iv.extent + padding[i] - 1) / padding[i] * padding[i];
+    plan.extents.push_back(e);
+    if (e == iv.extent) continue;
+    padded[iv.var.get()] = e;
+    if (iv.kind == IterKind::kReduce && !AddsZeroWhenPadded(b, iv.var.get())) {
+      sched::Fail(p, "block '" + b.name + "': padding reduction variable " + iv.var->name +
+                         " needs an update out += a * b * ... whose every factor reads with " + iv.var->name);
+    }
+  }
+  if (padded.empty()) sched::Fail(p, "the padding changes no extent of block '" + b.name + "'");
+  // Every access: a dimension indexed by a padded variable must be indexed
+  // by exactly that variable, over the variable's whole extent.
+  auto visit = [&](const Buffer& buffer, const std::vector<Expr>& indices) {
+    std::vector<std::int64_t> shape = buffer->shape;
+    for (std::size_t d = 0; d < indices.size(); ++d) {
+      auto it = padded.find(indices[d].get());
+      bool uses_padded = false;
+      VisitExpr(indices[d], [&](const Expr& x) { uses_padded = uses_padded || padded.count(x.get()); });
+      if (it == padded.end()) {
+        if (uses_padded) {
+          sched::Fail(p, "block '" + b.name + "' indexes dimension " + std::to_string(d) + " of " + buffer->name +
+                             " with an expression of a padded variable; only a plain variable can be padded");
+        }
+        continue;
+      }
+      std::int64_t original = 0;
+      for (const IterVar& iv : b.iter_vars) {
+        if (iv.var.get() == it->first) original = iv.extent;
+      }
+      if (buffer->shape[d] != original) {
+        sched::Fail(p, "dimension " + std::to_string(d) + " of " + buffer->name + " has " + std::to_string(buffer->shape[d]) +
+                           " elements, not the " + std::to_string(original) + " of " + it->first->name);
+      }
+      shape[d] = it->second;
+    }
+    auto [at, fresh] = plan.shapes.emplace(buffer.get(), shape);
+    if (!fresh && at->second != shape) sched::Fail(p, "block '" + b.name + "' reads " + buffer->name + " with different paddings");
+  };
+  for (const Stmt* part : {&b.init, &b.body}) {
+    if (!*part) continue;
+    auto check = [&](const Expr& e) {
+      VisitExpr(e, [&](const Expr& x) {
+        if (x->kind == ExprKind::kLoad) visit(x->buffer, x->operands);
+        bool integer_division = (x->kind == ExprKind::kDiv || x->kind == ExprKind::kFloorDiv ||
+                                 x->kind == ExprKind::kFloorMod) && !IsFloat(x->dtype);
+        if (integer_division) {
+          bool reads = false;
+          VisitExpr(x->operands[1], [&](const Expr& y) { reads = reads || y->kind == ExprKind::kLoad; });
+          if (reads) sched::Fail(p, "block '" + b.name + "' divides by a value it reads; a padded 0 would trap");
+        }
+      });
+    };
+    VisitStmt(*part, [&](const Stmt& st) {
+      if (st->kind == StmtKind::kStore) {
+        const auto& store = static_cast<const StoreNode&>(*st);
+        for (const Expr& index : store.indices) check(index);
+        check(store.value);
+      } else if (st->kind == StmtKind::kIf) {
+        check(static_cast<const IfNode&>(*st).condition);
+      }
+    });
+    for (StoreNode* st : sched::Stores(*part)) visit(st->buffer, st->indices);
+  }
+  return plan;
+}
+
+}  // namespace
+
+void Schedule::PadEinsum(BlockRV block_rv, const std::vector<std::int64_t>& padding) {
+  State& s = *state_;
+  const char* p = "pad_einsum";
+  Apply(s, p, [&] {
+    auto block = s.BlockOf(block_rv, p);
+    if (block.get() == s.func.body.get()) Fail(p, "the root block has no iteration variables");
+    PadPlan plan = PlanPadding(*block, padding, p);
+    // The padded variables' loops: each bound to its variable alone, in the
+    // chain of loops that holds only this block.
+    std::vector<StmtNode*> path = sched::PathTo(s.func, block.get());
+    StmtNode* top = sched::ExclusiveTop(s.func, block.get());
+    std::vector<ForNode*> own;
+    for (auto it = std::find(path.begin(), path.end(), top); it != path.end(); ++it) {
+      if ((*it)->kind == StmtKind::kFor) own.push_back(static_cast<ForNode*>(*it));
+    }
+    std::vector<ForNode*> loop_of(block->iter_vars.size(), nullptr);
+    for (std::size_t i = 0; i < block->iter_vars.size(); ++i) {
+      if (plan.extents[i] == block->iter_vars[i].extent) continue;
+      for (ForNode* loop : own) {
+        if (block->bindings[i] == loop->loop_var && loop->extent == block->iter_vars[i].extent) loop_of[i] = loop;
+      }
+      if (!loop_of[i]) {
+        Fail(p, "iteration variable " + block->iter_vars[i].var->name + " of block '" + block->name +
+                    "' is not bound to a whole loop of its own (pad before splitting or moving it)");
+      }
+    }
+    std::set<const BufferNode*> stored = sched::StoredBuffers(*block);
+    if (stored.size() != 1) Fail(p, "block '" + block->name + "' must write exactly one buffer");
+    Buffer out;
+    std::vector<Buffer> inputs;
+    for (const auto& [node, shape] : plan.shapes) {
+      if (shape == node->shape) continue;
+      Buffer buffer;
+      for (const BufferRegion& r : block->reads) {
+        if (r.buffer.get() == node) buffer = r.buffer;
+      }
+      for (const BufferRegion& r : block->writes) {
+        if (r.buffer.get() == node) buffer = r.buffer;
+      }
+      if (stored.count(node)) {
+        for (BlockNode* other : sched::LeafBlocks(s.func)) {
+          if (other != block.get() && sched::StoredBuffers(*other).count(node)) {
+            Fail(p, "buffer " + node->name + " is also written by block '" + other->name + "'");
+          }
+        }
+        out = buffer;
+      } else {
+        inputs.push_back(buffer);
+      }
+    }
+    auto& root = static_cast<BlockNode&>(*s.func.body);
+    std::map<const BufferNode*, Buffer> replacement;
+    for (const Buffer& in : inputs) {
+      // in_pad[v] = v inside in ? in[v] : 0
+      Buffer pad = MakeBuffer(in->name + "_pad", plan.shapes.at(in.get()), in->dtype, "global");
+      auto copy = std::make_shared<BlockNode>();
+      copy->name = sched::UniqueBlockName(s.func, pad->name);
+      std::vector<Expr> vars;
+      Expr inside;
+      for (std::size_t d = 0; d < pad->shape.size(); ++d) {
+        Expr v = MakeVar("v" + std::to_string(d));
+        copy->iter_vars.push_back({v, pad->shape[d], IterKind::kSpatial});
+        copy->bindings.push_back(IntImm(DataType::kInt32, 0));  // set by BuildNest
+        vars.push_back(v);
+        if (pad->shape[d] != in->shape[d]) inside = sched::AndPredicate(inside, v < static_cast<double>(in->shape[d]));
+      }
+      copy->body = MakeStore(pad, vars, Select(inside, Load(in, vars), MakeConst(in->dtype, 0)));
+      sched::RecomputeRegions(*copy);
+      InsertAtRoot(s.func, block.get(), FullNest(copy), /*after=*/false);
+      root.alloc_buffers.push_back(pad);
+      replacement[in.get()] = pad;
+    }
+    Buffer out_pad;
+    if (out) {
+      out_pad = MakeBuffer(out->name + "_pad", plan.shapes.at(out.get()), out->dtype, "global");
+      replacement[out.get()] = out_pad;
+    }
+    for (const Stmt* part : {&block->init, &block->body}) {
+      if (!*part) continue;
+      for (StoreNode* st : sched::Stores(*part)) {
+        if (auto it = replacement.find(st->buffer.get()); it != replacement.end()) st->buffer = it->second;
+      }
+      RewriteExprs(*part, [&](const Expr& e) {
+        return RewriteLoads(e, [&](const Expr& load) -> Expr {
+          auto it = replacement.find(load->buffer.get());
+          return it == replacement.end() ? nullptr : Load(it->second, load->operands);
+        });
+      });
+    }
+    if (out) {
+      // out[v] = out_pad[v] over out's own shape.
+      auto crop = CopyBlock(s.func, out_pad, out, MakeBuffer(out->name + "_unpad", out->shape, out->dtype, "global"));
+      InsertAtRoot(s.func, block.get(), FullNest(crop), /*after=*/true);
+      root.alloc_buffers.push_back(out_pad);
+    }
+    for (std::size_t i = 0; i < block->iter_vars.size(); ++i) {
+      block->iter_vars[i].extent = plan.extents[i];
+      if (loop_of[i]) loop_of[i]->extent = plan.extents[i];
+    }
+    sched::RecomputeRegions(*block);
+    return 0;
+  });
+  Record(s, "PadEinsum", {In(block_rv)}, {padding}, {});
 }
 
 }  // namespace tunedb::ir

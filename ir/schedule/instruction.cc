@@ -57,6 +57,8 @@ const std::vector<KindInfo>& Kinds() {
        {{"block", P::kInput}, {"read_buffer_index", P::kAttr, P::kInt}, {"storage_scope", P::kAttr, P::kString}}},
       {"CacheWrite", "cache_write", false, KindInfo::kOne,
        {{"block", P::kInput}, {"write_buffer_index", P::kAttr, P::kInt}, {"storage_scope", P::kAttr, P::kString}}},
+      {"PadEinsum", "pad_einsum", false, KindInfo::kNothing,
+       {{"block", P::kInput}, {"padding", P::kAttr, P::kIntList}}},
       {"ComputeAt", "compute_at", false, KindInfo::kNothing,
        {{"block", P::kInput},
         {"loop", P::kInput},
@@ -418,6 +420,17 @@ std::vector<RVRef> ApplyInstruction(Schedule& sch, const Instruction& inst, cons
   if (k == "CacheWrite") {
     return {{RVKind::kBlock,
              sch.CacheWrite(InputBlock(inst, 0), static_cast<int>(AttrInt(inst, 0)), AttrString(inst, 1)).id}};
+  }
+  if (k == "PadEinsum") {
+    const nlohmann::json* a = Attr(inst, 0);
+    if (!a || !a->is_array()) Fail("PadEinsum: the padding must be a list of integers");
+    std::vector<std::int64_t> padding;
+    for (const auto& x : *a) {
+      if (!x.is_number_integer()) Fail("PadEinsum: the padding must be a list of integers");
+      padding.push_back(x.get<std::int64_t>());
+    }
+    sch.PadEinsum(InputBlock(inst, 0), padding);
+    return {};
   }
   if (k == "ComputeAt") {
     sch.ComputeAt(InputBlock(inst, 0), InputLoop(inst, 1), AttrBool(inst, 0, false),

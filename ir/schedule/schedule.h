@@ -94,6 +94,16 @@ class Schedule {
   // ---- caches ----
   BlockRV CacheRead(BlockRV block, int read_buffer_index, const std::string& storage_scope);
   BlockRV CacheWrite(BlockRV block, int write_buffer_index, const std::string& storage_scope);
+  // Pads an einsum-like block's iteration domain (TVM's pad_einsum): each
+  // iteration variable's extent grows to a multiple of padding[i], so that
+  // tiles divide it. Every input read along a padded variable is copied
+  // first into a zero-padded buffer (block <input>_pad), the output goes to
+  // a padded buffer whose real part is copied back after (block
+  // <output>_unpad). A padded variable must index buffer dimensions only as
+  // itself and be bound to a whole loop that holds only this block; a
+  // padded reduction variable needs an update out += a * b * ... whose
+  // factors all read with it, so that every padded term adds 0.
+  void PadEinsum(BlockRV block, const std::vector<std::int64_t>& padding);
 
   // ---- block motion ----
   void ComputeAt(BlockRV block, LoopRV loop, bool preserve_unit_loops = false, int index = -1);

@@ -261,6 +261,79 @@ TEST(CacheTest, CacheReadComputedAtATile) {
   EXPECT_SAME_RESULT(f, sch);
 }
 
+// pad_einsum: 7 x 9 x 5 becomes 8 x 16 x 8, so that tiles of 4 rows, 16
+// columns and 4 reduction steps divide it; the result is unchanged, and the
+// instruction replays from its JSON and its script.
+TEST(CacheTest, PadEinsumMakesTilesDivideAndKeepsTheResult) {
+  PrimFunc f = Matmul(7, 9, 5);
+  Schedule sch(f, 0);
+  BlockRV c = sch.GetBlock("C");
+  sch.PadEinsum(c, {4, 16, 4});
+  std::string text = PrintProgram(sch.func());
+  for (const char* expected : {"A_pad = T.alloc_buffer((8, 8))", "B_pad = T.alloc_buffer((8, 16))",
+                               "C_pad = T.alloc_buffer((8, 16))", "T.block(\"C_unpad\")",
+                               "A_pad[v0, v1] = T.if_then_else(v0 < 7 and v1 < 5, A[v0, v1], T.float32(0.0))",
+                               "for i, j, k in T.grid(8, 16, 8):"}) {
+    EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
+  }
+  EXPECT_SAME_RESULT(f, sch);
+  auto loops = sch.GetLoops(c);
+  std::vector<LoopRV> i = sch.Split(loops[0], {std::monostate{}, std::int64_t{4}});
+  std::vector<LoopRV> k = sch.Split(loops[2], {std::monostate{}, std::int64_t{4}});
+  sch.Reorder({i[0], k[0], i[1], k[1], loops[1]});
+  BlockRV local = sch.CacheWrite(c, 0, "local");
+  sch.ReverseComputeAt(local, i[0], true);
+  EXPECT_EQ(PrintProgram(sch.func()).find("T.where"), std::string::npos) << "every split is perfect";
+  EXPECT_SAME_RESULT(f, sch);
+  EXPECT_NE(sch.trace().AsScript().find("sch.pad_einsum(block=b0, padding=[4, 16, 4])\n"), std::string::npos);
+  Schedule replayed = ReplayTrace(f, Trace::FromJsonText(sch.trace().ToJson().dump()), 1);
+  EXPECT_TRUE(StructuralEqual(replayed.func(), sch.func()));
+  Schedule scripted(f, 1);
+  RunScheduleScript(scripted, sch.trace().AsScript());
+  EXPECT_TRUE(StructuralEqual(scripted.func(), sch.func()));
+}
+
+// A padded reduction adds zeros: a row sum (a single factor read along k)
+// and dense_bias_relu's dense layer (whose bias and relu stay outside).
+TEST(CacheTest, PadEinsumOfOtherReductions) {
+  PrimFunc sum = BuildWorkload("reduce_sum:M=3,N=7").func;
+  Schedule s1(sum, 0);
+  s1.PadEinsum(s1.GetBlock("A_red"), {4, 8});
+  EXPECT_SAME_RESULT(sum, s1);
+  PrimFunc dense = BuildWorkload("dense_bias_relu:B=5,IN=7,OUT=18").func;
+  Schedule s2(dense, 0);
+  s2.PadEinsum(s2.GetBlock("T_matmul_NT"), {4, 16, 4});
+  EXPECT_SAME_RESULT(dense, s2);
+}
+
+TEST(CacheTest, PadEinsumRefusals) {
+  PrimFunc f = Matmul(7, 9, 5);
+  Schedule sch(f, 0);
+  BlockRV c = sch.GetBlock("C");
+  ExpectRefused(sch, [&] { sch.PadEinsum(c, {4, 16}); },
+                "pad_einsum: block 'C' has 3 iteration variables; padding has 2 entries");
+  ExpectRefused(sch, [&] { sch.PadEinsum(c, {4, 0, 4}); }, "pad_einsum: padding 1 is 0; it must be at least 1");
+  ExpectRefused(sch, [&] { sch.PadEinsum(c, {7, 1, 5}); }, "pad_einsum: the padding changes no extent of block 'C'");
+  sch.Split(sch.GetLoops(c)[0], {std::monostate{}, std::int64_t{2}});
+  ExpectRefused(sch, [&] { sch.PadEinsum(c, {4, 1, 1}); },
+                "pad_einsum: iteration variable v_i of block 'C' is not bound to a whole loop of its own "
+                "(pad before splitting or moving it)");
+  // Padding the max's reduction would take the max with 0.
+  PrimFunc softmax = BuildWorkload("softmax:M=3,N=10").func;
+  Schedule s2(softmax, 0);
+  BlockRV max = s2.GetBlock("T_softmax_maxelem");
+  ExpectRefused(s2, [&] { s2.PadEinsum(max, {1, 16}); },
+                "pad_einsum: block 'T_softmax_maxelem': padding reduction variable v_k needs an update "
+                "out += a * b * ... whose every factor reads with v_k");
+  // A convolution reads its input at yy + ry: an output row is not an input row.
+  PrimFunc conv = BuildWorkload("conv2d_nhwc:N=1,H=5,W=5,CI=3,CO=5,KH=3,KW=3,stride=1,pad=1").func;
+  Schedule s3(conv, 0);
+  BlockRV out = s3.GetBlock("Conv2dOutput");
+  ExpectRefused(s3, [&] { s3.PadEinsum(out, {1, 1, 8, 1, 1, 1, 1}); },
+                "pad_einsum: block 'Conv2dOutput' indexes dimension 2 of PaddedInput with an expression of a "
+                "padded variable; only a plain variable can be padded");
+}
+
 TEST(ReductionTest, DecomposeReductionRefusals) {
   Schedule sch(Mm(8), 0);
   BlockRV c = sch.GetBlock("C");
