@@ -113,6 +113,7 @@ std::vector<int> ReusedInputs(const BlockNode& b) {
 struct TilingVariant {
   int write_cache_level = 0;  // 0: none; 1 or 2: a local accumulator at that level
   int read_cache = -1;        // read buffer index packed per outer tile, or -1
+  bool padded = false;        // pad_einsum first (RegisterBlockPadding)
 };
 
 // Which dimensions of the region `read` of block `node` move with the loop
@@ -225,8 +226,17 @@ std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<st
   std::vector<std::vector<std::int64_t>> tiles;
   std::int64_t columns = 1;
   if (vectorized >= 0) {
-    columns = LargestDivisorAtMost(extents[static_cast<std::size_t>(vectorized)],
-                                   std::min<std::int64_t>(limit, 4 * lanes));
+    // Whole vectors when a multiple of the lanes divides the extent (1008
+    // columns go 48 at a time, not 63).
+    std::int64_t e = extents[static_cast<std::size_t>(vectorized)];
+    std::int64_t most = std::min<std::int64_t>(limit, 4 * lanes);
+    columns = LargestDivisorAtMost(e, most);
+    for (std::int64_t c = most / lanes * lanes; c >= lanes; c -= lanes) {
+      if (e % c == 0) {
+        columns = c;
+        break;
+      }
+    }
   }
   std::int64_t vectors = (columns + lanes - 1) / lanes;
   std::int64_t jobs_left = std::int64_t{o.cores} * o.max_jobs_per_core;
@@ -251,6 +261,68 @@ std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<st
     }
   }
   return tiles;
+}
+
+// ---- padding -------------------------------------------------------------------
+
+// The padding (pad_einsum) that gives a tiled block's register block whole
+// vectors and rows: the vectorized loop's extent up to a multiple of the
+// lanes, the rows' up to a multiple of 4, and, with them, the last
+// reduction's up to a multiple of 4 (its unroll). Prime extents otherwise
+// leave a register block of one row (M = 127) or of 43 columns (N = 129).
+// Empty when the extents need none: padding only the reduction would copy
+// both inputs for an unroll.
+std::vector<std::int64_t> RegisterBlockPadding(const BlockNode& b, const SpaceOptions& o) {
+  std::vector<std::int64_t> extents;
+  std::vector<IterKind> kinds;
+  for (const ir::IterVar& iv : b.iter_vars) {
+    extents.push_back(iv.extent);
+    kinds.push_back(iv.kind);
+  }
+  const int vectorized = VectorLoop(extents, kinds);
+  if (vectorized < 0) return {};
+  const std::int64_t lanes = VectorLanes(o, OutputElementBytes(b));
+  int rows = -1, last_reduce = -1;
+  for (std::size_t i = 0; i < extents.size(); ++i) {
+    if (kinds[i] != IterKind::kSpatial) {
+      last_reduce = static_cast<int>(i);
+    } else if (extents[i] > 1 && static_cast<int>(i) < vectorized) {
+      rows = static_cast<int>(i);
+    }
+  }
+  constexpr std::int64_t kRows = 4, kUnroll = 4;
+  std::vector<std::int64_t> padding(extents.size(), 1);
+  auto pad = [&](int at, std::int64_t multiple) {
+    std::int64_t e = extents[static_cast<std::size_t>(at)];
+    if (e <= multiple || e % multiple == 0) return false;
+    padding[static_cast<std::size_t>(at)] = multiple;
+    return true;
+  };
+  bool spatial = pad(vectorized, lanes);
+  if (rows >= 0) spatial = pad(rows, kRows) || spatial;
+  if (!spatial) return {};
+  if (last_reduce >= 0) pad(last_reduce, kUnroll);
+  return padding;
+}
+
+// A padded input that the tiled block reads through a packed copy is
+// padded in that copy: one pass over the input instead of two. A hand
+// schedule of matmul 1021 x 1023 x 1019 padded to 1024 x 1024 x 1020 ran
+// 10.3-13.8 ms with B padded then packed, 7.4 ms with the padding in the
+// packing (6.7 ms unpadded at 1024 x 1024 x 1020; bench/RESULTS.md,
+// session 28). An input the block reads directly keeps its padded copy.
+void InlinePaddingIntoPacking(Schedule& sch, const std::string& tiled, const std::vector<std::string>& before) {
+  for (const std::string& name : BlockNames(sch.func())) {
+    if (std::find(before.begin(), before.end(), name) != before.end()) continue;
+    BlockRV pad = sch.GetBlock(name);
+    if (!sch.Get(pad).reads.size() || sch.GetProducers(pad).size() > 0) continue;  // not an input's padded copy
+    std::vector<BlockRV> consumers = sch.GetConsumers(pad);
+    if (consumers.size() != 1 || sch.Get(consumers[0]).name == tiled) continue;
+    try {
+      sch.ComputeInline(pad);
+    } catch (const ScheduleError&) {
+    }
+  }
 }
 
 // SSRSRS tiling; write_cache_level 0 = no cache, 1 or 2 = a "local"
@@ -483,10 +555,27 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
         variants.push_back({1, input});
         variants.push_back({2, input});
       }
+      // With padding, the variants with a write cache again on the padded
+      // block (the accumulator's write-back is where the padding is cut off).
+      std::vector<std::int64_t> padding = RegisterBlockPadding(node, options);
+      std::size_t plain = variants.size();
+      if (!padding.empty()) {
+        for (std::size_t v = 0; v < plain; ++v) {
+          if (variants[v].write_cache_level > 0) variants.push_back({variants[v].write_cache_level, variants[v].read_cache, true});
+        }
+      }
       std::vector<int> indices;
       for (std::size_t v = 0; v < variants.size(); ++v) indices.push_back(static_cast<int>(v));
       partial = Branch(partial, indices, false, [&](Schedule& s, int v) {
-        MultiLevelTiling(s, name, variants[static_cast<std::size_t>(v)], options);
+        const TilingVariant& variant = variants[static_cast<std::size_t>(v)];
+        if (!variant.padded) {
+          MultiLevelTiling(s, name, variant, options);
+          return;
+        }
+        std::vector<std::string> before = BlockNames(s.func());
+        s.PadEinsum(s.GetBlock(name), padding);
+        MultiLevelTiling(s, name, variant, options);
+        InlinePaddingIntoPacking(s, name, before);
       });
     } else if (NeedsRFactor(node, options) || NeedsVectorRFactor(node)) {
       // Variants 0 and 1 factor the outer or inner part of the reduction

@@ -20,8 +20,10 @@ namespace {
 // Small shapes of every built-in workload, so the interpreter is quick.
 const char* kSmallWorkloads[] = {
     "matmul:M=16,N=24,K=8",
+    "matmul:M=19,N=21,K=7",  // padded variants (pad_einsum)
     "batch_matmul:B=2,M=8,N=16,K=12",
     "dense_bias_relu:B=8,IN=12,OUT=16",
+    "dense_bias_relu:B=7,IN=9,OUT=18",
     "conv2d_nhwc:N=1,H=6,W=6,CI=4,CO=8,KH=3,KW=3,stride=1,pad=1",
     "depthwise_conv2d_nhwc:N=1,H=6,W=6,C=8,KH=3,KW=3,stride=2,pad=1",
     "softmax:M=4,N=16",
@@ -49,6 +51,33 @@ TEST(DesignSpace, MatmulHasSevenTilingVariants) {
   EXPECT_EQ(spaces[0].AsScript().find("cache_write"), std::string::npos);
   EXPECT_NE(spaces[1].AsScript().find("cache_write"), std::string::npos);
   EXPECT_NE(spaces[2].AsScript().find("reverse_compute_at"), std::string::npos);
+}
+
+// Extents without whole vectors or rows (primes) get the variants with a
+// write cache once more on the padded block: 19 x 21 x 7 is tiled as 20 x 32
+// x 8, with a register block of 5 rows and 2 whole vectors. A packed input
+// is padded in its packing, not copied twice.
+TEST(DesignSpace, AnAwkwardShapeGetsPaddedVariants) {
+  ir::Workload w = ir::BuildWorkload("matmul:M=19,N=21,K=7");
+  SpaceOptions o;
+  o.cores = 2;
+  std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, o);
+  ASSERT_EQ(spaces.size(), 13u);
+  int padded = 0;
+  for (const ir::Trace& t : spaces) {
+    std::string script = t.AsScript();
+    if (script.find("sch.pad_einsum(block=b1, padding=[4, 16, 4])") == std::string::npos) continue;
+    ++padded;
+    EXPECT_NE(script.find("decision=[1, 4, 1, 5]"), std::string::npos) << script;   // rows: 20
+    EXPECT_NE(script.find("decision=[1, 1, 1, 32]"), std::string::npos) << script;  // columns: 32
+    EXPECT_NE(script.find("decision=[2, 4]"), std::string::npos) << script;         // reduction: 8
+    bool packs = script.find("cache_read") != std::string::npos;
+    EXPECT_EQ(script.find("compute_inline") != std::string::npos, packs) << script;
+    std::optional<Candidate> c = Realize(w.func, t, 0);
+    ASSERT_TRUE(c.has_value()) << script;
+    EXPECT_EQ(ir::testing::SameResult(w.func, c->program, 3), "") << c->trace.AsScript();
+  }
+  EXPECT_EQ(padded, 6);
 }
 
 // The loops of a block of a design's program (before postprocessing),
