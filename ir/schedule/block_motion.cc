@@ -411,12 +411,20 @@ void Schedule::ReverseComputeInline(BlockRV block_rv) {
     if (cdims.size() != consumer->iter_vars.size()) {
       Fail(p, "the indices of " + buf->name + " in block '" + consumer->name + "' do not determine its iteration");
     }
-    // Consumer iteration variable at dim d -> producer iteration variable at dim d.
+    // Consumer iteration variable at dim d -> producer iteration variable at
+    // dim d. A consumer that reads a leading part of the buffer (pad_einsum's
+    // copy-back of the real part) leaves the producer a predicate: it
+    // writes only the instances the consumer read.
     VarMap to_producer;
+    Expr predicate = producer->predicate;
     for (std::size_t d = 0; d < cdims.size(); ++d) {
       const IterVar& civ = consumer->iter_vars[cdims[d]];
       const IterVar& piv = producer->iter_vars[pdims[d]];
-      if (civ.extent != piv.extent) Fail(p, "the iteration domains of the producer and the consumer differ");
+      if (civ.extent > piv.extent) Fail(p, "the iteration domains of the producer and the consumer differ");
+      if (civ.extent < piv.extent) {
+        const Expr& binding = producer->bindings[pdims[d]];
+        predicate = sched::AndPredicate(predicate, Binary(ExprKind::kLt, binding, IntImm(binding->dtype, civ.extent)));
+      }
       to_producer[civ.var.get()] = piv.var;
     }
     Expr value = Substitute(cstore->value, to_producer);
@@ -424,6 +432,7 @@ void Schedule::ReverseComputeInline(BlockRV block_rv) {
     std::vector<Expr> indices;
     for (const Expr& i : cstore->indices) indices.push_back(Substitute(i, to_producer));
     producer->body = MakeStore(cstore->buffer, indices, value);
+    producer->predicate = predicate;
     sched::RecomputeRegions(*producer);
     sched::RemoveStmt(s.func, sched::ExclusiveTop(s.func, consumer.get()));
     sched::RemoveAllocation(s.func, buf);

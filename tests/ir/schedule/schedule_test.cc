@@ -306,6 +306,25 @@ TEST(CacheTest, PadEinsumOfOtherReductions) {
   EXPECT_SAME_RESULT(dense, s2);
 }
 
+// The copy-back of a padded output's real part goes into the write-back of
+// the accumulator as a predicate: the padded output buffer is gone, and the
+// write-back writes C only where C exists.
+TEST(CacheTest, TheCopyBackOfAPaddedOutputInlinesIntoTheWriteBack) {
+  PrimFunc f = Matmul(7, 9, 5);
+  Schedule sch(f, 0);
+  BlockRV c = sch.GetBlock("C");
+  sch.PadEinsum(c, {4, 16, 4});
+  auto loops = sch.GetLoops(c);
+  std::vector<LoopRV> i = sch.Split(loops[0], {std::monostate{}, std::int64_t{4}});
+  BlockRV local = sch.CacheWrite(c, 0, "local");
+  sch.ReverseComputeAt(local, i[0], true);
+  sch.ReverseComputeInline(sch.GetBlock("C_unpad"));
+  std::string text = PrintProgram(sch.func());
+  EXPECT_EQ(text.find("C_pad = T.alloc_buffer"), std::string::npos) << text;
+  EXPECT_NE(text.find("T.where(i_0 * 4 + ax0 < 7 and ax1 < 9)"), std::string::npos) << text;
+  EXPECT_SAME_RESULT(f, sch);
+}
+
 TEST(CacheTest, PadEinsumRefusals) {
   PrimFunc f = Matmul(7, 9, 5);
   Schedule sch(f, 0);
