@@ -393,12 +393,15 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
   }
   // An elementwise consumer (bias, relu) is fused into the write-back, so
   // the result goes to memory once, as TVM's MultiLevelTilingWithFusion does.
-  std::vector<BlockRV> consumers = sch.GetConsumers(cache);
-  if (consumers.size() == 1 && !HasReduction(sch.Get(consumers[0]))) {
+  // A padded block's write-back first takes in the copy-back of the real
+  // part (as a predicate), then the consumer after it.
+  for (int fused = 0; fused < (variant.padded ? 2 : 1); ++fused) {
+    std::vector<BlockRV> consumers = sch.GetConsumers(cache);
+    if (consumers.size() != 1 || HasReduction(sch.Get(consumers[0]))) break;
     try {
       sch.ReverseComputeInline(consumers[0]);
     } catch (const ScheduleError&) {
-      // stays where it is: correct, one more pass over the output
+      break;  // stays where it is: correct, one more pass over the output
     }
   }
 }
@@ -556,13 +559,16 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
         variants.push_back({2, input});
       }
       // With padding, the variants with a write cache again on the padded
-      // block (the accumulator's write-back is where the padding is cut off).
+      // block (the accumulator's write-back is where the padding is cut
+      // off), first: a cold search measures the first spaces' own register
+      // blocks first (strategy.h), and unpadded, prime extents have none.
       std::vector<std::int64_t> padding = RegisterBlockPadding(node, options);
-      std::size_t plain = variants.size();
       if (!padding.empty()) {
-        for (std::size_t v = 0; v < plain; ++v) {
-          if (variants[v].write_cache_level > 0) variants.push_back({variants[v].write_cache_level, variants[v].read_cache, true});
+        std::vector<TilingVariant> padded;
+        for (const TilingVariant& v : variants) {
+          if (v.write_cache_level > 0) padded.push_back({v.write_cache_level, v.read_cache, true});
         }
+        variants.insert(variants.begin(), padded.begin(), padded.end());
       }
       std::vector<int> indices;
       for (std::size_t v = 0; v < variants.size(); ++v) indices.push_back(static_cast<int>(v));
