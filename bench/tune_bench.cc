@@ -23,6 +23,7 @@
 // table for bench/RESULTS.md.
 //
 // Usage: tune_bench [--trials 64] [--only matmul128,matmul512,...] [--out DIR]
+//        (--only also takes the extra shapes: matmul127, matmul1000, matmul1021)
 //        tune_bench --blas-only N --repeat R   (child mode, see blas_reference.h)
 #include <algorithm>
 #include <cmath>
@@ -63,6 +64,15 @@ const std::vector<BenchWorkload> kWorkloads = {
     {"matmul1024", "matmul:M=1024,N=1024,K=1024", 1024},
     {"dense_bias_relu", "dense_bias_relu:B=128,IN=784,OUT=128", 0},
     {"conv2d_resnet", "conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,KH=3,KW=3,stride=1,pad=1", 0},
+};
+
+// Shapes beyond the issue's, run only when named in --only: square
+// matmuls whose extents give perfect tiles no register block, by lacking a
+// multiple of the vector lanes (1000 = 8 x 125) or any divisor (primes).
+const std::vector<BenchWorkload> kExtraWorkloads = {
+    {"matmul127", "matmul:M=127,N=127,K=127", 127},
+    {"matmul1000", "matmul:M=1000,N=1000,K=1000", 1000},
+    {"matmul1021", "matmul:M=1021,N=1021,K=1021", 1021},
 };
 
 struct Point {
@@ -243,6 +253,9 @@ int main(int argc, char** argv) {
   std::vector<BenchWorkload> workloads;
   for (const BenchWorkload& w : kWorkloads) {
     if (only.empty() || only.count(w.id)) workloads.push_back(w);
+  }
+  for (const BenchWorkload& w : kExtraWorkloads) {
+    if (only.count(w.id)) workloads.push_back(w);
   }
   std::string self = argv[0];
   std::map<std::string, std::map<std::string, Session>> sessions;
