@@ -146,6 +146,10 @@ namespace {
 struct PadPlan {
   std::vector<std::int64_t> extents;
   std::map<const BufferNode*, std::vector<std::int64_t>> shapes;
+  // The buffers in the order the block first accesses them: the padded
+  // copies are made in this order, the same on every replay (the map's
+  // order is the buffers' addresses').
+  std::vector<Buffer> order;
 };
 
 bool IsFactorReadWith(const Expr& e, const ExprNode* var) {
@@ -232,6 +236,7 @@ PadPlan PlanPadding(const BlockNode& b, const std::vector<std::int64_t>& padding
       shape[d] = it->second;
     }
     auto [at, fresh] = plan.shapes.emplace(buffer.get(), shape);
+    if (fresh) plan.order.push_back(buffer);
     if (!fresh && at->second != shape) sched::Fail(p, "block '" + b.name + "' reads " + buffer->name + " with different paddings");
   };
   for (const Stmt* part : {&b.init, &b.body}) {
@@ -294,15 +299,9 @@ void Schedule::PadEinsum(BlockRV block_rv, const std::vector<std::int64_t>& padd
     if (stored.size() != 1) Fail(p, "block '" + block->name + "' must write exactly one buffer");
     Buffer out;
     std::vector<Buffer> inputs;
-    for (const auto& [node, shape] : plan.shapes) {
-      if (shape == node->shape) continue;
-      Buffer buffer;
-      for (const BufferRegion& r : block->reads) {
-        if (r.buffer.get() == node) buffer = r.buffer;
-      }
-      for (const BufferRegion& r : block->writes) {
-        if (r.buffer.get() == node) buffer = r.buffer;
-      }
+    for (const Buffer& buffer : plan.order) {
+      const BufferNode* node = buffer.get();
+      if (plan.shapes.at(node) == node->shape) continue;
       if (stored.count(node)) {
         for (BlockNode* other : sched::LeafBlocks(s.func)) {
           if (other != block.get() && sched::StoredBuffers(*other).count(node)) {

@@ -23,7 +23,7 @@ class RandomScheduler {
     std::string name = blocks[Pick(blocks.size())]->name;
     BlockRV b = sch_.GetBlock(name);
     std::vector<LoopRV> loops = sch_.GetLoops(b);
-    switch (Pick(13)) {
+    switch (Pick(14)) {
       case 0:
       case 1: {
         if (loops.empty()) return "split";
@@ -117,6 +117,12 @@ class RandomScheduler {
         if (loops.empty()) return "decompose_reduction";
         sch_.DecomposeReduction(b, loops[Pick(loops.size())]);
         return "decompose_reduction";
+      case 12: {
+        std::vector<std::int64_t> padding;
+        for (std::size_t i = 0; i < sch_.Get(b).iter_vars.size(); ++i) padding.push_back(static_cast<std::int64_t>(1 + Pick(4)));
+        sch_.PadEinsum(b, padding);
+        return "pad_einsum";
+      }
       default:
         if (loops.empty()) return "rfactor";
         sch_.RFactor(loops[Pick(loops.size())], static_cast<int>(Pick(2)));
