@@ -75,7 +75,8 @@ TEST(Mutator, ComputeLocationPicksALegalOtherLocation) {
 // Whatever the mutators do, what Realize accepts computes the same result.
 TEST(Mutator, MutatedCandidatesStayValid) {
   std::mt19937_64 rng(11);
-  for (const char* spec : {"matmul:M=16,N=24,K=8", "dense_bias_relu:B=8,IN=12,OUT=16",
+  for (const char* spec : {"matmul:M=16,N=24,K=8", "matmul:M=19,N=21,K=7" /* padded variants */,
+                           "dense_bias_relu:B=8,IN=12,OUT=16",
                            "conv2d_nhwc:N=1,H=6,W=6,CI=4,CO=8,KH=3,KW=3,stride=1,pad=1", "softmax:M=4,N=16"}) {
     SCOPED_TRACE(spec);
     ir::Workload w = ir::BuildWorkload(spec);
