@@ -305,19 +305,24 @@ std::vector<std::int64_t> RegisterBlockPadding(const BlockNode& b, const SpaceOp
   return padding;
 }
 
-// A padded input that the tiled block reads through a packed copy is
-// padded in that copy: one pass over the input instead of two. A hand
-// schedule of matmul 1021 x 1023 x 1019 padded to 1024 x 1024 x 1020 ran
-// 10.3-13.8 ms with B padded then packed, 7.4 ms with the padding in the
-// packing (6.7 ms unpadded at 1024 x 1024 x 1020; bench/RESULTS.md,
-// session 28). An input the block reads directly keeps its padded copy.
-void InlinePaddingIntoPacking(Schedule& sch, const std::string& tiled, const std::vector<std::string>& before) {
-  for (const std::string& name : BlockNames(sch.func())) {
-    if (std::find(before.begin(), before.end(), name) != before.end()) continue;
+// No padded input keeps a copy of its own: the padding goes into what reads
+// it. Into a packed copy, it is one pass over the input instead of two: a
+// hand schedule of matmul 1021 x 1023 x 1019 padded to 1024 x 1024 x 1020
+// ran 10.3-13.8 ms with B padded then packed, 7.4 ms with the padding in
+// the packing (6.7 ms unpadded at 1024 x 1024 x 1020). Into the tiled
+// block, the read becomes a guarded select, which code generation emits
+// as a load from a selected address (measure/codegen.cc): at 127 x 127 x
+// 127 the copy of A, made before the parallel loop, took 29.7 us against
+// 15.1 us inlined; at 1021 it made no difference (bench/RESULTS.md,
+// session 28).
+// `added` are the blocks pad_einsum added (the inputs' padded copies and
+// the output's copy-back).
+void InlinePaddedInputs(Schedule& sch, const std::vector<std::string>& added) {
+  std::vector<std::string> names = BlockNames(sch.func());
+  for (const std::string& name : added) {
+    if (std::find(names.begin(), names.end(), name) == names.end()) continue;  // inlined already
     BlockRV pad = sch.GetBlock(name);
-    if (!sch.Get(pad).reads.size() || sch.GetProducers(pad).size() > 0) continue;  // not an input's padded copy
-    std::vector<BlockRV> consumers = sch.GetConsumers(pad);
-    if (consumers.size() != 1 || sch.Get(consumers[0]).name == tiled) continue;
+    if (!sch.GetProducers(pad).empty()) continue;  // the copy-back, left where it is
     try {
       sch.ComputeInline(pad);
     } catch (const ScheduleError&) {
@@ -578,10 +583,13 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
           MultiLevelTiling(s, name, variant, options);
           return;
         }
-        std::vector<std::string> before = BlockNames(s.func());
+        std::vector<std::string> before = BlockNames(s.func()), added;
         s.PadEinsum(s.GetBlock(name), padding);
+        for (const std::string& block : BlockNames(s.func())) {
+          if (std::find(before.begin(), before.end(), block) == before.end()) added.push_back(block);
+        }
         MultiLevelTiling(s, name, variant, options);
-        InlinePaddingIntoPacking(s, name, before);
+        InlinePaddedInputs(s, added);
       });
     } else if (NeedsRFactor(node, options) || NeedsVectorRFactor(node)) {
       // Variants 0 and 1 factor the outer or inner part of the reduction
