@@ -314,9 +314,8 @@ std::vector<std::int64_t> RegisterBlockPadding(const BlockNode& b, const SpaceOp
 // as a load from a selected address (measure/codegen.cc): at 127 x 127 x
 // 127 the copy of A, made before the parallel loop, took 29.7 us against
 // 15.1 us inlined; at 1021 it made no difference (bench/RESULTS.md,
-// session 28).
-// `added` are the blocks pad_einsum added (the inputs' padded copies and
-// the output's copy-back).
+// session 28). `added` are the blocks pad_einsum added: the inputs'
+// padded copies and the output's copy-back.
 void InlinePaddedInputs(Schedule& sch, const std::vector<std::string>& added) {
   std::vector<std::string> names = BlockNames(sch.func());
   for (const std::string& name : added) {

@@ -1,7 +1,9 @@
 // cache_read and cache_write: stage a buffer through a copy in another
 // buffer (scope "global" or "local"), so that later compute_at /
 // reverse_compute_at can localize the copy. The copy block covers the whole
-// buffer and sits at the root, next to the block it serves.
+// buffer and sits at the root, next to the block it serves. pad_einsum
+// stages a block's inputs and output the same way, through copies padded
+// with zeros to the block's padded domain.
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -133,11 +135,8 @@ BlockRV Schedule::CacheWrite(BlockRV block_rv, int write_buffer_index, const std
   return out;
 }
 
-}  // namespace tunedb::ir
-
 // ---- pad_einsum ---------------------------------------------------------------
 
-namespace tunedb::ir {
 namespace {
 
 // What padding one block needs: the padded extent of each iteration
