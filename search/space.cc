@@ -196,6 +196,25 @@ int VectorLoop(const std::vector<std::int64_t>& extents, const std::vector<IterK
   return -1;
 }
 
+// The loops of a register block, by position (-1 where there is none): the
+// one the postprocessor vectorizes, the rows (the last spatial loop longer
+// than 1 before it) and the last reduction loop, which is unrolled.
+struct BlockLoops {
+  int vectorized = -1, rows = -1, last_reduce = -1;
+};
+BlockLoops RegisterBlockLoops(const std::vector<std::int64_t>& extents, const std::vector<IterKind>& kinds) {
+  BlockLoops l;
+  l.vectorized = VectorLoop(extents, kinds);
+  for (std::size_t i = 0; i < extents.size(); ++i) {
+    if (kinds[i] != IterKind::kSpatial) {
+      l.last_reduce = static_cast<int>(i);
+    } else if (extents[i] > 1 && static_cast<int>(i) < l.vectorized) {
+      l.rows = static_cast<int>(i);
+    }
+  }
+  return l;
+}
+
 // The tiling's own decisions, recorded in the design space: the register
 // block a BLAS micro-kernel would use. The last spatial loop (the one the
 // postprocessor vectorizes) gets up to four vectors as its innermost tile,
@@ -214,15 +233,7 @@ std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<st
   std::int64_t lanes = VectorLanes(o, element_bytes);
   // Every innermost factor within the space's limit, or the sample refuses it.
   std::int64_t limit = o.max_vectorize;
-  const int vectorized = VectorLoop(extents, kinds);
-  int rows = -1, last_reduce = -1;
-  for (std::size_t i = 0; i < extents.size(); ++i) {
-    if (kinds[i] != IterKind::kSpatial) {
-      last_reduce = static_cast<int>(i);
-    } else if (extents[i] > 1 && static_cast<int>(i) < vectorized) {
-      rows = static_cast<int>(i);
-    }
-  }
+  const auto [vectorized, rows, last_reduce] = RegisterBlockLoops(extents, kinds);
   std::vector<std::vector<std::int64_t>> tiles;
   std::int64_t columns = 1;
   if (vectorized >= 0) {
@@ -279,17 +290,9 @@ std::vector<std::int64_t> RegisterBlockPadding(const BlockNode& b, const SpaceOp
     extents.push_back(iv.extent);
     kinds.push_back(iv.kind);
   }
-  const int vectorized = VectorLoop(extents, kinds);
+  const auto [vectorized, rows, last_reduce] = RegisterBlockLoops(extents, kinds);
   if (vectorized < 0) return {};
   const std::int64_t lanes = VectorLanes(o, OutputElementBytes(b));
-  int rows = -1, last_reduce = -1;
-  for (std::size_t i = 0; i < extents.size(); ++i) {
-    if (kinds[i] != IterKind::kSpatial) {
-      last_reduce = static_cast<int>(i);
-    } else if (extents[i] > 1 && static_cast<int>(i) < vectorized) {
-      rows = static_cast<int>(i);
-    }
-  }
   constexpr std::int64_t kRows = 4, kUnroll = 4;
   std::vector<std::int64_t> padding(extents.size(), 1);
   auto pad = [&](int at, std::int64_t multiple) {
