@@ -25,6 +25,8 @@ const char* kSmallWorkloads[] = {
     "dense_bias_relu:B=8,IN=12,OUT=16",
     "dense_bias_relu:B=7,IN=9,OUT=18",
     "conv2d_nhwc:N=1,H=6,W=6,CI=4,CO=8,KH=3,KW=3,stride=1,pad=1",
+    "conv2d_nhwc:N=1,H=4,W=4,CI=3,CO=18,KH=3,KW=3,stride=1,pad=1",  // channels padded
+    "batch_matmul:B=2,M=5,N=17,K=3",
     "depthwise_conv2d_nhwc:N=1,H=6,W=6,C=8,KH=3,KW=3,stride=2,pad=1",
     "softmax:M=4,N=16",
     "softmax:M=2,N=96",
