@@ -1,5 +1,6 @@
 #include "measure/codegen.h"
 
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <initializer_list>
@@ -926,7 +927,7 @@ class Codegen {
             // 16, 32 and 64 columns ran at 190-270 (bench/RESULTS.md,
             // session 28).
             for (std::int64_t start = 0; start < n.extent;) {
-              std::int64_t width = std::int64_t{1} << (63 - __builtin_clzll(static_cast<unsigned long long>(n.extent - start)));
+              auto width = static_cast<std::int64_t>(std::bit_floor(static_cast<std::uint64_t>(n.extent - start)));
               lanes_ = static_cast<int>(width);
               vars_[n.loop_var.get()] = b_.getInt64(start);
               EmitStmt(n.body);
