@@ -1,6 +1,8 @@
 #include "measure/runtime.h"
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -42,6 +44,22 @@ TEST(RuntimeTest, ParkedThreadsWakeForTheNextLoop) {
     if (round % 2 == 0) ParkParallelThreads();
   }
   for (auto& h : hits) EXPECT_EQ(h.load(), 50);
+  SetParallelThreads(0);
+}
+
+TEST(RuntimeTest, ThreadsAsleepAfterSpinningWakeForTheNextLoop) {
+  SetParallelThreads(2);
+  std::vector<std::atomic<int>> hits(64);
+  Closure c{&hits};
+  // Idle workers spin for about a millisecond, then sleep; loops that come
+  // now and then find them asleep, loops right after another find them
+  // spinning, and each must still run every iteration and return.
+  for (int round = 0; round < 12; ++round) {
+    tunedb_parallel_for(Task, &c, 64);
+    tunedb_parallel_for(Task, &c, 64);
+    std::this_thread::sleep_for(std::chrono::milliseconds(round % 3 == 0 ? 20 : round % 3));
+  }
+  for (auto& h : hits) EXPECT_EQ(h.load(), 24);
   SetParallelThreads(0);
 }
 
