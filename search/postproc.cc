@@ -81,7 +81,9 @@ void DecomposeReductions(Schedule& sch) {
 }
 
 // Fuses the outer spatial loops of each nest while their extent product
-// stays within max_jobs, and runs the fused loop in parallel.
+// stays within max_jobs, and runs the fused loop in parallel. The first loop
+// of more than one iteration is taken whatever its extent: loops of one
+// iteration before it (a batch of one) must not leave the nest serial.
 void ParallelizeOuterLoops(Schedule& sch, std::int64_t max_jobs) {
   for (const std::string& rep : NestRepresentatives(sch)) {
     std::vector<LoopRV> loops = sch.GetLoops(sch.GetBlock(rep));
@@ -90,7 +92,7 @@ void ParallelizeOuterLoops(Schedule& sch, std::int64_t max_jobs) {
     for (std::size_t i = 0; i < loops.size(); ++i) {
       const ForNode& f = sch.Get(loops[i]);
       if (f.for_kind != ir::ForKind::kSerial || !IsSpatialLoop(f)) break;
-      if (i > 0 && jobs * f.extent > max_jobs) break;
+      if (jobs > 1 && jobs * f.extent > max_jobs) break;
       jobs *= f.extent;
       ++n;
       bool only_child = i + 1 < loops.size() && f.body.get() == &sch.Get(loops[i + 1]);

@@ -256,6 +256,41 @@ TEST(DesignSpace, ARowReductionSumsInVectorLanes) {
   EXPECT_EQ(ir::testing::SameResult(w.func, c->program, 3), "");
 }
 
+// A matrix-vector product (dense at batch 1) reads each weight once, along
+// the reduction: its first variant sums vector lanes of the reduction, so
+// the weight is read in contiguous vectors. Dense at batch 4 reuses each
+// weight 4 times and has no such variant, nor has a matmul.
+TEST(DesignSpace, AMatrixVectorProductSumsInVectorLanesFirst) {
+  SpaceOptions o;
+  o.cores = 2;
+  const std::pair<const char*, int> matrix_vector[] = {{"dense:B=1,IN=64,OUT=48", 48},
+                                                       {"dense_bias_relu:B=1,IN=96,OUT=20", 20}};
+  for (const auto& [spec, out] : matrix_vector) {
+    ir::Workload w = ir::BuildWorkload(spec);
+    std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, o);
+    ASSERT_FALSE(spaces.empty());
+    std::string first = spaces[0].AsScript();
+    EXPECT_NE(first.find("rfactor"), std::string::npos) << spec << "\n" << first;
+    for (std::size_t i = 1; i < spaces.size(); ++i) EXPECT_EQ(spaces[i].AsScript().find("rfactor"), std::string::npos);
+    for (std::uint64_t seed : {0, 1, 2}) {
+      std::optional<Candidate> c = Realize(w.func, spaces[0], seed);
+      ASSERT_TRUE(c) << spec;
+      std::string text = ir::PrintProgram(c->program);
+      EXPECT_NE(text.find("T.vectorized(16)"), std::string::npos) << text;
+      // The rows run in parallel although there are more of them than the
+      // 32 jobs the space asks for: the batch's loop of one iteration before
+      // them does not count.
+      EXPECT_NE(text.find("in T.parallel(" + std::to_string(out)), std::string::npos) << text;
+      EXPECT_EQ(ir::testing::SameResult(w.func, c->program, 3), "") << spec;
+    }
+  }
+  for (const char* spec : {"dense:B=4,IN=64,OUT=48", "matmul:M=1,N=64,K=64"}) {
+    for (const ir::Trace& t : DefaultDesignSpace(ir::BuildWorkload(spec).func, o)) {
+      EXPECT_EQ(t.AsScript().find("rfactor"), std::string::npos) << spec;
+    }
+  }
+}
+
 TEST(DesignSpace, ElementwiseStagesAreInlinedAndFusedIntoTheWriteBack) {
   ir::Workload w = ir::BuildWorkload("dense_bias_relu:B=8,IN=12,OUT=16");
   std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, SpaceOptions{});
