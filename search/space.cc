@@ -463,7 +463,8 @@ bool NeedsVectorRFactor(const BlockNode& b) {
 }
 
 // The space's own decision splits off one vector of the output's type.
-void VectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions& o) {
+// Returns the block of partial sums.
+BlockRV VectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions& o) {
   BlockRV b = sch.GetBlock(name);
   std::vector<LoopRV> loops = sch.GetLoops(b);
   auto kinds = LoopKinds(sch, b, loops);
@@ -477,7 +478,7 @@ void VectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions& o
   if (extent % lanes == 0 && lanes <= o.max_vectorize) decision = std::vector<std::int64_t>{extent / lanes, lanes};
   std::vector<ExprRV> tiles = sch.SamplePerfectTile(loops.back(), 2, o.max_vectorize, decision);
   std::vector<LoopRV> parts = sch.Split(loops.back(), {tiles[0], tiles[1]});
-  sch.RFactor(parts[1], spatial);
+  return sch.RFactor(parts[1], spatial);
 }
 
 // A reduction that reads some input once in all (every spatial loop of more
@@ -501,6 +502,32 @@ bool StreamsAnInputAlongTheReduction(const BlockNode& b) {
     if (every_spatial_moves_it) return true;
   }
   return false;
+}
+
+// The matrix-vector variant: the vector rfactor, then the sum of each
+// output's partial sums and its elementwise consumers (bias, relu) under
+// the partial sums' output loop, so that the product is one parallel loop,
+// not three (784 -> 128 at batch 1: 2.7-2.9 us against 3.8-3.9 us).
+void MatrixVectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions& o) {
+  BlockRV rf = VectorRFactor(sch, name, o);
+  std::vector<LoopRV> loops = sch.GetLoops(rf);
+  auto kinds = LoopKinds(sch, rf, loops);
+  if (!kinds) return;
+  auto first_reduce = std::find(kinds->begin(), kinds->end(), IterKind::kReduce);
+  if (first_reduce == kinds->begin() || first_reduce == kinds->end()) return;
+  LoopRV at = loops[static_cast<std::size_t>(first_reduce - kinds->begin()) - 1];
+  BlockRV sum = sch.GetBlock(name);
+  sch.ReverseComputeAt(sum, at, /*preserve_unit_loops=*/true);
+  for (int fused = 0; fused < 2; ++fused) {
+    std::vector<BlockRV> consumers = sch.GetConsumers(sum);
+    if (consumers.size() != 1 || HasReduction(sch.Get(consumers[0]))) break;
+    try {
+      sch.ReverseComputeAt(consumers[0], at, /*preserve_unit_loops=*/true);
+    } catch (const ScheduleError&) {
+      break;  // stays a nest of its own: correct, one more parallel loop
+    }
+    sum = consumers[0];
+  }
 }
 
 // ---- random compute location, annotations -------------------------------------
@@ -607,7 +634,7 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
       for (std::size_t v = 0; v < variants.size(); ++v) indices.push_back(static_cast<int>(v));
       partial = Branch(partial, indices, false, [&](Schedule& s, int v) {
         if (v < 0) {
-          VectorRFactor(s, name, options);
+          MatrixVectorRFactor(s, name, options);
           return;
         }
         const TilingVariant& variant = variants[static_cast<std::size_t>(v)];

@@ -258,7 +258,7 @@ TEST(DesignSpace, ARowReductionSumsInVectorLanes) {
 
 // A matrix-vector product (dense at batch 1) reads each weight once, along
 // the reduction: its first variant sums vector lanes of the reduction, so
-// the weight is read in contiguous vectors. Dense at batch 4 reuses each
+// the weight is read in contiguous vectors, all in one parallel loop. Dense at batch 4 reuses each
 // weight 4 times and has no such variant, nor has a matmul.
 TEST(DesignSpace, AMatrixVectorProductSumsInVectorLanesFirst) {
   SpaceOptions o;
@@ -281,6 +281,8 @@ TEST(DesignSpace, AMatrixVectorProductSumsInVectorLanesFirst) {
       // 32 jobs the space asks for: the batch's loop of one iteration before
       // them does not count.
       EXPECT_NE(text.find("in T.parallel(" + std::to_string(out)), std::string::npos) << text;
+      // The sum of the partial sums and the bias and relu go in that loop.
+      EXPECT_EQ(text.find("T.parallel(", text.find("T.parallel(") + 1), std::string::npos) << text;
       EXPECT_EQ(ir::testing::SameResult(w.func, c->program, 3), "") << spec;
     }
   }
