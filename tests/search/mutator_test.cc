@@ -76,7 +76,7 @@ TEST(Mutator, ComputeLocationPicksALegalOtherLocation) {
 TEST(Mutator, MutatedCandidatesStayValid) {
   std::mt19937_64 rng(11);
   for (const char* spec : {"matmul:M=16,N=24,K=8", "matmul:M=19,N=21,K=7" /* padded variants */,
-                           "dense_bias_relu:B=8,IN=12,OUT=16",
+                           "dense_bias_relu:B=8,IN=12,OUT=16", "dense:B=2,IN=64,OUT=12" /* matrix-vector */,
                            "conv2d_nhwc:N=1,H=6,W=6,CI=4,CO=8,KH=3,KW=3,stride=1,pad=1", "softmax:M=4,N=16"}) {
     SCOPED_TRACE(spec);
     ir::Workload w = ir::BuildWorkload(spec);

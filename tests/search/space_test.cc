@@ -24,6 +24,7 @@ const char* kSmallWorkloads[] = {
     "batch_matmul:B=2,M=8,N=16,K=12",
     "dense_bias_relu:B=8,IN=12,OUT=16",
     "dense_bias_relu:B=7,IN=9,OUT=18",
+    "dense_bias_relu:B=3,IN=80,OUT=10",  // matrix-vector variant (vector rfactor)
     "conv2d_nhwc:N=1,H=6,W=6,CI=4,CO=8,KH=3,KW=3,stride=1,pad=1",
     "conv2d_nhwc:N=1,H=4,W=4,CI=3,CO=18,KH=3,KW=3,stride=1,pad=1",  // channels padded
     "batch_matmul:B=2,M=5,N=17,K=3",
@@ -256,37 +257,46 @@ TEST(DesignSpace, ARowReductionSumsInVectorLanes) {
   EXPECT_EQ(ir::testing::SameResult(w.func, c->program, 3), "");
 }
 
-// A matrix-vector product (dense at batch 1) reads each weight once, along
-// the reduction: its first variant sums vector lanes of the reduction, so
-// the weight is read in contiguous vectors, all in one parallel loop. Dense at batch 4 reuses each
-// weight 4 times and has no such variant, nor has a matmul.
+// A matrix-vector product (dense at batch 1, or a few rows) reads each
+// weight along the reduction and reuses it little: its first variant sums
+// vector lanes of the reduction, so the weight is read in contiguous
+// vectors, with the partial sums of a block of rows of the weight and of
+// every row of X in registers, and everything in one parallel loop. Dense
+// at batch 32 reuses each weight more than the 16 accumulators hold and has
+// no such variant, nor has a matmul, whose B is read along its rows.
 TEST(DesignSpace, AMatrixVectorProductSumsInVectorLanesFirst) {
-  SpaceOptions o;
-  o.cores = 2;
-  const std::pair<const char*, int> matrix_vector[] = {{"dense:B=1,IN=64,OUT=48", 48},
-                                                       {"dense_bias_relu:B=1,IN=96,OUT=20", 20}};
-  for (const auto& [spec, out] : matrix_vector) {
-    ir::Workload w = ir::BuildWorkload(spec);
+  SpaceOptions o = SpaceOptionsFor(2, 512);
+  struct Case {
+    const char* spec;
+    const char* rows;  // the recorded split of the loop moving W
+  };
+  // 512 / 8 = 64 blocks of rows run in parallel although the space asks
+  // for 32 jobs: the batch's loop of one iteration before them does not
+  // count. 20 rows go 5 at a time; at batch 4, 4 x 4 accumulators.
+  for (const Case& c : {Case{"dense:B=1,IN=64,OUT=512", "decision=[64, 8]"},
+                        Case{"dense_bias_relu:B=1,IN=96,OUT=20", "decision=[4, 5]"},
+                        Case{"dense:B=4,IN=64,OUT=48", "decision=[12, 4]"}}) {
+    ir::Workload w = ir::BuildWorkload(c.spec);
     std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, o);
     ASSERT_FALSE(spaces.empty());
     std::string first = spaces[0].AsScript();
-    EXPECT_NE(first.find("rfactor"), std::string::npos) << spec << "\n" << first;
+    EXPECT_NE(first.find("rfactor"), std::string::npos) << c.spec << "\n" << first;
+    EXPECT_NE(first.find(c.rows), std::string::npos) << c.spec << "\n" << first;
     for (std::size_t i = 1; i < spaces.size(); ++i) EXPECT_EQ(spaces[i].AsScript().find("rfactor"), std::string::npos);
+    std::string blocks = c.rows + std::string("decision=[").size();
+    std::string parallel = "in T.parallel(" + blocks.substr(0, blocks.find(','));
     for (std::uint64_t seed : {0, 1, 2}) {
-      std::optional<Candidate> c = Realize(w.func, spaces[0], seed);
-      ASSERT_TRUE(c) << spec;
-      std::string text = ir::PrintProgram(c->program);
+      std::optional<Candidate> candidate = Realize(w.func, spaces[0], seed);
+      ASSERT_TRUE(candidate) << c.spec;
+      std::string text = ir::PrintProgram(candidate->program);
       EXPECT_NE(text.find("T.vectorized(16)"), std::string::npos) << text;
-      // The rows run in parallel although there are more of them than the
-      // 32 jobs the space asks for: the batch's loop of one iteration before
-      // them does not count.
-      EXPECT_NE(text.find("in T.parallel(" + std::to_string(out)), std::string::npos) << text;
-      // The sum of the partial sums and the bias and relu go in that loop.
+      EXPECT_NE(text.find("scope=\"local\""), std::string::npos) << text;
+      EXPECT_NE(text.find(parallel), std::string::npos) << parallel << "\n" << text;
       EXPECT_EQ(text.find("T.parallel(", text.find("T.parallel(") + 1), std::string::npos) << text;
-      EXPECT_EQ(ir::testing::SameResult(w.func, c->program, 3), "") << spec;
+      EXPECT_EQ(ir::testing::SameResult(w.func, candidate->program, 3), "") << c.spec;
     }
   }
-  for (const char* spec : {"dense:B=4,IN=64,OUT=48", "matmul:M=1,N=64,K=64"}) {
+  for (const char* spec : {"dense:B=32,IN=64,OUT=48", "matmul:M=1,N=64,K=64"}) {
     for (const ir::Trace& t : DefaultDesignSpace(ir::BuildWorkload(spec).func, o)) {
       EXPECT_EQ(t.AsScript().find("rfactor"), std::string::npos) << spec;
     }
