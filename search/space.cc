@@ -707,7 +707,15 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
       if (NeedsVectorRFactor(node)) variants.push_back(2);
       partial = Branch(partial, variants, true, [&](Schedule& s, int v) {
         if (v == 2) {
-          VectorRFactor(s, name, options);
+          // A row reduction streams its input as a matrix-vector product
+          // does: its rows' partial sums go in registers the same way.
+          Schedule blocked = s;
+          try {
+            MatrixVectorRFactor(blocked, name, options);
+            s = std::move(blocked);
+          } catch (const ScheduleError&) {
+            VectorRFactor(s, name, options);
+          }
         } else {
           RFactor(s, name, v, options.max_vectorize);
         }

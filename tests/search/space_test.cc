@@ -240,7 +240,7 @@ TEST(DesignSpace, SmallReductionGetsRFactorVariants) {
 // A row sum has no spatial loop inside its reduction, so without rfactor
 // nothing is vectorized and every add waits for the one before. The vector
 // variant sums 16-lane partials (one AVX-512 vector of floats, the space's
-// own decision) in the innermost, vectorized loop.
+// own decision) in the innermost, vectorized loop, for several rows at once.
 TEST(DesignSpace, ARowReductionSumsInVectorLanes) {
   ir::Workload w = ir::BuildWorkload("reduce_sum:M=48,N=128");
   SpaceOptions o;
@@ -254,6 +254,13 @@ TEST(DesignSpace, ARowReductionSumsInVectorLanes) {
   std::string text = ir::PrintProgram(c->program);
   EXPECT_NE(text.find("A_red_rf = T.alloc_buffer((48, 16))"), std::string::npos) << text;
   EXPECT_NE(text.find("for k_1 in T.vectorized(16)"), std::string::npos) << text;
+  // As in a matrix-vector product, 8 rows' partial sums stay in registers
+  // (6 blocks of rows run in parallel), and each row's lanes are summed in
+  // the same loop.
+  EXPECT_NE(spaces[1].AsScript().find("decision=[6, 8]"), std::string::npos) << spaces[1].AsScript();
+  EXPECT_NE(text.find("A_red_rf_local = T.alloc_buffer((48, 16), scope=\"local\")"), std::string::npos) << text;
+  EXPECT_NE(text.find("in T.parallel(6"), std::string::npos) << text;
+  EXPECT_EQ(text.find("T.parallel(", text.find("T.parallel(") + 1), std::string::npos) << text;
   EXPECT_EQ(ir::testing::SameResult(w.func, c->program, 3), "");
 }
 
