@@ -278,7 +278,7 @@ std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<st
 
 // The padding (pad_einsum) that gives a tiled block's register block whole
 // vectors and rows: the vectorized loop's extent up to a multiple of the
-// lanes, the rows' up to a multiple of 4, and, with them, the last
+// lanes (of two vectors' lanes, see below), the rows' up to a multiple of 4, and, with them, the last
 // reduction's up to a multiple of 4 (its unroll). Prime extents otherwise
 // leave a register block of one row (M = 127) or of 43 columns (N = 129).
 // Empty when the extents need none: padding only the reduction would copy
@@ -301,7 +301,18 @@ std::vector<std::int64_t> RegisterBlockPadding(const BlockNode& b, const SpaceOp
     padding[static_cast<std::size_t>(at)] = multiple;
     return true;
   };
-  bool spatial = pad(vectorized, lanes);
+  // Padded to a count of vectors with no divisor in 2..4 (5, 7, 13, ...),
+  // the register block would be one vector wide, and every multiply-add
+  // would need a broadcast: one more vector makes it even. Batch matmul 197
+  // x 197 x 64 (columns padded to 208 = 13 vectors, 10 x 16 blocks): 316
+  // us; padded to 224, with 8 x 32 blocks, 243 us. Not below 8 vectors,
+  // where the one more is too much more work (dense with 100 outputs: 51.0
+  // us padded to 112, 55.9 to 128), nor for an extent that is a whole
+  // number of vectors (64-trial sessions of 208 and 80 columns found the
+  // same either way).
+  std::int64_t e = extents[static_cast<std::size_t>(vectorized)], vectors = (e + lanes - 1) / lanes;
+  bool odd = e % lanes != 0 && vectors >= 8 && vectors % 2 != 0 && vectors % 3 != 0;
+  bool spatial = pad(vectorized, odd ? 2 * lanes : lanes);
   if (rows >= 0) spatial = pad(rows, kRows) || spatial;
   if (!spatial) return {};
   if (last_reduce >= 0) pad(last_reduce, kUnroll);

@@ -98,6 +98,26 @@ TEST(DesignSpace, AnAwkwardShapeGetsPaddedVariants) {
   }
 }
 
+// 197 columns padded to 13 vectors would leave a register block of one
+// vector; they are padded to 14 (224), for blocks of 8 rows and 2 vectors.
+// 208 columns, 13 whole vectors, need no padding and get none.
+TEST(DesignSpace, AnOddCountOfVectorsIsPaddedToAnEvenOne) {
+  SpaceOptions o = SpaceOptionsFor(2, 512);
+  ir::Workload w = ir::BuildWorkload("matmul:M=16,N=197,K=4");
+  std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, o);
+  ASSERT_FALSE(spaces.empty());
+  std::string script = spaces[0].AsScript();
+  EXPECT_NE(script.find("padding=[1, 32, 1]"), std::string::npos) << script;
+  EXPECT_NE(script.find("decision=[7, 1, 1, 32]"), std::string::npos) << script;  // columns: 224
+  EXPECT_NE(script.find("decision=[1, 2, 1, 8]"), std::string::npos) << script;   // rows: 8 of 16
+  std::optional<Candidate> c = Realize(w.func, spaces[0], 0);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(ir::testing::SameResult(w.func, c->program, 3), "") << c->trace.AsScript();
+  for (const ir::Trace& t : DefaultDesignSpace(ir::BuildWorkload("matmul:M=16,N=208,K=4").func, o)) {
+    EXPECT_EQ(t.AsScript().find("pad_einsum"), std::string::npos);
+  }
+}
+
 // The loops of a block of a design's program (before postprocessing),
 // outermost first.
 std::vector<std::string> LoopsOf(const ir::PrimFunc& workload, const ir::Trace& design, const std::string& block) {
