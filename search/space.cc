@@ -278,8 +278,9 @@ std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<st
 
 // The padding (pad_einsum) that gives a tiled block's register block whole
 // vectors and rows: the vectorized loop's extent up to a multiple of the
-// lanes (of two vectors' lanes, see below), the rows' up to a multiple of 4, and, with them, the last
-// reduction's up to a multiple of 4 (its unroll). Prime extents otherwise
+// lanes (of two vectors' lanes, see below), the rows' up to a multiple of
+// 4, and, with them, the last reduction's up to a multiple of 4 (its
+// unroll). Prime extents otherwise
 // leave a register block of one row (M = 127) or of 43 columns (N = 129).
 // Empty when the extents need none: padding only the reduction would copy
 // both inputs for an unroll.
@@ -547,6 +548,7 @@ void MatrixVectorRFactor(Schedule& sch, const std::string& name, const SpaceOpti
   for (const ir::BufferRegion& read : node.reads) {
     if (read.buffer == streamed) w = &read;
   }
+  if (w == nullptr) throw ScheduleError("matrix-vector rfactor: " + name + "_rf does not read " + streamed->name);
   std::vector<LoopRV> moving, reusing;  // before the reduction loop
   std::int64_t reuse = 1;
   for (std::size_t l = 0; l + 2 < loops.size(); ++l) {
