@@ -2,13 +2,13 @@
 // dispatch of tunedb_parallel_for (measure/runtime.h), against the same work
 // run serially in the same process.
 //
-// For each amount of work per iteration (none, then chains of FMAs in
-// registers, so that memory plays no part), the loop runs over 2 x threads
-// iterations on the pool, then one thread's share of it serially; the
-// overhead is the difference of the medians of 2000 alternating calls. The
-// worker starts late by at least one cache-line handoff between cores and
-// the caller learns of its end one handoff late, so the overhead is that
-// and whatever the pool adds to it.
+// For each amount of work per iteration (none, then chains of multiply-
+// adds in registers, so that memory plays no part), the loop runs over 2 x
+// threads iterations on the pool, then one thread's share of it serially;
+// the overhead is the difference of the medians of 2000 alternating calls.
+// The worker starts late by at least one cache-line handoff between cores
+// and the caller learns of its end one handoff late, so the overhead is
+// that and whatever the pool adds to it.
 //
 // Usage: parallel_bench [--threads N]   (default: the cores the process may use)
 #include <algorithm>
@@ -26,7 +26,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Work {
-  int chains = 0;  // dependent FMA steps per iteration
+  int chains = 0;  // dependent multiply-add steps per iteration
   float sink = 0;
 };
 
