@@ -489,6 +489,14 @@ std::vector<CompactionPlan> PlanCompaction(const PrimFunc& f, const VarRanges& r
       }
       break;
     }
+    if (!plans.empty() && plans.back().from == buf) continue;
+    // Not smaller anywhere (a copy made once, before the parallel loop): it
+    // stays where it is, but its layout is still lowering's choice.
+    std::vector<std::size_t> order = VectorFriendlyOrder(accesses, rank);
+    if (std::is_sorted(order.begin(), order.end())) continue;
+    std::vector<Expr> mins;
+    for (std::size_t d = 0; d < rank; ++d) mins.push_back(IntImm(accesses[0].indices[d].dtype, 0));
+    plans.push_back({buf, nullptr, mins, buf->shape, order});
   }
   return plans;
 }
@@ -513,6 +521,10 @@ Rebindings ApplyCompaction(PrimFunc& f, const std::vector<CompactionPlan>& plans
     for (std::size_t d : plan.order) shape.push_back(plan.shape[d]);
     Buffer compact = MakeBuffer(plan.from->name, shape, plan.from->dtype, plan.from->scope);
     rebindings[plan.from.get()] = {compact, plan.mins, plan.order};
+    if (plan.loop == nullptr) {  // laid out anew in place
+      std::replace(root.alloc_buffers.begin(), root.alloc_buffers.end(), plan.from, compact);
+      continue;
+    }
     auto scope = std::make_shared<BlockNode>();
     scope->name = plan.from->name;
     scope->alloc_buffers = {compact};

@@ -16,7 +16,8 @@
 //    loop, so a cache_write "local" accumulator becomes a small array that
 //    can live in registers (and is private to each thread of a parallel
 //    loop); its dimensions are reordered so that the one the vectorized
-//    loops accessing it move most is innermost;
+//    loops accessing it move most is innermost (also for a buffer that
+//    shrinks nowhere, which stays where it was allocated);
 //  - loops under `pragma_auto_unroll_max_step = N` whose nest has at most
 //    N steps become unrolled loops;
 //  - index arithmetic is simplified with the loop ranges.

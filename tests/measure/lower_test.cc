@@ -93,6 +93,25 @@ sch.vectorize(j1)
   EXPECT_EQ(LoweringKeepsTheResult(f, sch.func(), 7), "");
 }
 
+// A copy made once for the whole program (X packed before the parallel
+// loop, with the lanes along the batch) shrinks nowhere, but is still laid
+// out for its vector loads: X_global[k, i] for X[i, k] with i vectorized.
+TEST(LowerTest, AWholeCopyIsStillLaidOutForItsVectorLoads) {
+  PrimFunc f = BuildWorkload("dense:B=16,IN=24,OUT=32").func;
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+b0 = sch.get_block("T_matmul_NT")
+i, j, k = sch.get_loops(b0)
+sch.reorder(j, k, i)
+b1 = sch.cache_read(b0, 0, "global")
+sch.vectorize(i)
+)");
+  std::string text = PrintProgram(Lower(sch.func()));
+  EXPECT_NE(text.find("X_global = T.alloc_buffer((384,))"), std::string::npos) << text;
+  EXPECT_NE(text.find("X_global[k * 16 + i]"), std::string::npos) << text;
+  EXPECT_EQ(LoweringKeepsTheResult(f, sch.func(), 5), "");
+}
+
 TEST(LowerTest, UnrollPragma) {
   PrimFunc f = BuildWorkload("matmul:M=16,N=16,K=4").func;
   Schedule sch(f, 0);
