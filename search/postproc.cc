@@ -83,15 +83,11 @@ void DecomposeReductions(Schedule& sch) {
 // Fuses the outer spatial loops of each nest while their extent product
 // stays within max_jobs, and runs the fused loop in parallel. The first loop
 // of more than one iteration is taken whatever its extent: loops of one
-// iteration before it (a batch of one) must not leave the nest serial. A
-// loop of one iteration around several nests (a tile of the whole batch
-// with its packed input copied under it) leaves each of them a parallel
-// loop of its own, so every block is looked at, not one per nest; the
-// blocks of a nest already made parallel find their first loop parallel.
+// iteration before it (a batch of one) must not leave the nest serial.
 void ParallelizeOuterLoops(Schedule& sch, std::int64_t max_jobs) {
-  for (const std::string& name : BlockNames(sch.func())) {
-    std::vector<LoopRV> loops = sch.GetLoops(sch.GetBlock(name));
-    std::size_t first = 0, n = 0;
+  for (const std::string& rep : NestRepresentatives(sch)) {
+    std::vector<LoopRV> loops = sch.GetLoops(sch.GetBlock(rep));
+    std::size_t n = 0;
     std::int64_t jobs = 1;
     for (std::size_t i = 0; i < loops.size(); ++i) {
       const ForNode& f = sch.Get(loops[i]);
@@ -100,15 +96,11 @@ void ParallelizeOuterLoops(Schedule& sch, std::int64_t max_jobs) {
       jobs *= f.extent;
       ++n;
       bool only_child = i + 1 < loops.size() && f.body.get() == &sch.Get(loops[i + 1]);
-      if (only_child) continue;
-      if (jobs > 1) break;
-      first = i + 1;  // a unit loop shared by several nests: start below it
-      n = 0;
+      if (!only_child) break;
     }
     if (n == 0 || jobs < 2) continue;
     try {
-      auto begin = loops.begin() + static_cast<std::ptrdiff_t>(first);
-      LoopRV fused = n == 1 ? *begin : sch.Fuse({begin, begin + static_cast<std::ptrdiff_t>(n)});
+      LoopRV fused = n == 1 ? loops[0] : sch.Fuse({loops.begin(), loops.begin() + static_cast<std::ptrdiff_t>(n)});
       sch.Parallel(fused);
     } catch (const ScheduleError&) {
       // left serial: a legal candidate, just slower
