@@ -341,8 +341,8 @@ TEST(DesignSpace, AMatrixVectorProductSumsInVectorLanesFirst) {
 // Dense at a batch of whole vectors, smaller than its outputs: the first
 // designs vectorize the batch, pack X (the smaller input) transposed, read W
 // in place, and write the transposed accumulators back in 8 x 8 blocks.
-// The packing and the product each run as a parallel loop, although the
-// batch's tile of one iteration holds both. Where the batch is not a whole
+// X is packed whole, before the product, each in a parallel loop of its
+// own. Where the batch is not a whole
 // number of vectors, or X is not the smaller input by half, or nothing
 // needs a transposed read (a matmul), the first design is vectorized along
 // the output's rows as before.
