@@ -26,6 +26,7 @@ const char* kSmallWorkloads[] = {
     "dense_bias_relu:B=7,IN=9,OUT=18",
     "dense_bias_relu:B=3,IN=80,OUT=10",  // matrix-vector variant (vector rfactor)
     "dense_bias_relu:B=16,IN=24,OUT=40",  // lanes along the batch
+    "dense:B=24,IN=16,OUT=56",            // lanes along the batch, a vector and a half
     "conv2d_nhwc:N=1,H=6,W=6,CI=4,CO=8,KH=3,KW=3,stride=1,pad=1",
     "conv2d_nhwc:N=1,H=4,W=4,CI=3,CO=18,KH=3,KW=3,stride=1,pad=1",  // channels padded
     "batch_matmul:B=2,M=5,N=17,K=3",
@@ -338,17 +339,17 @@ TEST(DesignSpace, AMatrixVectorProductSumsInVectorLanesFirst) {
   }
 }
 
-// Dense at a batch of whole vectors, smaller than its outputs: the first
-// designs vectorize the batch, pack X (the smaller input) transposed, read W
-// in place, and write the transposed accumulators back in 8 x 8 blocks.
-// X is packed whole, before the product, each in a parallel loop of its
-// own. Where the batch is not a whole
-// number of vectors, or X is not the smaller input by half, or nothing
+// Dense at a batch of at least a vector, in whole half vectors (16, 24, 32
+// floats), smaller than its outputs: the first designs vectorize the batch,
+// pack X (the smaller input) transposed, read W in place, and write the
+// transposed accumulators back in 8 x 8 blocks. X is packed whole, before
+// the product, each in a parallel loop of its own. Where the batch is not
+// in half vectors (20), or X is not the smaller input by half, or nothing
 // needs a transposed read (a matmul), the first design is vectorized along
 // the output's rows as before.
 TEST(DesignSpace, ASmallBatchOfDenseIsVectorizedAlongTheBatchFirst) {
   SpaceOptions o = SpaceOptionsFor(2, 512);
-  for (const char* spec : {"dense:B=32,IN=64,OUT=128", "dense_bias_relu:B=16,IN=40,OUT=48"}) {
+  for (const char* spec : {"dense:B=32,IN=64,OUT=128", "dense_bias_relu:B=16,IN=40,OUT=48", "dense:B=24,IN=32,OUT=64"}) {
     SCOPED_TRACE(spec);
     ir::Workload w = ir::BuildWorkload(spec);
     std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, o);
@@ -374,7 +375,7 @@ TEST(DesignSpace, ASmallBatchOfDenseIsVectorizedAlongTheBatchFirst) {
       }
     }
   }
-  for (const char* spec : {"dense:B=24,IN=64,OUT=128", "dense:B=32,IN=64,OUT=48", "matmul:M=32,N=64,K=64"}) {
+  for (const char* spec : {"dense:B=20,IN=64,OUT=128", "dense:B=32,IN=64,OUT=48", "matmul:M=32,N=64,K=64"}) {
     SCOPED_TRACE(spec);
     ir::Workload w = ir::BuildWorkload(spec);
     std::optional<Candidate> c = Realize(w.func, DefaultDesignSpace(w.func, o)[0], 0);
