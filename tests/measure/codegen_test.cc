@@ -465,6 +465,47 @@ Y[i, j] = tanh(X[i, j])
   }
 }
 
+// Dense with the lanes along the batch (search/space.cc): X copied whole at
+// the root and laid out k-major by lowering, each W[j, k] broadcast, a batch
+// of a vector and a half, the accumulators written back in 8 x 8 blocks
+// that code generation transposes in registers, then bias and ReLU under
+// the same tile. Extents that leave partial blocks (IN = 20, OUT = 36).
+TEST(CodegenTest, LanesAlongTheBatchWithATransposedWriteBack) {
+  PrimFunc f = BuildWorkload("dense_bias_relu:B=24,IN=20,OUT=36").func;
+  for (const char* rows : {"4", "6"}) {
+    SCOPED_TRACE(rows);
+    Schedule sch(f, 0);
+    RunScheduleScript(sch, std::string(R"(
+sch.compute_inline(sch.get_block("T_add"))
+b0 = sch.get_block("T_matmul_NT")
+i, j, k = sch.get_loops(b0)
+j0, j1 = sch.split(j, factors=[None, )") + rows + R"(])
+sch.reorder(j0, k, j1, i)
+c = sch.cache_write(b0, 0, "local")
+sch.reverse_compute_at(c, j0, preserve_unit_loops=True)
+sch.reverse_compute_at(sch.get_block("T_relu"), j0, preserve_unit_loops=True)
+x = sch.cache_read(b0, 0, "global")
+xr, xc = sch.get_loops(x)
+xr0, xr1 = sch.split(xr, factors=[None, 8])
+xc0, xc1 = sch.split(xc, factors=[None, 8])
+sch.reorder(xr0, xc0, xr1, xc1)
+sch.unroll(xr1)
+sch.unroll(xc1)
+*_, ca, cb = sch.get_loops(c)
+ca0, ca1 = sch.split(ca, factors=[None, 8])
+cb0, cb1 = sch.split(cb, factors=[None, 8])
+sch.reorder(ca0, cb0, ca1, cb1)
+sch.unroll(ca1)
+sch.unroll(cb1)
+sch.unroll(j1)
+sch.parallel(j0)
+sch.vectorize(i)
+sch.decompose_reduction(b0, k)
+)");
+    for (std::uint64_t seed : {1, 2}) EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), seed), "");
+  }
+}
+
 TEST(CodegenTest, RandomSchedulesOfEveryWorkloadCompile) {
   const char* specs[] = {"matmul:M=12,N=10,K=8", "dense_bias_relu:B=6,IN=10,OUT=4",
                          "conv2d_nhwc:N=1,H=6,W=5,CI=3,CO=4,KH=3,KW=3,stride=1,pad=1",
