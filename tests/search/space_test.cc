@@ -404,11 +404,15 @@ TEST(DesignSpace, ASharedExponentialIsComputedOnceInSomeSpaces) {
       std::vector<std::string> blocks = internal::BlockNames(own->program);
       bool keeps = std::find(blocks.begin(), blocks.end(), "T_softmax_exp") != blocks.end();
       (keeps ? kept : inlined) += 1;
-      if (keeps) EXPECT_EQ(ir::testing::SameResult(w.func, own->program, 2), "");
+      if (keeps) {
+        EXPECT_EQ(ir::testing::SameResult(w.func, own->program, 2), "");
+      }
       for (std::uint64_t seed = 1; seed < 12; ++seed) {
         std::optional<Candidate> c = Realize(w.func, WithoutDecisions(space), seed);
         ASSERT_TRUE(c) << "seed " << seed << "\n" << space.AsScript();
-        if (seed % 4 == 0) EXPECT_EQ(ir::testing::SameResult(w.func, c->program, seed), "");
+        if (seed % 4 == 0) {
+          EXPECT_EQ(ir::testing::SameResult(w.func, c->program, seed), "");
+        }
       }
     }
     EXPECT_GT(kept, 0);
