@@ -551,7 +551,8 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
   // after it, not into it: fused into it, the write-back was a scalar loop
   // that LLVM did not unroll, whose accesses at unknown offsets kept the
   // accumulator in memory (dense_bias_relu 16 x 2048 x 1000, 16 x 8
-  // blocks: 506 us fused, 271 us with the write-back unrolled by hand).
+  // blocks: 506 us fused; 271 us with the write-back unrolled by hand, 252
+  // with the consumer after it).
   const bool transposed = variant.vector_loop >= 0;
   for (int fused = 0; fused < (variant.padded ? 2 : 1); ++fused) {
     std::vector<const BlockNode*> readers = Readers(sch.func(), sch.Get(cache));
@@ -861,7 +862,9 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
       // them, for the same reason.
       std::vector<int> indices;
       for (std::size_t v = 0; v < variants.size(); ++v) indices.push_back(static_cast<int>(v));
-      if (StreamedInput(node, options.accumulator_vectors) >= 0) indices.insert(indices.begin() + (lanes_loop >= 0 ? 2 : 0), -1);
+      if (StreamedInput(node, options.accumulator_vectors) >= 0) {
+        indices.insert(indices.begin() + (lanes_loop >= 0 ? 2 : 0), -1);
+      }
       partial = Branch(partial, indices, false, [&](Schedule& s, int v) {
         if (v < 0) {
           MatrixVectorRFactor(s, name, options);
