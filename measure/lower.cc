@@ -151,7 +151,7 @@ Stmt RemoveBlocks(const Stmt& s, const VarRanges& ranges) {
 // and applied after the blocks are gone.
 struct CompactionPlan {
   Buffer from;
-  ForNode* loop;
+  ForNode* loop;  // allocated around its body; nullptr: stays at the root, only laid out anew
   std::vector<Expr> mins;
   std::vector<std::int64_t> shape;
   // The compacted buffer's dimensions, outermost first, as dimensions of

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,35 +53,6 @@ void AutoInline(Schedule& sch, const std::string& name) {
   }
 }
 
-// The blocks that read what `node` writes, looked up in the program
-// instead of through Schedule::GetConsumers. GetConsumers is
-// recorded in the trace with as many results as it found, and that number
-// can depend on a compute location sampled before (a stage inlined or not):
-// the trace would then refuse to replay with other samples.
-std::vector<const BlockNode*> Readers(const ir::PrimFunc& func, const BlockNode& node) {
-  std::set<const ir::BufferNode*> written;
-  for (const ir::BufferRegion& w : node.writes) written.insert(w.buffer.get());
-  std::vector<const BlockNode*> out;
-  for (const BlockNode* other : ir::CollectBlocks(func)) {
-    if (other == &node) continue;
-    bool leaf = true, reads = false;
-    ir::VisitStmt(other->body, [&](const ir::Stmt& st) {
-      if (st->kind == ir::StmtKind::kBlock) leaf = false;
-      if (st->kind != ir::StmtKind::kStore) return;
-      auto& store = static_cast<ir::StoreNode&>(*st);
-      auto visit = [&](const ir::Expr& e) {
-        ir::VisitExpr(e, [&](const ir::Expr& x) {
-          reads = reads || (x->kind == ir::ExprKind::kLoad && written.count(x->buffer.get()));
-        });
-      };
-      visit(store.value);
-      for (const ir::Expr& i : store.indices) visit(i);
-    });
-    if (leaf && reads) out.push_back(other);
-  }
-  return out;
-}
-
 // A stage computing exp, log or tanh that several stages read (softmax's
 // exp, read by its sum and its normalization): inlined, each reader
 // computes it again; kept, it is computed once into a buffer they share,
@@ -90,7 +60,7 @@ std::vector<const BlockNode*> Readers(const ir::PrimFunc& func, const BlockNode&
 // exp inlined, 42.3 us computed once per 8 rows.
 bool TranscendentalSharedStage(const ir::PrimFunc& func, const BlockNode& node) {
   if (HasReduction(node) || node.init || node.writes.size() != 1) return false;
-  if (IsParam(func, node.writes[0].buffer) || Readers(func, node).size() < 2) return false;
+  if (IsParam(func, node.writes[0].buffer) || ir::ConsumerBlocks(func, node).size() < 2) return false;
   bool transcendental = false;
   ir::VisitStmt(node.body, [&](const ir::Stmt& st) {
     if (st->kind != ir::StmtKind::kStore) return;
@@ -555,7 +525,7 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
   // with the consumer after it).
   const bool transposed = variant.vector_loop >= 0;
   for (int fused = 0; fused < (variant.padded ? 2 : 1); ++fused) {
-    std::vector<const BlockNode*> readers = Readers(sch.func(), sch.Get(cache));
+    std::vector<BlockNode*> readers = ir::ConsumerBlocks(sch.func(), sch.Get(cache));
     if (readers.size() != 1 || HasReduction(*readers[0])) break;
     BlockRV consumer = sch.GetBlock(readers[0]->name);
     try {
@@ -727,7 +697,7 @@ void MatrixVectorRFactor(Schedule& sch, const std::string& name, const SpaceOpti
   BlockRV sum = sch.GetBlock(name);
   sch.ReverseComputeAt(sum, at, /*preserve_unit_loops=*/true);
   for (int fused = 0; fused < 2; ++fused) {
-    std::vector<const BlockNode*> readers = Readers(sch.func(), sch.Get(sum));
+    std::vector<BlockNode*> readers = ir::ConsumerBlocks(sch.func(), sch.Get(sum));
     if (readers.size() != 1 || HasReduction(*readers[0])) break;
     // A shared stage (softmax's exp) gets a compute location of its own.
     if (TranscendentalSharedStage(sch.func(), *readers[0])) break;
@@ -747,7 +717,7 @@ void RandomComputeLocation(Schedule& sch, const std::string& name) {
   BlockRV b = sch.GetBlock(name);
   const BlockNode& node = sch.Get(b);
   if (node.writes.size() != 1 || IsParam(sch.func(), node.writes[0].buffer)) return;
-  if (Readers(sch.func(), node).empty()) return;
+  if (ir::ConsumerBlocks(sch.func(), node).empty()) return;
   try {
     LoopRV at = sch.SampleComputeLocation(b);
     sch.ComputeAt(b, at, /*preserve_unit_loops=*/true);

@@ -242,13 +242,11 @@ std::vector<BlockRV> Schedule::GetProducers(BlockRV block) {
   return out;
 }
 
-std::vector<BlockRV> Schedule::GetConsumers(BlockRV block) {
-  State& s = *state_;
-  auto b = s.BlockOf(block, "get_consumers");
-  std::set<const BufferNode*> stored = sched::StoredBuffers(*b);
+std::vector<BlockNode*> ConsumerBlocks(const PrimFunc& func, const BlockNode& block) {
+  std::set<const BufferNode*> stored = sched::StoredBuffers(block);
   std::vector<BlockNode*> found;
-  for (BlockNode* other : sched::LeafBlocks(s.func)) {
-    if (other == b.get()) continue;
+  for (BlockNode* other : sched::LeafBlocks(func)) {
+    if (other == &block) continue;
     for (const BufferNode* buf : sched::LoadedBuffers(*other)) {
       if (stored.count(buf)) {
         found.push_back(other);
@@ -256,7 +254,13 @@ std::vector<BlockRV> Schedule::GetConsumers(BlockRV block) {
       }
     }
   }
-  std::vector<BlockRV> out = AddBlocks(s, found);
+  return found;
+}
+
+std::vector<BlockRV> Schedule::GetConsumers(BlockRV block) {
+  State& s = *state_;
+  auto b = s.BlockOf(block, "get_consumers");
+  std::vector<BlockRV> out = AddBlocks(s, ConsumerBlocks(s.func, *b));
   Record(s, "GetConsumers", {In(block)}, nlohmann::json::array(), Refs(out));
   return out;
 }

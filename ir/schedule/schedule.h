@@ -142,6 +142,13 @@ class Schedule {
   std::unique_ptr<State> state_;
 };
 
+// The leaf blocks of `func` that read a buffer `block` writes, in program
+// order: what Schedule::GetConsumers returns, without recording anything.
+// For rules that only look: GetConsumers is recorded with as many results
+// as it found, and when that number depends on an earlier sample (a stage
+// inlined or not), the trace refuses to replay with other samples.
+std::vector<BlockNode*> ConsumerBlocks(const PrimFunc& func, const BlockNode& block);
+
 // Replays a trace on a fresh schedule of `func`. Sampling instructions use
 // the trace's decisions (repaired as TVM does when a tile decision no longer
 // fits the loop); instructions after EnterPostproc are skipped when
