@@ -199,7 +199,12 @@ PadPlan PlanPadding(const BlockNode& b, const std::vector<std::int64_t>& padding
   for (std::size_t i = 0; i < padding.size(); ++i) {
     const IterVar& iv = b.iter_vars[i];
     if (padding[i] < 1) sched::Fail(p, "padding " + std::to_string(i) + " is " + std::to_string(padding[i]) + "; it must be at least 1");
-    std::int64_t e = (iv.extent + padding[i] - 1) / padding[i] * padding[i];
+    std::int64_t most = sched::MaxIterations(iv.var->dtype);
+    std::int64_t e = padding[i] > most ? most + 1 : (iv.extent + padding[i] - 1) / padding[i] * padding[i];
+    if (e > most) {
+      sched::Fail(p, "padding " + std::to_string(i) + " (" + std::to_string(padding[i]) + ") pads " + iv.var->name +
+                         " past what its " + std::string(DataTypeName(iv.var->dtype)) + " type counts");
+    }
     plan.extents.push_back(e);
     if (e == iv.extent) continue;
     padded[iv.var.get()] = e;

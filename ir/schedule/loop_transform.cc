@@ -8,6 +8,7 @@ namespace tunedb::ir {
 using sched::Apply;
 using sched::Fail;
 using sched::In;
+using sched::MaxIterations;
 using sched::Record;
 using sched::Ref;
 using sched::Refs;
@@ -24,6 +25,10 @@ std::vector<LoopRV> Schedule::Split(LoopRV loop_rv, const std::vector<SplitFacto
     std::vector<std::int64_t> values(factors.size(), 0);
     int inferred = -1;
     std::int64_t product = 1;
+    auto too_many = [&] {
+      Fail(p, "loop " + name + ": the factors multiply to more iterations than its " +
+                  std::string(DataTypeName(loop->loop_var->dtype)) + " variable can count");
+    };
     for (std::size_t i = 0; i < factors.size(); ++i) {
       if (std::holds_alternative<std::monostate>(factors[i])) {
         if (inferred >= 0) Fail(p, "loop " + name + ": at most one factor may be None");
@@ -33,14 +38,23 @@ std::vector<LoopRV> Schedule::Split(LoopRV loop_rv, const std::vector<SplitFacto
       values[i] = std::holds_alternative<std::int64_t>(factors[i]) ? std::get<std::int64_t>(factors[i])
                                                                    : s.ExprOf(std::get<ExprRV>(factors[i]), p);
       if (values[i] < 1) Fail(p, "loop " + name + ": factor " + std::to_string(values[i]) + " is not positive");
-      product *= values[i];
+      if (__builtin_mul_overflow(product, values[i], &product) || product > MaxIterations(loop->loop_var->dtype)) {
+        too_many();
+      }
     }
     if (inferred >= 0) {
       values[inferred] = (loop->extent + product - 1) / product;
-      product *= values[inferred];
+      product *= values[inferred];  // below extent + product: no int64 overflow
+      if (product > MaxIterations(loop->loop_var->dtype)) too_many();
     } else if (product < loop->extent) {
       Fail(p, "loop " + name + ": the factors multiply to " + std::to_string(product) +
                   ", less than the loop extent " + std::to_string(loop->extent));
+    }
+    // Without its predicate, an imperfect split would run the body at
+    // iterations past the extent, outside the blocks' domains.
+    if (product > loop->extent && disable_predication) {
+      Fail(p, "loop " + name + ": the factors multiply to " + std::to_string(product) + ", more than the extent " +
+                  std::to_string(loop->extent) + ", which needs the predicate that disable_predication leaves out");
     }
 
     // New loops, outermost first, around the old body; the old variable
@@ -57,7 +71,7 @@ std::vector<LoopRV> Schedule::Split(LoopRV loop_rv, const std::vector<SplitFacto
     for (std::size_t i = 0; i + 1 < loops.size(); ++i) loops[i]->body = loops[i + 1];
     loops.back()->body = loop->body;
     SubstituteInPlace(loop->body, {{loop->loop_var.get(), fused}});
-    if (product > loop->extent && !disable_predication) {
+    if (product > loop->extent) {
       Expr in_range = Binary(ExprKind::kLt, fused, IntImm(fused->dtype, loop->extent));
       for (BlockNode* b : sched::BlocksIn(loop->body)) b->predicate = sched::AndPredicate(b->predicate, in_range);
     }
@@ -111,7 +125,10 @@ LoopRV Schedule::Fuse(const std::vector<LoopRV>& loop_rvs, bool preserve_unit_it
     std::int64_t extent = 1;
     for (const auto& l : loops) {
       name += l->loop_var->name + "_";
-      extent *= l->extent;
+      if (__builtin_mul_overflow(extent, l->extent, &extent) || extent > MaxIterations(loops[0]->loop_var->dtype)) {
+        Fail(p, "the fused loop would have more iterations than its " +
+                    std::string(DataTypeName(loops[0]->loop_var->dtype)) + " variable can count");
+      }
     }
     auto fused = std::make_shared<ForNode>();
     fused->loop_var = MakeVar(loops.size() == 1 ? loops[0]->loop_var->name + "_fused" : name + "fused",

@@ -77,8 +77,9 @@ class Schedule {
   // ---- loops ----
   // Splits a loop into len(factors) nested loops. At most one factor may be
   // none (inferred as ceil(extent / product of the others)). When the
-  // product exceeds the extent, blocks under the loop get a predicate
-  // (unless disable_predication).
+  // product exceeds the extent, blocks under the loop get a predicate, and
+  // disable_predication (which would leave it out) is refused. Factors that
+  // multiply past what the loop variable's type counts are refused too.
   std::vector<LoopRV> Split(LoopRV loop, const std::vector<SplitFactor>& factors,
                             bool preserve_unit_iters = true, bool disable_predication = false);
   // Fuses directly nested loops (each the only child of the previous).

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
@@ -47,6 +48,15 @@ namespace sched {
 
 // Throws ScheduleError("<primitive>: <what>").
 [[noreturn]] void Fail(const char* primitive, const std::string& what);
+
+// The most iterations a loop (or block iteration variable) of type `t` can
+// count: the variable and the constants beside it (split's and fuse's
+// strides, padded extents) have that type, and an int32 constant of 2^31
+// would wrap to a negative number. For int64, half the range, so that a
+// count plus a factor (an imperfect split's rounding up) cannot overflow.
+inline std::int64_t MaxIterations(DataType t) {
+  return t == DataType::kInt32 ? std::numeric_limits<std::int32_t>::max() : std::numeric_limits<std::int64_t>::max() / 2;
+}
 
 // Saves every node of the program and the schedule's tables; restores them
 // in place (so handles keep pointing at the same nodes) unless committed.

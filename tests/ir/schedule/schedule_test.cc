@@ -88,6 +88,17 @@ TEST(SplitTest, Refusals) {
   ExpectRefused(sch, [&] { sch.Split(loops[0], {std::int64_t{0}, std::int64_t{4}}); },
                 "split: loop i: factor 0 is not positive");
   ExpectRefused(sch, [&] { sch.Split(loops[0], {std::int64_t{16}}); }, "split: loop i: at least two factors are needed");
+  // An int32 variable cannot count 2^40 iterations: the stride 2^41 would
+  // wrap, and the program would run some elements twice and others never.
+  ExpectRefused(sch, [&] { sch.Split(loops[0], {std::int64_t{2}, std::int64_t{1} << 40, std::int64_t{8}}); },
+                "split: loop i: the factors multiply to more iterations than its int32 variable can count");
+  ExpectRefused(sch, [&] { sch.Split(loops[0], {std::int64_t{1} << 62, std::int64_t{1} << 62}); },
+                "split: loop i: the factors multiply to more iterations than its int32 variable can count");
+  // Without the predicate, iterations past 16 would run.
+  ExpectRefused(sch, [&] { sch.Split(loops[0], {std::monostate{}, std::int64_t{5}}, true, true); },
+                "split: loop i: the factors multiply to 20, more than the extent 16, which needs the predicate "
+                "that disable_predication leaves out");
+  sch.Split(loops[1], {std::monostate{}, std::int64_t{4}}, true, true);  // exact: nothing to leave out
   sch.Split(loops[0], {std::int64_t{4}, std::int64_t{4}});
   ExpectRefused(sch, [&] { sch.Split(loops[0], {std::int64_t{4}, std::int64_t{4}}); },
                 "split: loop 'i' is no longer in the program (an earlier split or fuse replaced it)");
@@ -333,6 +344,8 @@ TEST(CacheTest, PadEinsumRefusals) {
                 "pad_einsum: block 'C' has 3 iteration variables; padding has 2 entries");
   ExpectRefused(sch, [&] { sch.PadEinsum(c, {4, 0, 4}); }, "pad_einsum: padding 1 is 0; it must be at least 1");
   ExpectRefused(sch, [&] { sch.PadEinsum(c, {7, 1, 5}); }, "pad_einsum: the padding changes no extent of block 'C'");
+  ExpectRefused(sch, [&] { sch.PadEinsum(c, {std::int64_t{1} << 40, 1, 1}); },
+                "pad_einsum: padding 0 (1099511627776) pads v_i past what its int32 type counts");
   sch.Split(sch.GetLoops(c)[0], {std::monostate{}, std::int64_t{2}});
   ExpectRefused(sch, [&] { sch.PadEinsum(c, {4, 1, 1}); },
                 "pad_einsum: iteration variable v_i of block 'C' is not bound to a whole loop of its own "
