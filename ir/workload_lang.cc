@@ -3,10 +3,12 @@
 #include <cctype>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <vector>
 
 #include "ir/te.h"
@@ -472,12 +474,22 @@ class Parser {
     DataType t = hint ? *hint : (n.is_float ? DataType::kFloat32 : DataType::kInt32);
     if (t == DataType::kBool) Fail(n, "a number where a condition is expected");
     if (n.is_float && IsInt(t)) Fail(n, "float literal " + n.text + " where an integer is expected");
-    if (IsFloat(t)) return FloatImm(t, std::stod(n.text));
+    if (IsFloat(t)) {
+      try {
+        return FloatImm(t, std::stod(n.text));
+      } catch (const std::out_of_range&) {
+        Fail(n, "number " + n.text + " is out of range for " + std::string(DataTypeName(t)));
+      }
+    }
     std::int64_t v = 0;
     try {
       v = std::stoll(n.text);
     } catch (...) {
       Fail(n, "integer literal " + n.text + " is out of range");
+    }
+    // IntImm would wrap it silently.
+    if (t == DataType::kInt32 && (v < std::numeric_limits<std::int32_t>::min() || v > std::numeric_limits<std::int32_t>::max())) {
+      Fail(n, "integer literal " + n.text + " is out of range for int32");
     }
     return IntImm(t, v);
   }

@@ -232,7 +232,8 @@ class ScriptRunner {
         if (Peek().kind != Tok::kInt && !(IsPunct("-") && Peek(1).kind == Tok::kInt)) Fail("expected an integer index");
         bool negative = IsPunct("-");
         if (negative) Next();
-        std::int64_t index = std::stoll(Next().text) * (negative ? -1 : 1);
+        ScriptValue number = Number(Next());
+        std::int64_t index = negative ? -number.i : number.i;
         Expect("]", "after the index");
         if (v.kind != ScriptValue::kList) Fail("'" + name + "' is not a list");
         std::int64_t n = static_cast<std::int64_t>(v.list.size());

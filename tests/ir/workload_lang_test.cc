@@ -96,6 +96,9 @@ TEST(WorkloadLangTest, ErrorsNameLineColumnAndExpectation) {
               "w.tw:2:14: expected ')' to close the arguments of sum, found '4'");
   ExpectError("input A: i32[4]\nB[i] = A[i] + 0.5\n", "w.tw:2:15: float literal 0.5 where an integer is expected");
   ExpectError("input A: f32[4]\nB[i] = A[i] + A[i] $ 2\n", "w.tw:2:20: unexpected character '$'");
+  ExpectError("input A: f32[4]\nB[i] = A[i] + 1e999\n", "w.tw:2:15: number 1e999 is out of range for float32");
+  ExpectError("input A: i32[4]\nB[i] = A[i] + 3000000000\n",
+              "w.tw:2:15: integer literal 3000000000 is out of range for int32");
   ExpectError("input A: f32[4]\nB[i] = A[i]\noutput Q\n", "w.tw:3:8: output 'Q' is not defined");
   ExpectError("input A: f32[4]\n", "w.tw:2:1: the workload defines no stage");
   ExpectError("input A: f32[4]\nB[i] = A[i] * A\n", "w.tw:2:15: tensor 'A' needs indices: A[...]");

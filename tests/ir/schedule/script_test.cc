@@ -73,6 +73,8 @@ TEST(ScriptTest, ErrorsNameTheLine) {
   ExpectScriptError("b0 = sch.get_block(\"C\")\ni, j, k = sch.get_loops(b0)\nsch.split(i, factors=[3, 3])\n",
                     "s.py:3: split: loop i: the factors multiply to 9, less than the loop extent 32");
   ExpectScriptError("b0 = sch.get_block(\"C\")\nsch.split(loop=b0)\n", "s.py:2: split: missing argument 'factors'");
+  ExpectScriptError("b0 = sch.get_block(\"C\")\nl = sch.get_loops(b0)\nsch.parallel(l[99999999999999999999])\n",
+                    "s.py:3: bad number '99999999999999999999'");
   ExpectScriptError("b0 = sch.get_block(\"C\", colour=3)\n", "s.py:1: get_block: unexpected argument 'colour'");
   ExpectScriptError("b0 = sch.get_block(\"C\"\n", "s.py:1: expected ')' to close the arguments of get_block, found end of line");
   ExpectScriptError("b0 = sch.get_block('C)\n", "s.py:1: unterminated string");
