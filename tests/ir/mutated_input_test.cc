@@ -1,7 +1,8 @@
 // Mutated inputs: what users hand tunedb as text (workload files, traces in
-// JSON) is parsed into a program or refused with the module's own error,
-// never with another exception or a crash, and a mutated trace that still
-// replays computes what the unscheduled program computes. Inputs are
+// JSON, schedule scripts) is parsed or run, or refused with the module's
+// own error naming where, never with another exception or a crash; and a
+// mutated trace or script that still runs computes what the unscheduled
+// program computes. Inputs are
 // mutated at random from valid ones (bytes cut, inserted and changed;
 // JSON values swapped, dropped and retyped), with fixed seeds.
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/schedule/schedule.h"
+#include "ir/schedule/script.h"
 #include "ir/schedule/trace.h"
 #include "ir/workload_lang.h"
 #include "ir/workloads.h"
@@ -164,6 +166,50 @@ TEST(MutatedInput, ATraceReplaysToTheSameResultOrIsRefusedByInstruction) {
   }
   EXPECT_GT(replayed, 100);
   EXPECT_GT(refused, 300);
+}
+
+// Schedule scripts (docs/SCHEDULES.md): one stochastic, one fixed.
+const char* kScripts[] = {
+    "def stochastic_schedule_mm(sch: tvm.tir.Schedule):\n"
+    "    b0 = sch.get_block(\"C\")\n"
+    "    i, j, k = sch.get_loops(b0)\n"
+    "    j0, j1 = sch.split(j, factors=sch.sample_perfect_tile(j, n=2, max_innermost_factor=16))\n"
+    "    sch.reorder(i, j0, k, j1)\n"
+    "    sch.decompose_reduction(b0, j0)\n"
+    "    return sch\n",
+    "b0 = sch.get_block(name=\"C\", func_name=\"main\")\n"
+    "l1, l2, l3 = sch.get_loops(block=b0)\n"
+    "l4, l5 = sch.split(loop=l1, factors=[None, 4], preserve_unit_iters=True)\n"
+    "l6, l7 = sch.split(loop=l2, factors=[2, 6])\n"
+    "sch.reorder(l4, l6, l3, l5, l7)\n"
+    "b8 = sch.cache_write(block=b0, write_buffer_index=0, storage_scope=\"local\")\n"
+    "sch.reverse_compute_at(block=b8, loop=l6, preserve_unit_loops=True)\n"
+    "ls = sch.get_loops(b0)\n"
+    "sch.parallel(ls[0])\n"
+    "sch.vectorize(l7)\n"
+    "sch.annotate(block_or_loop=l3, ann_key=\"pragma_auto_unroll_max_step\", ann_val=16)\n",
+};
+
+TEST(MutatedInput, AScheduleScriptRunsToTheSameResultOrNamesItsLine) {
+  std::mt19937_64 rng(13);
+  PrimFunc f = BuildWorkload("matmul:M=10,N=12,K=8").func;
+  int ran = 0, refused = 0;
+  for (int i = 0; i < 3000; ++i) {
+    std::string script = Mutate(kScripts[i % std::size(kScripts)], rng);
+    Schedule sch(f, static_cast<std::uint64_t>(i));
+    try {
+      RunScheduleScript(sch, script, "s.py");
+      ++ran;
+      ASSERT_EQ(testing::SameResult(f, sch.func()), "") << script;
+    } catch (const ScheduleError& e) {
+      ++refused;
+      ASSERT_EQ(std::string(e.what()).rfind("s.py:", 0), 0u) << e.what();
+    } catch (const std::exception& e) {
+      FAIL() << "not a ScheduleError: " << e.what() << "\nfor:\n" << script;
+    }
+  }
+  EXPECT_GT(ran, 50);
+  EXPECT_GT(refused, 1000);
 }
 
 }  // namespace
