@@ -118,6 +118,59 @@ bool SubtreeHasAny(const Stmt& s, const std::vector<BlockNode*>& blocks) {
   return false;
 }
 
+void Conjuncts(const Expr& e, std::vector<Expr>& out) {
+  if (e->kind == ExprKind::kAnd) {
+    Conjuncts(e->operands[0], out);
+    Conjuncts(e->operands[1], out);
+  } else {
+    out.push_back(e);
+  }
+}
+
+// What a block's predicate says beyond its iteration domain, over its
+// iteration variables (null when nothing). A moved block's nest is built
+// anew, and with it the checks that its bindings stay in the domain; a
+// condition that narrows the domain (v2 < 8 over a domain of 9, left by
+// reverse_compute_inline of a smaller consumer) must move with the block,
+// or the block would run where it must not. Such a condition can be moved
+// when it compares a binding with a constant, or when each loop in it is
+// the whole binding of an iteration variable.
+Expr NarrowingPredicate(const BlockNode& b, const std::string& where, const char* p) {
+  if (!b.predicate) return nullptr;
+  VarMap loop_to_iter;
+  for (std::size_t k = 0; k < b.iter_vars.size(); ++k) {
+    if (b.bindings[k]->kind == ExprKind::kVar) loop_to_iter[b.bindings[k].get()] = b.iter_vars[k].var;
+  }
+  std::vector<Expr> conjuncts;
+  Conjuncts(b.predicate, conjuncts);
+  Expr narrowing;
+  for (const Expr& c : conjuncts) {
+    // binding >= 0 and binding < extent: the domain itself.
+    // binding OP constant: over the iteration variable itself.
+    std::int64_t bound = 0;
+    int of = -1;
+    if (IsComparison(c->kind) && AsConstInt(c->operands[1], &bound)) {
+      for (std::size_t k = 0; k < b.iter_vars.size() && of < 0; ++k) {
+        if (ExprEqual(c->operands[0], b.bindings[k])) of = static_cast<int>(k);
+      }
+    }
+    if (of >= 0) {
+      const IterVar& iv = b.iter_vars[static_cast<std::size_t>(of)];
+      bool domain = (c->kind == ExprKind::kGe && bound == 0) || (c->kind == ExprKind::kLt && bound == iv.extent);
+      if (!domain) narrowing = sched::AndPredicate(narrowing, Binary(c->kind, iv.var, c->operands[1]));
+      continue;
+    }
+    bool movable = true;
+    VisitExpr(c, [&](const Expr& x) { movable = movable && (x->kind != ExprKind::kVar || loop_to_iter.count(x.get())); });
+    if (!movable) {
+      Fail(p, where + ": the block's predicate " + PrintExpr(c) +
+                  " is over loops that are not its iteration variables' own, so it cannot move with the block");
+    }
+    narrowing = sched::AndPredicate(narrowing, Substitute(c, loop_to_iter));
+  }
+  return narrowing;
+}
+
 // Takes the block's loop nest out and puts a new one, over the given
 // iteration ranges, under `loop`: after every child that holds one of
 // `producers`, before every child that holds one of `consumers` (`index`
@@ -125,6 +178,7 @@ bool SubtreeHasAny(const Stmt& s, const std::vector<BlockNode*>& blocks) {
 void MoveUnder(Schedule::State& s, const std::shared_ptr<BlockNode>& block, ForNode& loop, const std::vector<Expr>& mins,
                const std::vector<std::int64_t>& extents, const std::vector<BlockNode*>& producers,
                const std::vector<BlockNode*>& consumers, bool preserve_unit_loops, int index, const char* p) {
+  Expr narrowing = NarrowingPredicate(*block, "block '" + block->name + "' at loop " + loop.loop_var->name, p);
   sched::RemoveStmt(s.func, sched::ExclusiveTop(s.func, block.get()));
   std::vector<Stmt> children = sched::Children(loop.body);
   int lb = 0, ub = static_cast<int>(children.size());
@@ -136,6 +190,11 @@ void MoveUnder(Schedule::State& s, const std::shared_ptr<BlockNode>& block, ForN
   }
   int pos = sched::ChoosePosition(lb, ub, index, p);
   Stmt nest = sched::BuildNest(block, mins, extents, preserve_unit_loops, sched::LoopRanges(s.func));
+  if (narrowing) {
+    VarMap iter_to_binding;
+    for (std::size_t k = 0; k < block->iter_vars.size(); ++k) iter_to_binding[block->iter_vars[k].var.get()] = block->bindings[k];
+    block->predicate = sched::AndPredicate(block->predicate, Substitute(narrowing, iter_to_binding));
+  }
   sched::InsertAt(&loop.body, pos, nest);
 }
 

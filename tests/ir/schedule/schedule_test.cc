@@ -5,6 +5,7 @@
 #include "ir/printer.h"
 #include "ir/schedule/script.h"
 #include "ir/structural.h"
+#include "ir/workload_lang.h"
 #include "ir/workloads.h"
 #include "tests/ir/schedule/schedule_test_util.h"
 
@@ -225,6 +226,34 @@ i, j, ka, kb = sch.get_loops(rf)
   ExpectRefused(split, [&] { split.ReverseComputeAt(sum, loops[2], true); },
                 "reverse_compute_at: block 'T_matmul_NT' at loop k_1: one iteration produces only part of "
                 "T_matmul_NT_rf along the reduction over vk_1");
+}
+
+// A block's predicate can narrow its domain: after pad_einsum, inlining the
+// copy back to the real shape leaves the padded block writing B under
+// `v_i < 8` over a domain of 9. Moving the block builds its loops anew; the
+// condition must move with it, or the block writes row 8 of an 8-row B.
+TEST(BlockMotionTest, AMovedBlockKeepsAPredicateThatNarrowsItsDomain) {
+  PrimFunc f = ParseWorkloadText("input A: f32[8, 4]\nB[i, j] = A[i, j] * 2.0\nC[i, j] = B[i, j] + 1.0\n");
+  const std::string narrowed = R"(
+b = sch.get_block("B")
+sch.pad_einsum(b, padding=[3, 1])
+sch.reverse_compute_inline(sch.get_block("B_unpad"))
+i, j = sch.get_loops(sch.get_block("A_pad"))
+)";
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, narrowed + "sch.reverse_compute_at(b, i)\n");
+  std::string text = PrintProgram(sch.func());
+  EXPECT_NE(text.find("T.where(ax0 < 8)"), std::string::npos) << text;
+  EXPECT_SAME_RESULT(f, sch);
+  // Split first: the condition is over i_0 * 2 + i_1, the binding of v_i.
+  Schedule split(f, 0);
+  RunScheduleScript(split, narrowed + R"(
+bi, bj = sch.get_loops(b)
+sch.split(bi, factors=[None, 2])
+sch.reverse_compute_at(b, i)
+)");
+  EXPECT_NE(PrintProgram(split.func()).find("T.where(ax0 < 8)"), std::string::npos) << PrintProgram(split.func());
+  EXPECT_SAME_RESULT(f, split);
 }
 
 TEST(BlockMotionTest, Refusals) {
