@@ -127,50 +127,6 @@ void Conjuncts(const Expr& e, std::vector<Expr>& out) {
   }
 }
 
-// What a block's predicate says beyond its iteration domain, over its
-// iteration variables (null when nothing). A moved block's nest is built
-// anew, and with it the checks that its bindings stay in the domain; a
-// condition that narrows the domain (v2 < 8 over a domain of 9, left by
-// reverse_compute_inline of a smaller consumer) must move with the block,
-// or the block would run where it must not. Such a condition can be moved
-// when it compares a binding with a constant, or when each loop in it is
-// the whole binding of an iteration variable.
-Expr NarrowingPredicate(const BlockNode& b, const std::string& where, const char* p) {
-  if (!b.predicate) return nullptr;
-  VarMap loop_to_iter;
-  for (std::size_t k = 0; k < b.iter_vars.size(); ++k) {
-    if (b.bindings[k]->kind == ExprKind::kVar) loop_to_iter[b.bindings[k].get()] = b.iter_vars[k].var;
-  }
-  std::vector<Expr> conjuncts;
-  Conjuncts(b.predicate, conjuncts);
-  Expr narrowing;
-  for (const Expr& c : conjuncts) {
-    // binding >= 0 and binding < extent: the domain itself.
-    // binding OP constant: over the iteration variable itself.
-    std::int64_t bound = 0;
-    int of = -1;
-    if (IsComparison(c->kind) && AsConstInt(c->operands[1], &bound)) {
-      for (std::size_t k = 0; k < b.iter_vars.size() && of < 0; ++k) {
-        if (ExprEqual(c->operands[0], b.bindings[k])) of = static_cast<int>(k);
-      }
-    }
-    if (of >= 0) {
-      const IterVar& iv = b.iter_vars[static_cast<std::size_t>(of)];
-      bool domain = (c->kind == ExprKind::kGe && bound == 0) || (c->kind == ExprKind::kLt && bound == iv.extent);
-      if (!domain) narrowing = sched::AndPredicate(narrowing, Binary(c->kind, iv.var, c->operands[1]));
-      continue;
-    }
-    bool movable = true;
-    VisitExpr(c, [&](const Expr& x) { movable = movable && (x->kind != ExprKind::kVar || loop_to_iter.count(x.get())); });
-    if (!movable) {
-      Fail(p, where + ": the block's predicate " + PrintExpr(c) +
-                  " is over loops that are not its iteration variables' own, so it cannot move with the block");
-    }
-    narrowing = sched::AndPredicate(narrowing, Substitute(c, loop_to_iter));
-  }
-  return narrowing;
-}
-
 // Takes the block's loop nest out and puts a new one, over the given
 // iteration ranges, under `loop`: after every child that holds one of
 // `producers`, before every child that holds one of `consumers` (`index`
@@ -178,7 +134,6 @@ Expr NarrowingPredicate(const BlockNode& b, const std::string& where, const char
 void MoveUnder(Schedule::State& s, const std::shared_ptr<BlockNode>& block, ForNode& loop, const std::vector<Expr>& mins,
                const std::vector<std::int64_t>& extents, const std::vector<BlockNode*>& producers,
                const std::vector<BlockNode*>& consumers, bool preserve_unit_loops, int index, const char* p) {
-  Expr narrowing = NarrowingPredicate(*block, "block '" + block->name + "' at loop " + loop.loop_var->name, p);
   sched::RemoveStmt(s.func, sched::ExclusiveTop(s.func, block.get()));
   std::vector<Stmt> children = sched::Children(loop.body);
   int lb = 0, ub = static_cast<int>(children.size());
@@ -190,11 +145,6 @@ void MoveUnder(Schedule::State& s, const std::shared_ptr<BlockNode>& block, ForN
   }
   int pos = sched::ChoosePosition(lb, ub, index, p);
   Stmt nest = sched::BuildNest(block, mins, extents, preserve_unit_loops, sched::LoopRanges(s.func));
-  if (narrowing) {
-    VarMap iter_to_binding;
-    for (std::size_t k = 0; k < block->iter_vars.size(); ++k) iter_to_binding[block->iter_vars[k].var.get()] = block->bindings[k];
-    block->predicate = sched::AndPredicate(block->predicate, Substitute(narrowing, iter_to_binding));
-  }
   sched::InsertAt(&loop.body, pos, nest);
 }
 
@@ -350,11 +300,33 @@ void ReverseComputeAtImpl(Schedule::State& s, BlockRV block_rv, LoopRV loop_rv, 
     }
   }
 
+  // A producer's condition over the loop and the loops around it says in
+  // which iterations it writes anything at all (a split of a one-element
+  // region by 2 writes in the first of two). The region above is what it
+  // writes when it does; in the other iterations there is nothing for the
+  // block to read, and lowering, which keeps only one iteration's region of
+  // a buffer, would hand it another iteration's (or no) data.
+  std::set<const ExprNode*> fixed;
+  for (ForNode* l : sched::LoopsAbove(s.func, loop.get())) fixed.insert(l->loop_var.get());
+  fixed.insert(loop->loop_var.get());
+  Expr produced_here;
+  for (BlockNode* w : producers) {
+    if (!w->predicate) continue;
+    std::vector<Expr> conjuncts;
+    Conjuncts(w->predicate, conjuncts);
+    for (const Expr& c : conjuncts) {
+      bool over_fixed = true;
+      VisitExpr(c, [&](const Expr& x) { over_fixed = over_fixed && (x->kind != ExprKind::kVar || fixed.count(x.get())); });
+      if (over_fixed) produced_here = sched::AndPredicate(produced_here, c);
+    }
+  }
+
   std::vector<BlockNode*> consumers;
   for (const BufferNode* buf : sched::StoredBuffers(*block)) {
     for (BlockNode* r : ReadersOf(s.func, buf, block.get())) consumers.push_back(r);
   }
   MoveUnder(s, block, *loop, mins, extents, producers, consumers, preserve_unit_loops, index, p);
+  if (produced_here) block->predicate = sched::AndPredicate(block->predicate, produced_here);
 }
 
 // A block that is one store of an expression over its spatial iteration
@@ -472,17 +444,22 @@ void Schedule::ReverseComputeInline(BlockRV block_rv) {
     }
     // Consumer iteration variable at dim d -> producer iteration variable at
     // dim d. A consumer that reads a leading part of the buffer (pad_einsum's
-    // copy-back of the real part) leaves the producer a predicate: it
-    // writes only the instances the consumer read.
+    // copy-back of the real part) narrows the producer's domain to its own,
+    // and leaves a predicate where the producer's loops run past it. The
+    // domain, not only the predicate, must narrow: a predicate that the
+    // loops make always true is simplified away, and a later compute_at
+    // rebuilds the loops from the domain (a random schedule of
+    // depthwise_conv2d then wrote DepthwiseConv2d[27] of 27).
     VarMap to_producer;
     Expr predicate = producer->predicate;
     for (std::size_t d = 0; d < cdims.size(); ++d) {
       const IterVar& civ = consumer->iter_vars[cdims[d]];
-      const IterVar& piv = producer->iter_vars[pdims[d]];
+      IterVar& piv = producer->iter_vars[pdims[d]];
       if (civ.extent > piv.extent) Fail(p, "the iteration domains of the producer and the consumer differ");
       if (civ.extent < piv.extent) {
         const Expr& binding = producer->bindings[pdims[d]];
         predicate = sched::AndPredicate(predicate, Binary(ExprKind::kLt, binding, IntImm(binding->dtype, civ.extent)));
+        piv.extent = civ.extent;
       }
       to_producer[civ.var.get()] = piv.var;
     }

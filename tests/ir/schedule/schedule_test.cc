@@ -228,11 +228,12 @@ i, j, ka, kb = sch.get_loops(rf)
                 "T_matmul_NT_rf along the reduction over vk_1");
 }
 
-// A block's predicate can narrow its domain: after pad_einsum, inlining the
-// copy back to the real shape leaves the padded block writing B under
-// `v_i < 8` over a domain of 9. Moving the block builds its loops anew; the
-// condition must move with it, or the block writes row 8 of an 8-row B.
-TEST(BlockMotionTest, AMovedBlockKeepsAPredicateThatNarrowsItsDomain) {
+// After pad_einsum, inlining the copy back to the real shape leaves the
+// padded block writing B, whose 8 rows are fewer than the block's 9: its
+// domain narrows to 8. Moving the block builds its loops anew from the
+// domain, with the condition `< 8` where they run past it; without it, the
+// block writes row 8 of an 8-row B.
+TEST(BlockMotionTest, AMovedBlockKeepsTheDomainOfItsInlinedConsumer) {
   PrimFunc f = ParseWorkloadText("input A: f32[8, 4]\nB[i, j] = A[i, j] * 2.0\nC[i, j] = B[i, j] + 1.0\n");
   const std::string narrowed = R"(
 b = sch.get_block("B")
@@ -254,6 +255,22 @@ sch.reverse_compute_at(b, i)
 )");
   EXPECT_NE(PrintProgram(split.func()).find("T.where(ax0 < 8)"), std::string::npos) << PrintProgram(split.func());
   EXPECT_SAME_RESULT(f, split);
+  // Computed at the copy-back first, B's loops cover only the 8 real rows,
+  // and the condition is always true there and simplified away: the domain
+  // itself must narrow to 8, or moving B again rebuilds 9 rows of loops.
+  Schedule again(f, 0);
+  RunScheduleScript(again, R"(
+b = sch.get_block("B")
+sch.pad_einsum(b, padding=[3, 1])
+u = sch.get_block("B_unpad")
+ui, uj = sch.get_loops(u)
+sch.compute_at(b, ui)
+sch.reverse_compute_inline(u)
+i, j = sch.get_loops(sch.get_block("A_pad"))
+sch.reverse_compute_at(b, i)
+)");
+  EXPECT_NE(PrintProgram(again.func()).find("T.where(ax0 < 8)"), std::string::npos) << PrintProgram(again.func());
+  EXPECT_SAME_RESULT(f, again);
 }
 
 TEST(BlockMotionTest, Refusals) {
