@@ -246,7 +246,8 @@ i, j = sch.get_loops(sch.get_block("A_pad"))
   std::string text = PrintProgram(sch.func());
   EXPECT_NE(text.find("T.where(ax0 < 8)"), std::string::npos) << text;
   EXPECT_SAME_RESULT(f, sch);
-  // Split first: the condition is over i_0 * 2 + i_1, the binding of v_i.
+  // Split first (5 x 2 iterations for 9 rows, conditions over i_0 * 2 + i_1):
+  // the move rebuilds the one it needs from the domain.
   Schedule split(f, 0);
   RunScheduleScript(split, narrowed + R"(
 bi, bj = sch.get_loops(b)
