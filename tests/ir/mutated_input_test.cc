@@ -2,9 +2,9 @@
 // JSON, schedule scripts) is parsed or run, or refused with the module's
 // own error naming where, never with another exception or a crash; and a
 // mutated trace or script that still runs computes what the unscheduled
-// program computes. Inputs are
-// mutated at random from valid ones (bytes cut, inserted and changed;
-// JSON values swapped, dropped and retyped), with fixed seeds.
+// program computes. Inputs are mutated at random from valid ones (bytes
+// cut, inserted and changed; JSON values swapped, dropped and retyped),
+// with fixed seeds.
 #include <algorithm>
 #include <random>
 #include <string>
@@ -35,10 +35,10 @@ const char* kWorkloadSources[] = {
     "Q[n, h, w, c] = P[n, h, w, c] > 0.5 ? sqrt(P[n, h, w, c]) : f32(i32(P[n, h, w, c]) % 3)\noutput Q\n",
 };
 
-const char* kPieces[] = {"[", "]", "(", ")", ",", ":", "=", "+", "-", "*", "/", "%", "?", "&&", "||", "!",
-                         "<", ">=", "#", "\n", "sum", "max(", "in", "input", "output", "f32", "i64", "bool",
-                         "exp", "select(", "0", "-1", "0.5", "1e40", "99999999999999999999", "i", "k",
-                         "\"", "\\", std::string("\0", 1).c_str(), "\xc3\xa9"};
+const std::string kPieces[] = {"[", "]", "(", ")", ",", ":", "=", "+", "-", "*", "/", "%", "?", "&&", "||", "!",
+                               "<", ">=", "#", "\n", "sum", "max(", "in", "input", "output", "f32", "i64", "bool",
+                               "exp", "select(", "0", "-1", "0.5", "1e40", "99999999999999999999", "i", "k",
+                               "\"", "\\", std::string("\0", 1), "\xc3\xa9"};
 
 std::string Mutate(std::string s, std::mt19937_64& rng) {
   auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
