@@ -127,6 +127,43 @@ void Conjuncts(const Expr& e, std::vector<Expr>& out) {
   }
 }
 
+// Whether `condition` (a conjunct of producer `w`'s predicate, over loops)
+// leaves the region w writes as the indices alone give it: its loops move
+// no written index (a split reduction's `k_0 * 3 + k_1 < 20` skips steps,
+// not elements), or it holds wherever a write is inside its buffer (index
+// + k < c with c >= extent + k, or index + k >= 0 with k >= 0, for a
+// dimension of a store), which a reader inside the buffer never sees.
+bool KeepsWritesInBounds(const BlockNode& w, const Expr& condition, const std::set<const ExprNode*>& fixed,
+                         const VarRanges& ranges) {
+  VarMap to_loops;
+  for (std::size_t k = 0; k < w.iter_vars.size(); ++k) to_loops[w.iter_vars[k].var.get()] = w.bindings[k];
+  std::set<const ExprNode*> moving;  // inner loops that move a written index
+  for (const StoreNode* store : sched::Stores(w.body)) {
+    for (const Expr& index : store->indices) {
+      VisitExpr(Substitute(index, to_loops), [&](const Expr& x) {
+        if (x->kind == ExprKind::kVar && !fixed.count(x.get())) moving.insert(x.get());
+      });
+    }
+  }
+  bool moves = false;
+  VisitExpr(condition, [&](const Expr& x) { moves = moves || moving.count(x.get()); });
+  if (!moves) return true;
+  std::int64_t bound = 0;
+  if ((condition->kind != ExprKind::kLt && condition->kind != ExprKind::kGe) ||
+      !AsConstInt(condition->operands[1], &bound)) {
+    return false;
+  }
+  for (const StoreNode* store : sched::Stores(w.body)) {
+    for (std::size_t d = 0; d < store->indices.size(); ++d) {
+      Expr index = Substitute(store->indices[d], to_loops);
+      std::int64_t k = 0;
+      if (!AsConstInt(Simplify(condition->operands[0] - index, ranges), &k)) continue;
+      if (condition->kind == ExprKind::kLt ? bound >= store->buffer->shape[d] + k : k >= bound) return true;
+    }
+  }
+  return false;
+}
+
 // Takes the block's loop nest out and puts a new one, over the given
 // iteration ranges, under `loop`: after every child that holds one of
 // `producers`, before every child that holds one of `consumers` (`index`
@@ -300,15 +337,20 @@ void ReverseComputeAtImpl(Schedule::State& s, BlockRV block_rv, LoopRV loop_rv, 
     }
   }
 
-  // A producer's condition over the loop and the loops around it says in
-  // which iterations it writes anything at all (a split of a one-element
-  // region by 2 writes in the first of two). The region above is what it
-  // writes when it does; in the other iterations there is nothing for the
-  // block to read, and lowering, which keeps only one iteration's region of
-  // a buffer, would hand it another iteration's (or no) data.
+  // The regions above ignore the producers' conditions. A condition over
+  // the loop and the loops around it says in which iterations a producer
+  // writes anything at all (a split of a one-element region by 2 writes in
+  // the first of two): the block takes it, since in the other iterations
+  // there is nothing for it to read, and lowering, which keeps only one
+  // iteration's region of a buffer, would hand it another iteration's (or
+  // no) data. A condition over loops inside may only keep the writes in
+  // the buffer's bounds, which the block's own reads respect; one that
+  // narrows what an iteration writes further is refused, as the region
+  // would claim elements nobody wrote.
   std::set<const ExprNode*> fixed;
   for (ForNode* l : sched::LoopsAbove(s.func, loop.get())) fixed.insert(l->loop_var.get());
   fixed.insert(loop->loop_var.get());
+  const VarRanges ranges = sched::LoopRanges(s.func);
   Expr produced_here;
   for (BlockNode* w : producers) {
     if (!w->predicate) continue;
@@ -317,7 +359,12 @@ void ReverseComputeAtImpl(Schedule::State& s, BlockRV block_rv, LoopRV loop_rv, 
     for (const Expr& c : conjuncts) {
       bool over_fixed = true;
       VisitExpr(c, [&](const Expr& x) { over_fixed = over_fixed && (x->kind != ExprKind::kVar || fixed.count(x.get())); });
-      if (over_fixed) produced_here = sched::AndPredicate(produced_here, c);
+      if (over_fixed) {
+        produced_here = sched::AndPredicate(produced_here, c);
+      } else if (!KeepsWritesInBounds(*w, c, fixed, ranges)) {
+        Fail(p, where + ": producer '" + w->name + "' writes only where " + PrintExpr(c) +
+                    ", so one iteration writes less than its region");
+      }
     }
   }
 
