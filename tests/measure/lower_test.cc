@@ -8,6 +8,7 @@
 #include "ir/schedule/script.h"
 #include "ir/workloads.h"
 #include "tests/ir/schedule/random_scheduler.h"
+#include "tests/ir/schedule/schedule_test_util.h"
 #include "tests/measure/test_util.h"
 
 namespace tunedb::measure {
@@ -156,29 +157,15 @@ sch.annotate(i0, "pragma_auto_unroll_max_step", 512)
   EXPECT_NE(scalar_tile.find("for j_1 in T.unroll(16):"), std::string::npos) << scalar_tile;
 }
 
-// A write-back split by 4 over a one-element region writes in the first of
-// four iterations; a second write-back moved under the split reads what the
-// first wrote in the same iteration, and lowering keeps one iteration's
-// element of the buffer between them. Without the first's condition, the
-// other three iterations copied an element nobody wrote into A_red[i + 1..3],
-// over rows that (rows visited 0, 2, 4, 1, 3, 5) were already final (a
-// random schedule of reduce_sum, seed 2213 in a longer run of the test
-// below, gave NaN).
+// The second write-back of kWriteBackUnderASplitOfOne reads what the first
+// wrote in the same iteration, and lowering keeps one iteration's element of
+// the buffer between them. Without the first's condition, the other three
+// iterations copied an element nobody wrote over rows already final (seed
+// 2213 of a longer run of the test below gave NaN).
 TEST(LowerTest, AConsumerMovedUnderAPredicatedProducerRunsWhereItProduces) {
   PrimFunc f = BuildWorkload("reduce_sum:M=6,N=16").func;
   Schedule sch(f, 0);
-  RunScheduleScript(sch, R"(
-b0 = sch.get_block("A_red")
-i, k = sch.get_loops(b0)
-i0, i1 = sch.split(i, factors=[3, 2])
-sch.reorder(i1, i0, k)
-wb = sch.cache_write(b0, 0, "local")
-sch.reverse_compute_at(wb, i0, preserve_unit_loops=True)
-a0, a1, a2 = sch.get_loops(wb)
-x0, x1 = sch.split(a2, factors=[None, 4])
-wb2 = sch.cache_write(wb, 0, "local")
-sch.reverse_compute_at(wb2, x1, preserve_unit_loops=True)
-)");
+  RunScheduleScript(sch, ir::testing::kWriteBackUnderASplitOfOne);
   EXPECT_EQ(LoweringKeepsTheResult(f, sch.func(), 1), "");
 }
 

@@ -276,27 +276,15 @@ sch.reverse_compute_at(b, i)
 
 // reverse_compute_at gives a block the region its producers write per
 // iteration, from their indices; a producer's condition over the loops
-// inside must not make it write less. Here the second write-back, split
-// over a one-element region by 4, writes in the first of four iterations:
-// moved under i_0, a third write-back would copy 4 elements of which one
-// was written (a random schedule of reduce_sum gave NaN). Under the split,
-// it takes the condition instead (tests/measure/lower_test.cc).
+// inside must not make it write less. In kWriteBackUnderASplitOfOne, the
+// second write-back writes in one of four iterations of the split: moved
+// under i_0, a third write-back would copy 4 elements of which one was
+// written. Under the split, it takes the condition instead (lower_test.cc).
 TEST(BlockMotionTest, AConsumerIsNotMovedWhereItsProducerWritesLessThanItsRegion) {
   PrimFunc f = BuildWorkload("reduce_sum:M=6,N=16").func;
   Schedule sch(f, 0);
-  RunScheduleScript(sch, R"(
-b0 = sch.get_block("A_red")
-i, k = sch.get_loops(b0)
-i0, i1 = sch.split(i, factors=[3, 2])
-sch.reorder(i1, i0, k)
-wb = sch.cache_write(b0, 0, "local")
-sch.reverse_compute_at(wb, i0, preserve_unit_loops=True)
-a0, a1, a2 = sch.get_loops(wb)
-x0, x1 = sch.split(a2, factors=[None, 4])
-wb2 = sch.cache_write(wb, 0, "local")
-sch.reverse_compute_at(wb2, x1, preserve_unit_loops=True)
-wb3 = sch.cache_write(wb2, 0, "global")
-)");
+  RunScheduleScript(sch, std::string(testing::kWriteBackUnderASplitOfOne) +
+                             "wb3 = sch.cache_write(wb2, 0, \"global\")\n");
   BlockRV copy = sch.GetBlock("A_red_global");
   LoopRV i0 = sch.GetLoops(sch.GetBlock("A_red"))[1];
   ExpectRefused(sch, [&] { sch.ReverseComputeAt(copy, i0, true); },
