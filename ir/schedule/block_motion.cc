@@ -118,6 +118,7 @@ bool SubtreeHasAny(const Stmt& s, const std::vector<BlockNode*>& blocks) {
   return false;
 }
 
+// The terms of a conjunction (a block predicate, built by AndPredicate).
 void Conjuncts(const Expr& e, std::vector<Expr>& out) {
   if (e->kind == ExprKind::kAnd) {
     Conjuncts(e->operands[0], out);
