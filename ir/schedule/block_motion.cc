@@ -138,10 +138,16 @@ bool KeepsWritesInBounds(const BlockNode& w, const Expr& condition, const std::s
                          const VarRanges& ranges) {
   VarMap to_loops;
   for (std::size_t k = 0; k < w.iter_vars.size(); ++k) to_loops[w.iter_vars[k].var.get()] = w.bindings[k];
+  struct Written {
+    Expr index;  // over loops
+    std::int64_t extent;
+  };
+  std::vector<Written> written;
   std::set<const ExprNode*> moving;  // inner loops that move a written index
   for (const StoreNode* store : sched::Stores(w.body)) {
-    for (const Expr& index : store->indices) {
-      VisitExpr(Substitute(index, to_loops), [&](const Expr& x) {
+    for (std::size_t d = 0; d < store->indices.size(); ++d) {
+      written.push_back({Substitute(store->indices[d], to_loops), store->buffer->shape[d]});
+      VisitExpr(written.back().index, [&](const Expr& x) {
         if (x->kind == ExprKind::kVar && !fixed.count(x.get())) moving.insert(x.get());
       });
     }
@@ -154,13 +160,10 @@ bool KeepsWritesInBounds(const BlockNode& w, const Expr& condition, const std::s
       !AsConstInt(condition->operands[1], &bound)) {
     return false;
   }
-  for (const StoreNode* store : sched::Stores(w.body)) {
-    for (std::size_t d = 0; d < store->indices.size(); ++d) {
-      Expr index = Substitute(store->indices[d], to_loops);
-      std::int64_t k = 0;
-      if (!AsConstInt(Simplify(condition->operands[0] - index, ranges), &k)) continue;
-      if (condition->kind == ExprKind::kLt ? bound >= store->buffer->shape[d] + k : k >= bound) return true;
-    }
+  for (const Written& wr : written) {
+    std::int64_t k = 0;
+    if (!AsConstInt(Simplify(condition->operands[0] - wr.index, ranges), &k)) continue;
+    if (condition->kind == ExprKind::kLt ? bound >= wr.extent + k : k >= bound) return true;
   }
   return false;
 }
@@ -351,7 +354,7 @@ void ReverseComputeAtImpl(Schedule::State& s, BlockRV block_rv, LoopRV loop_rv, 
   std::set<const ExprNode*> fixed;
   for (ForNode* l : sched::LoopsAbove(s.func, loop.get())) fixed.insert(l->loop_var.get());
   fixed.insert(loop->loop_var.get());
-  const VarRanges ranges = sched::LoopRanges(s.func);
+  std::optional<VarRanges> ranges;  // only for a condition over inner loops
   Expr produced_here;
   for (BlockNode* w : producers) {
     if (!w->predicate) continue;
@@ -362,7 +365,10 @@ void ReverseComputeAtImpl(Schedule::State& s, BlockRV block_rv, LoopRV loop_rv, 
       VisitExpr(c, [&](const Expr& x) { over_fixed = over_fixed && (x->kind != ExprKind::kVar || fixed.count(x.get())); });
       if (over_fixed) {
         produced_here = sched::AndPredicate(produced_here, c);
-      } else if (!KeepsWritesInBounds(*w, c, fixed, ranges)) {
+        continue;
+      }
+      if (!ranges) ranges = sched::LoopRanges(s.func);
+      if (!KeepsWritesInBounds(*w, c, fixed, *ranges)) {
         Fail(p, where + ": producer '" + w->name + "' writes only where " + PrintExpr(c) +
                     ", so one iteration writes less than its region");
       }
