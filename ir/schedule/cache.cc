@@ -199,8 +199,10 @@ PadPlan PlanPadding(const BlockNode& b, const std::vector<std::int64_t>& padding
   for (std::size_t i = 0; i < padding.size(); ++i) {
     const IterVar& iv = b.iter_vars[i];
     if (padding[i] < 1) sched::Fail(p, "padding " + std::to_string(i) + " is " + std::to_string(padding[i]) + "; it must be at least 1");
+    // Both checks keep the rounding up within int64 and the result within
+    // what the variable's type counts.
     std::int64_t most = sched::MaxIterations(iv.var->dtype);
-    std::int64_t e = padding[i] > most ? most + 1 : (iv.extent + padding[i] - 1) / padding[i] * padding[i];
+    std::int64_t e = padding[i] <= most ? (iv.extent + padding[i] - 1) / padding[i] * padding[i] : most + 1;
     if (e > most) {
       sched::Fail(p, "padding " + std::to_string(i) + " (" + std::to_string(padding[i]) + ") pads " + iv.var->name +
                          " past what its " + std::string(DataTypeName(iv.var->dtype)) + " type counts");
