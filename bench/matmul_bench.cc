@@ -11,7 +11,7 @@
 // that ran.
 //
 // Usage: matmul_bench [--sizes 128,512,1024] [--repeat 5] [--rounds 3] [--schedules DIR]
-//        matmul_bench --blas-only N   (child mode: prints "GFLOPS <x> CORETYPE <name>")
+//        matmul_bench --blas-only SHAPE   (child mode, see blas_reference.h: prints "GFLOPS <x> CORETYPE <name>")
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -53,11 +53,11 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--blas-only" && i + 1 < argc) {
-      int n = std::atoi(argv[++i]);
+      std::string shape = argv[++i];
       for (int j = i + 1; j + 1 < argc; ++j) {
         if (std::string(argv[j]) == "--repeat") repeat = std::atoi(argv[j + 1]);
       }
-      return tunedb::bench::BlasOnlyMain(n, repeat);
+      return tunedb::bench::BlasOnlyMain(shape, repeat);
     } else if (a == "--sizes" && i + 1 < argc) {
       sizes.clear();
       std::stringstream s(argv[++i]);
@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
       lecture_g.push_back(gflops_of(results[0]));
       tuned_g.push_back(gflops_of(results[1]));
       tunedb::bench::BlasResult other;
-      tunedb::bench::BlasResult best = tunedb::bench::BestBlas(self, n, repeat, &other);
+      tunedb::bench::BlasResult best = tunedb::bench::BestBlas(self, tunedb::bench::GemmShape::Square(n), repeat, &other);
       blas_g.push_back(best.gflops);
       other_g.push_back(other.gflops);
       blas_kernel = best.kernel;
