@@ -1,13 +1,17 @@
 // Tuning benchmark (issue 7): tuning curves of `tunedb tune` and the best
 // kernels against OpenBLAS, in one run.
 //
-// For each workload, three sessions of --trials trials each, through the
+// For each workload, four sessions of --trials trials each, through the
 // same library call as `tunedb tune` (real SQLite files, real JIT, real
 // worker processes):
-//   cold    an empty database, evolutionary search, seed 0;
-//   warm    a copy of the cold session's database, evolutionary, seed 1
-//           (a later session with another seed);
-//   random  an empty database, random search, seed 0.
+//   cold      an empty database, evolutionary search, seed 0;
+//   warm      a copy of the cold session's database, evolutionary, seed 1
+//             (a later session with another seed);
+//   random    an empty database, random search, seed 0;
+//   transfer  a database holding only a session of the same computation at
+//             another shape (tuned cold first, seed 2, --trials trials), so
+//             that the session starts from that shape's best traces and
+//             cost model; evolutionary, seed 0.
 // A curve is the best GFLOP/s among the session's own measurements after
 // each trial (from the records in commit order), against trials and
 // against wall time (each record gets the time its chunk was committed).
@@ -62,26 +66,29 @@ using tunedb::bench::GemmShape;
 
 struct BenchWorkload {
   std::string id, spec;
-  GemmShape blas;  // the OpenBLAS reference: the workload's GEMM
+  GemmShape blas;        // the OpenBLAS reference: the workload's GEMM
+  std::string neighbour;  // the same computation at another shape, for transfer
 };
 
 const std::vector<BenchWorkload> kWorkloads = {
-    {"matmul128", "matmul:M=128,N=128,K=128", GemmShape::Square(128)},
-    {"matmul512", "matmul:M=512,N=512,K=512", GemmShape::Square(512)},
-    {"matmul1024", "matmul:M=1024,N=1024,K=1024", GemmShape::Square(1024)},
+    {"matmul128", "matmul:M=128,N=128,K=128", GemmShape::Square(128), "matmul:M=256,N=256,K=256"},
+    {"matmul512", "matmul:M=512,N=512,K=512", GemmShape::Square(512), "matmul:M=384,N=384,K=384"},
+    {"matmul1024", "matmul:M=1024,N=1024,K=1024", GemmShape::Square(1024), "matmul:M=768,N=768,K=768"},
     // X[128, 784] W[128, 784]^T
-    {"dense_bias_relu", "dense_bias_relu:B=128,IN=784,OUT=128", {128, 128, 784, true}},
-    // im2col[56 * 56, 3 * 3 * 64] W[3 * 3 * 64, 64]
-    {"conv2d_resnet", "conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,KH=3,KW=3,stride=1,pad=1", {3136, 64, 576, false}},
+    {"dense_bias_relu", "dense_bias_relu:B=128,IN=784,OUT=128", {128, 128, 784, true},
+     "dense_bias_relu:B=64,IN=1024,OUT=256"},
+    // im2col[56 * 56, 3 * 3 * 64] W[3 * 3 * 64, 64]; transfer from ResNet's next stage
+    {"conv2d_resnet", "conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,KH=3,KW=3,stride=1,pad=1", {3136, 64, 576, false},
+     "conv2d_nhwc:N=1,H=28,W=28,CI=128,CO=128,KH=3,KW=3,stride=1,pad=1"},
 };
 
 // Shapes beyond the issue's, run only when named in --only: square
 // matmuls whose extents give perfect tiles no register block, by lacking a
 // multiple of the vector lanes (1000 = 8 x 125) or any divisor (primes).
 const std::vector<BenchWorkload> kExtraWorkloads = {
-    {"matmul127", "matmul:M=127,N=127,K=127", GemmShape::Square(127)},
-    {"matmul1000", "matmul:M=1000,N=1000,K=1000", GemmShape::Square(1000)},
-    {"matmul1021", "matmul:M=1021,N=1021,K=1021", GemmShape::Square(1021)},
+    {"matmul127", "matmul:M=127,N=127,K=127", GemmShape::Square(127), "matmul:M=128,N=128,K=128"},
+    {"matmul1000", "matmul:M=1000,N=1000,K=1000", GemmShape::Square(1000), "matmul:M=1024,N=1024,K=1024"},
+    {"matmul1021", "matmul:M=1021,N=1021,K=1021", GemmShape::Square(1021), "matmul:M=1024,N=1024,K=1024"},
 };
 
 struct Point {
@@ -163,6 +170,27 @@ double TimeTrace(const BenchWorkload& w, const std::string& trace) {
   return static_cast<double>(tunedb::ir::CountFlops(wl.func)) / r.MedianSecs() / 1e9;
 }
 
+// GFLOP/s of kernels timed together, in one call whose repeats (5 of
+// >= 50 ms) alternate between them, so that the machine's drift touches
+// each alike.
+std::vector<double> TimeTogether(const BenchWorkload& w, const std::vector<std::string>& traces) {
+  tunedb::ir::Workload wl = tunedb::ir::BuildWorkload(w.spec);
+  tunedb::measure::MeasureConfig config;
+  config.worker_path = TUNEDB_WORKER;
+  config.repeat = 5;
+  config.min_repeat_ms = 50;
+  std::vector<tunedb::ir::PrimFunc> kernels;
+  for (const std::string& t : traces) {
+    kernels.push_back(tunedb::ir::ReplayTrace(wl.func, tunedb::ir::Trace::FromJsonText(t), 0).func());
+  }
+  double flops = static_cast<double>(tunedb::ir::CountFlops(wl.func));
+  std::vector<double> gflops;
+  for (const tunedb::measure::MeasureResult& r : tunedb::measure::Runner(wl.func, config).Measure(kernels)) {
+    gflops.push_back(r.status == tunedb::measure::MeasureStatus::kOk ? flops / r.MedianSecs() / 1e9 : 0);
+  }
+  return gflops;
+}
+
 // Trials the session needed to reach `fraction` of `target` GFLOP/s; -1: never.
 int TrialsToReach(const Session& s, double target, double fraction) {
   for (const Point& p : s.curve) {
@@ -190,7 +218,7 @@ void WriteSvg(const std::string& path, const std::vector<BenchWorkload>& workloa
   std::ofstream svg(path);
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
       << "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  const std::map<std::string, std::string> colors = {{"cold", "#1f77b4"}, {"warm", "#2ca02c"}, {"random", "#d62728"}};
+  const std::map<std::string, std::string> colors = {{"cold", "#1f77b4"}, {"warm", "#2ca02c"}, {"random", "#d62728"}, {"transfer", "#ff7f0e"}};
   for (std::size_t c = 0; c < workloads.size(); ++c) {
     const auto& modes = sessions.at(workloads[c].id);
     double ymax = 1, tmax = 1, xmax = 1;
@@ -268,6 +296,7 @@ int main(int argc, char** argv) {
   }
   std::string self = argv[0];
   std::map<std::string, std::map<std::string, Session>> sessions;
+  std::string transfer_rows;  // printed after the main table
   std::ofstream csv(out + "/tune_curves.csv");
   csv << "workload,mode,trial,elapsed_s,best_gflops\n";
   std::printf("| workload | cold best GFLOP/s @%d | cold wall s | random best @%d | evolutionary / random | warm trials to cold best (100%% / 95%%) | cold best timed beside the warm session | warm trials to that | best re-measured | OpenBLAS GFLOP/s (kernel) | best / OpenBLAS |\n",
@@ -276,10 +305,9 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   for (const BenchWorkload& w : workloads) {
     std::string cold_db = out + "/tune_" + w.id + "_cold.sqlite", warm_db = out + "/tune_" + w.id + "_warm.sqlite",
-                random_db = out + "/tune_" + w.id + "_random.sqlite";
-    RemoveDb(cold_db);
-    RemoveDb(warm_db);
-    RemoveDb(random_db);
+                random_db = out + "/tune_" + w.id + "_random.sqlite",
+                transfer_db = out + "/tune_" + w.id + "_transfer.sqlite";
+    for (const std::string& db : {cold_db, warm_db, random_db, transfer_db}) RemoveDb(db);
     auto& s = sessions[w.id];
     s["cold"] = RunSession(cold_db, w, "evolutionary", 0, trials);
     std::filesystem::copy_file(cold_db, warm_db);
@@ -291,6 +319,8 @@ int main(int argc, char** argv) {
     s["warm"] = RunSession(warm_db, w, "evolutionary", 1, trials);
     double cold_beside = (cold_before + TimeTrace(w, s["cold"].best_trace)) / 2;
     s["random"] = RunSession(random_db, w, "random", 0, trials);
+    RunSession(transfer_db, {w.id + "_neighbour", w.neighbour, {}, ""}, "evolutionary", 2, trials);
+    s["transfer"] = RunSession(transfer_db, w, "evolutionary", 0, trials);
     for (const auto& [mode, session] : s) {
       for (const Point& p : session.curve) {
         csv << w.id << "," << mode << "," << p.trial << "," << p.secs << "," << p.gflops << "\n";
@@ -301,6 +331,22 @@ int main(int argc, char** argv) {
     int warm100 = TrialsToReach(s["warm"], cold.best_gflops, 1.0), warm95 = TrialsToReach(s["warm"], cold.best_gflops, 0.95);
     int warm_beside = TrialsToReach(s["warm"], cold_beside, 1.0);
     double random_best = GflopsAt(s["random"], trials);
+    {
+      // Transfer against cold: how soon each gets near the cold session's
+      // best, the best of each after a quarter of the trials and at the
+      // end, and the two final bests timed together (the sessions ran
+      // minutes apart, and the machine's speed drifts).
+      const Session& transfer = s["transfer"];
+      int quarter = std::max(1, trials / 4);
+      std::vector<double> together = TimeTogether(w, {cold.best_trace, transfer.best_trace});
+      char row[512];
+      std::snprintf(row, sizeof row, "| %s | %s | %s / %s | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f |\n",
+                    w.id.c_str(), w.neighbour.c_str(), TrialsText(TrialsToReach(cold, cold.best_gflops, 0.95)).c_str(),
+                    TrialsText(TrialsToReach(transfer, cold.best_gflops, 0.95)).c_str(), GflopsAt(cold, quarter),
+                    GflopsAt(transfer, quarter), cold.best_gflops, GflopsAt(transfer, trials), together[0],
+                    together[1]);
+      transfer_rows += row;
+    }
     std::string blas = "-", ratio = "-", remeasured = "-";
     if (!w.blas.empty()) {
       // The cold best again, next to OpenBLAS: five rounds alternating the
@@ -348,6 +394,8 @@ int main(int argc, char** argv) {
                 remeasured.c_str(), blas.c_str(), ratio.c_str());
     std::fflush(stdout);
   }
+  std::printf("\n| workload | transferred from | trials to 95%% of the cold best: cold / transfer | best @%d: cold / transfer | best @%d: cold / transfer | the two bests timed together |\n| --- | --- | --- | --- | --- | --- |\n%s",
+              std::max(1, trials / 4), trials, transfer_rows.c_str());
   std::printf("\n| workload | where the cold session's wall time went |\n| --- | --- |\n");
   for (const BenchWorkload& w : workloads) {
     std::printf("| %s | %s |\n", w.id.c_str(), sessions[w.id]["cold"].times.c_str());
