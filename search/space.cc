@@ -237,6 +237,33 @@ BlockLoops RegisterBlockLoops(const std::vector<std::int64_t>& extents, const st
   return l;
 }
 
+// A reduction loop that slides along the register block's rows: some input
+// is read at (row + it), as a convolution reads X[h + kh, w + kw, ci] with
+// its rows along w. Unrolled whole, inside the rows, one step's inputs are
+// the next row's (4 rows x 3 steps read 6 input elements, not 12). Conv2d
+// 56 x 56 x 64 -> 64, the register block's trace timed alternately (bench/
+// RESULTS.md, session 32): kw unrolled 356-364 GFLOP/s, ci unrolled by 4
+// 297-323, neither 315-324, both 272-281. At most kMaxSlidingUnroll steps
+// (a 3 x 3 kernel's); -1: none. `loop_vars` are the block's loops, bound
+// to its iteration variables.
+constexpr std::int64_t kMaxSlidingUnroll = 4;
+int SlidingReduction(const BlockNode& node, const std::vector<const ir::ExprNode*>& loop_vars,
+                     const std::vector<std::int64_t>& extents, const std::vector<IterKind>& kinds, int rows) {
+  if (rows < 0) return -1;
+  int sliding = -1;
+  for (std::size_t i = 0; i < loop_vars.size(); ++i) {
+    if (kinds[i] == IterKind::kSpatial || extents[i] < 2 || extents[i] > kMaxSlidingUnroll) continue;
+    for (const ir::BufferRegion& read : node.reads) {
+      std::vector<bool> with_rows = DimensionsMovingWith(node, read, loop_vars[static_cast<std::size_t>(rows)]);
+      std::vector<bool> with_this = DimensionsMovingWith(node, read, loop_vars[i]);
+      for (std::size_t d = 0; d < with_rows.size(); ++d) {
+        if (with_rows[d] && with_this[d]) sliding = static_cast<int>(i);
+      }
+    }
+  }
+  return sliding;  // the innermost
+}
+
 // The tiling's own decisions, recorded in the design space: the register
 // block a BLAS micro-kernel would use. The last spatial loop (the one the
 // postprocessor vectorizes) gets up to four vectors as its innermost tile,
@@ -244,7 +271,9 @@ BlockLoops RegisterBlockLoops(const std::vector<std::int64_t>& extents, const st
 // allow, both with a level-2 tile of 1, so that the block of accumulators
 // stays the same across the outer reduction loop and LLVM keeps it in
 // registers; the other spatial loops go outermost up to the parallel
-// limit; the last reduction loop is unrolled by up to 4. Random tiles
+// limit; the last reduction loop is unrolled by up to 4, or a reduction
+// loop sliding along the rows (SlidingReduction, `sliding` >= 0) is
+// unrolled whole instead. Random tiles
 // rarely land on such a block at large sizes. A cold search measures these
 // decisions first (strategy.h): the kernels 64-trial matmul 1024 sessions
 // kept went from 139 to 163 GFLOP/s on average, timed side by side
@@ -252,7 +281,7 @@ BlockLoops RegisterBlockLoops(const std::vector<std::int64_t>& extents, const st
 std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<std::int64_t>& extents,
                                                             const std::vector<IterKind>& kinds,
                                                             int element_bytes, const SpaceOptions& o,
-                                                            int vector_loop) {
+                                                            int vector_loop, int sliding) {
   std::int64_t lanes = VectorLanes(o, element_bytes);
   // Every innermost factor within the space's limit, or the sample refuses it.
   std::int64_t limit = o.max_vectorize;
@@ -278,7 +307,12 @@ std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<st
     std::int64_t e = extents[i];
     int at = static_cast<int>(i);
     if (kinds[i] != IterKind::kSpatial) {
-      std::int64_t unroll = at == last_reduce ? LargestDivisorAtMost(e, std::min<std::int64_t>(4, limit)) : 1;
+      std::int64_t unroll = 1;
+      if (sliding >= 0) {
+        if (at == sliding) unroll = e;
+      } else if (at == last_reduce) {
+        unroll = LargestDivisorAtMost(e, std::min<std::int64_t>(4, limit));
+      }
       tiles.push_back({e / unroll, unroll});
     } else if (at == vectorized) {
       tiles.push_back({e / columns, 1, 1, columns});
@@ -366,7 +400,7 @@ std::pair<int, int> BatchLanesLoop(const BlockNode& b, const SpaceOptions& o) {
 // vectors and rows: the vectorized loop's extent up to a multiple of the
 // lanes (of two vectors' lanes, see below), the rows' up to a multiple of
 // 4, and, with them, the last reduction's up to a multiple of 4 (its
-// unroll). Prime extents otherwise
+// unroll, unless a sliding reduction is unrolled instead). Prime extents otherwise
 // leave a register block of one row (M = 127) or of 43 columns (N = 129).
 // Empty when the extents need none: padding only the reduction would copy
 // both inputs for an unroll.
@@ -402,7 +436,10 @@ std::vector<std::int64_t> RegisterBlockPadding(const BlockNode& b, const SpaceOp
   bool spatial = pad(vectorized, odd ? 2 * lanes : lanes);
   if (rows >= 0) spatial = pad(rows, kRows) || spatial;
   if (!spatial) return {};
-  if (last_reduce >= 0) pad(last_reduce, kUnroll);
+  std::vector<const ir::ExprNode*> loop_vars;
+  for (const ir::Expr& binding : b.bindings) loop_vars.push_back(binding.get());
+  // A sliding reduction is unrolled instead of the last (RegisterBlockedTiles).
+  if (last_reduce >= 0 && SlidingReduction(b, loop_vars, extents, kinds, rows) < 0) pad(last_reduce, kUnroll);
   return padding;
 }
 
@@ -464,8 +501,12 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
   std::vector<std::vector<LoopRV>> levels(6);
   const int spatial_levels[4] = {0, 1, 3, 5}, reduce_levels[2] = {2, 4};
   std::size_t outer_moving = 0;  // how many of levels[0] the packed tile moves with
-  std::vector<std::vector<std::int64_t>> blocked =
-      RegisterBlockedTiles(extents, *kinds, OutputElementBytes(sch.Get(b)), options, variant.vector_loop);
+  std::vector<const ir::ExprNode*> loop_vars;
+  for (LoopRV l : loops) loop_vars.push_back(sch.Get(l).loop_var.get());
+  int sliding = SlidingReduction(sch.Get(b), loop_vars, extents, *kinds,
+                                 RegisterBlockLoops(extents, *kinds, variant.vector_loop).rows);
+  std::vector<std::vector<std::int64_t>> blocked = RegisterBlockedTiles(
+      extents, *kinds, OutputElementBytes(sch.Get(b)), options, variant.vector_loop, sliding);
   for (std::size_t i = 0; i < loops.size(); ++i) {
     bool spatial = (*kinds)[i] == IterKind::kSpatial;
     int n = spatial ? 4 : 2;

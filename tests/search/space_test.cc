@@ -530,11 +530,31 @@ TEST(DesignSpace, RecordsARegisterBlockAsItsDecisions) {
   }
   // conv2d NHWC: rows of w, vectors of co; h goes outermost only as far as
   // the parallel limit (32 jobs on 2 cores), so the fused parallel loop is
-  // not left at n's single iteration.
+  // not left at n's single iteration. kw slides along the rows (X[h + kh,
+  // w + kw, ci]), at stride 1 or 2: it is unrolled whole, and ci not at all.
   ir::Workload conv = ir::BuildWorkload("conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,KH=3,KW=3,stride=1,pad=1");
   for (const ir::Trace& space : DefaultDesignSpace(conv.func, SpaceOptionsFor(2, 512))) {
     EXPECT_EQ(RecordedTiles(space),
-              (Tiles{{1, 1, 1, 1}, {28, 2, 1, 1}, {7, 2, 1, 4}, {1, 1, 1, 64}, {3, 1}, {3, 1}, {16, 4}}));
+              (Tiles{{1, 1, 1, 1}, {28, 2, 1, 1}, {7, 2, 1, 4}, {1, 1, 1, 64}, {3, 1}, {1, 3}, {64, 1}}));
+  }
+  ir::Workload strided = ir::BuildWorkload("conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=128,KH=3,KW=3,stride=2,pad=1");
+  for (const ir::Trace& space : DefaultDesignSpace(strided.func, SpaceOptionsFor(2, 512))) {
+    std::vector<std::vector<std::int64_t>> tiles = RecordedTiles(space);
+    ASSERT_EQ(tiles.size(), 7u);
+    EXPECT_EQ(tiles[5], (std::vector<std::int64_t>{1, 3})) << space.AsScript();
+    EXPECT_EQ(tiles[6], (std::vector<std::int64_t>{64, 1})) << space.AsScript();
+  }
+  // A kernel wider than kMaxSlidingUnroll, or of one column, keeps the
+  // unroll of the last reduction (ci by 4).
+  for (const char* spec : {"conv2d_nhwc:N=1,H=28,W=28,CI=64,CO=64,KH=5,KW=5,stride=1,pad=2",
+                           "conv2d_nhwc:N=1,H=28,W=28,CI=64,CO=64,KH=1,KW=1,stride=1,pad=0"}) {
+    SCOPED_TRACE(spec);
+    for (const ir::Trace& space : DefaultDesignSpace(ir::BuildWorkload(spec).func, SpaceOptionsFor(2, 512))) {
+      std::vector<std::vector<std::int64_t>> tiles = RecordedTiles(space);
+      ASSERT_EQ(tiles.size(), 7u);
+      EXPECT_EQ(tiles[5][1], 1) << space.AsScript();
+      EXPECT_EQ(tiles[6], (std::vector<std::int64_t>{16, 4})) << space.AsScript();
+    }
   }
   // The recorded decisions are a candidate like any other: at small shapes
   // (extents that 4 and 64 do not divide included), it computes what the
