@@ -29,6 +29,7 @@ const char* kSmallWorkloads[] = {
     "dense:B=24,IN=16,OUT=56",            // lanes along the batch, a vector and a half
     "conv2d_nhwc:N=1,H=6,W=6,CI=4,CO=8,KH=3,KW=3,stride=1,pad=1",
     "conv2d_nhwc:N=1,H=4,W=4,CI=3,CO=18,KH=3,KW=3,stride=1,pad=1",  // channels padded
+    "conv2d_nhwc:N=1,H=9,W=9,CI=4,CO=16,KH=3,KW=3,stride=2,pad=1",  // kw slides two apart
     "batch_matmul:B=2,M=5,N=17,K=3",
     "depthwise_conv2d_nhwc:N=1,H=6,W=6,C=8,KH=3,KW=3,stride=2,pad=1",
     "softmax:M=4,N=16",
