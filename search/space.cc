@@ -264,6 +264,36 @@ int SlidingReduction(const BlockNode& node, const std::vector<const ir::ExprNode
   return sliding;  // the innermost
 }
 
+// A second loop of rows for the register block, for when the rows loop's
+// extent has no divisor that fills the block (14 has none in 3..4): the
+// innermost other spatial loop longer than 1 that moves some input but
+// none that the vectorized loop moves, so that its rows, like the first
+// loop's, are broadcasts against the same vectors (a convolution's h; not
+// a batch, which moves both inputs). -1: none.
+int SecondRowsLoop(const BlockNode& node, const std::vector<const ir::ExprNode*>& loop_vars,
+                   const std::vector<std::int64_t>& extents, const std::vector<IterKind>& kinds, int rows,
+                   int vectorized) {
+  if (rows < 0 || vectorized < 0) return -1;
+  auto moves = [&](const ir::BufferRegion& read, int loop) {
+    return ReadMovesWith(node, read, loop_vars[static_cast<std::size_t>(loop)]);
+  };
+  int second = -1;
+  for (int i = 0; i < static_cast<int>(loop_vars.size()); ++i) {
+    if (i == rows || i == vectorized || kinds[static_cast<std::size_t>(i)] != IterKind::kSpatial ||
+        extents[static_cast<std::size_t>(i)] < 2) {
+      continue;
+    }
+    bool moves_an_input = false, moves_a_vector_input = false;
+    for (const ir::BufferRegion& read : node.reads) {
+      if (!moves(read, i)) continue;
+      moves_an_input = true;
+      moves_a_vector_input = moves_a_vector_input || moves(read, vectorized);
+    }
+    if (moves_an_input && !moves_a_vector_input) second = i;
+  }
+  return second;
+}
+
 // The tiling's own decisions, recorded in the design space: the register
 // block a BLAS micro-kernel would use. The last spatial loop (the one the
 // postprocessor vectorizes) gets up to four vectors as its innermost tile,
@@ -273,7 +303,9 @@ int SlidingReduction(const BlockNode& node, const std::vector<const ir::ExprNode
 // registers; the other spatial loops go outermost up to the parallel
 // limit; the last reduction loop is unrolled by up to 4, or a reduction
 // loop sliding along the rows (SlidingReduction, `sliding` >= 0) is
-// unrolled whole instead. Random tiles
+// unrolled whole instead. When the rows' extent leaves the block short of
+// rows, a second loop of rows (SecondRowsLoop, `second_rows` >= 0) makes up
+// the rest: conv2d 14 x 14 x 256 gets 2 x 2 rows instead of 2. Random tiles
 // rarely land on such a block at large sizes. A cold search measures these
 // decisions first (strategy.h): the kernels 64-trial matmul 1024 sessions
 // kept went from 139 to 163 GFLOP/s on average, timed side by side
@@ -281,7 +313,7 @@ int SlidingReduction(const BlockNode& node, const std::vector<const ir::ExprNode
 std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<std::int64_t>& extents,
                                                             const std::vector<IterKind>& kinds,
                                                             int element_bytes, const SpaceOptions& o,
-                                                            int vector_loop, int sliding) {
+                                                            int vector_loop, int sliding, int second_rows) {
   std::int64_t lanes = VectorLanes(o, element_bytes);
   // Every innermost factor within the space's limit, or the sample refuses it.
   std::int64_t limit = o.max_vectorize;
@@ -302,6 +334,13 @@ std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<st
     }
   }
   std::int64_t vectors = (columns + lanes - 1) / lanes;
+  // Each row is a broadcast per step. With the lanes along a batch (one
+  // vector at batch 16), more than 8 would outnumber the loads the ports
+  // take with the multiply-adds: dense 16 x 1024 x 1024 by hand, 112
+  // GFLOP/s with 16 rows, 260 with 8.
+  std::int64_t most_rows = std::min(limit, o.accumulator_vectors / vectors);
+  if (vector_loop >= 0) most_rows = std::min<std::int64_t>(most_rows, 8);
+  std::int64_t row_tile = rows >= 0 ? LargestDivisorAtMost(extents[static_cast<std::size_t>(rows)], most_rows) : 1;
   std::int64_t jobs_left = std::int64_t{o.cores} * o.max_jobs_per_core;
   for (std::size_t i = 0; i < extents.size(); ++i) {
     std::int64_t e = extents[i];
@@ -317,15 +356,15 @@ std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<st
     } else if (at == vectorized) {
       tiles.push_back({e / columns, 1, 1, columns});
     } else if (at == rows) {
-      // Each row is a broadcast per step. With the lanes along a batch
-      // (one vector at batch 16), more than 8 would outnumber the loads
-      // the ports take with the multiply-adds: dense 16 x 1024 x 1024 by
-      // hand, 112 GFLOP/s with 16 rows, 260 with 8.
-      std::int64_t most_rows = std::min(limit, o.accumulator_vectors / vectors);
-      if (vector_loop >= 0) most_rows = std::min<std::int64_t>(most_rows, 8);
-      std::int64_t inner = LargestDivisorAtMost(e, most_rows);
-      std::int64_t middle = LargestDivisorAtMost(e / inner, 4);
-      tiles.push_back({e / inner / middle, middle, 1, inner});
+      std::int64_t middle = LargestDivisorAtMost(e / row_tile, 4);
+      tiles.push_back({e / row_tile / middle, middle, 1, row_tile});
+    } else if (at == second_rows) {
+      // The rest of the block's rows; the remaining extent goes outermost
+      // up to the parallel limit, as the other loops' does.
+      std::int64_t inner = LargestDivisorAtMost(e, most_rows / row_tile);
+      std::int64_t outer = LargestDivisorAtMost(e / inner, jobs_left);
+      jobs_left /= outer;
+      tiles.push_back({outer, e / inner / outer, 1, inner});
     } else {
       // Outermost, up to the parallel limit (the postprocessor fuses the
       // outer loops while their product stays within it); the rest next.
@@ -503,10 +542,12 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
   std::size_t outer_moving = 0;  // how many of levels[0] the packed tile moves with
   std::vector<const ir::ExprNode*> loop_vars;
   for (LoopRV l : loops) loop_vars.push_back(sch.Get(l).loop_var.get());
-  int sliding = SlidingReduction(sch.Get(b), loop_vars, extents, *kinds,
-                                 RegisterBlockLoops(extents, *kinds, variant.vector_loop).rows);
+  const BlockLoops block_loops = RegisterBlockLoops(extents, *kinds, variant.vector_loop);
+  int sliding = SlidingReduction(sch.Get(b), loop_vars, extents, *kinds, block_loops.rows);
+  int second_rows =
+      SecondRowsLoop(sch.Get(b), loop_vars, extents, *kinds, block_loops.rows, block_loops.vectorized);
   std::vector<std::vector<std::int64_t>> blocked = RegisterBlockedTiles(
-      extents, *kinds, OutputElementBytes(sch.Get(b)), options, variant.vector_loop, sliding);
+      extents, *kinds, OutputElementBytes(sch.Get(b)), options, variant.vector_loop, sliding, second_rows);
   for (std::size_t i = 0; i < loops.size(); ++i) {
     bool spatial = (*kinds)[i] == IterKind::kSpatial;
     int n = spatial ? 4 : 2;

@@ -30,6 +30,7 @@ const char* kSmallWorkloads[] = {
     "conv2d_nhwc:N=1,H=6,W=6,CI=4,CO=8,KH=3,KW=3,stride=1,pad=1",
     "conv2d_nhwc:N=1,H=4,W=4,CI=3,CO=18,KH=3,KW=3,stride=1,pad=1",  // channels padded
     "conv2d_nhwc:N=1,H=9,W=9,CI=4,CO=16,KH=3,KW=3,stride=2,pad=1",  // kw slides two apart
+    "conv2d_nhwc:N=1,H=4,W=10,CI=2,CO=64,KH=3,KW=3,stride=1,pad=1",  // rows of w and of h
     "batch_matmul:B=2,M=5,N=17,K=3",
     "depthwise_conv2d_nhwc:N=1,H=6,W=6,C=8,KH=3,KW=3,stride=2,pad=1",
     "softmax:M=4,N=16",
@@ -544,6 +545,19 @@ TEST(DesignSpace, RecordsARegisterBlockAsItsDecisions) {
     ASSERT_EQ(tiles.size(), 7u);
     EXPECT_EQ(tiles[5], (std::vector<std::int64_t>{1, 3})) << space.AsScript();
     EXPECT_EQ(tiles[6], (std::vector<std::int64_t>{64, 1})) << space.AsScript();
+  }
+  // 14 columns give 2 rows; h, which moves only the broadcast input X,
+  // gives 2 more. A batch moves the vectors' input too, so it never does.
+  ir::Workload late = ir::BuildWorkload("conv2d_nhwc:N=1,H=14,W=14,CI=256,CO=256,KH=3,KW=3,stride=1,pad=1");
+  for (const ir::Trace& space : DefaultDesignSpace(late.func, SpaceOptionsFor(2, 512))) {
+    EXPECT_EQ(RecordedTiles(space),
+              (Tiles{{1, 1, 1, 1}, {7, 1, 1, 2}, {7, 1, 1, 2}, {4, 1, 1, 64}, {3, 1}, {1, 3}, {256, 1}}));
+  }
+  ir::Workload odd_rows = ir::BuildWorkload("batch_matmul:B=8,M=7,N=64,K=64");
+  for (const ir::Trace& space : DefaultDesignSpace(odd_rows.func, SpaceOptionsFor(2, 512))) {
+    std::vector<std::vector<std::int64_t>> tiles = RecordedTiles(space);
+    ASSERT_EQ(tiles.size(), 4u) << space.AsScript();
+    EXPECT_EQ(tiles[0].back(), 1) << space.AsScript();  // b, though i's 7 rows give 1 (or 4 padded)
   }
   // A kernel wider than kMaxSlidingUnroll, or of one column, keeps the
   // unroll of the last reduction (ci by 4).
