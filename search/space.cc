@@ -319,28 +319,44 @@ std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<st
   std::int64_t limit = o.max_vectorize;
   const auto [vectorized, rows, last_reduce] = RegisterBlockLoops(extents, kinds, vector_loop);
   std::vector<std::vector<std::int64_t>> tiles;
-  std::int64_t columns = 1;
-  if (vectorized >= 0) {
-    // Whole vectors when a multiple of the lanes divides the extent (1008
-    // columns go 48 at a time, not 63).
-    std::int64_t e = extents[static_cast<std::size_t>(vectorized)];
-    std::int64_t most = std::min<std::int64_t>(limit, 4 * lanes);
-    columns = LargestDivisorAtMost(e, most);
-    for (std::int64_t c = most / lanes * lanes; c >= lanes; c -= lanes) {
-      if (e % c == 0) {
-        columns = c;
-        break;
-      }
-    }
-  }
-  std::int64_t vectors = (columns + lanes - 1) / lanes;
   // Each row is a broadcast per step. With the lanes along a batch (one
   // vector at batch 16), more than 8 would outnumber the loads the ports
   // take with the multiply-adds: dense 16 x 1024 x 1024 by hand, 112
   // GFLOP/s with 16 rows, 260 with 8.
-  std::int64_t most_rows = std::min(limit, o.accumulator_vectors / vectors);
-  if (vector_loop >= 0) most_rows = std::min<std::int64_t>(most_rows, 8);
-  std::int64_t row_tile = rows >= 0 ? LargestDivisorAtMost(extents[static_cast<std::size_t>(rows)], most_rows) : 1;
+  auto most_rows_for = [&](std::int64_t vectors) {
+    std::int64_t most = std::min<std::int64_t>(limit, o.accumulator_vectors / vectors);
+    return vector_loop >= 0 ? std::min<std::int64_t>(most, 8) : most;
+  };
+  auto extent_of = [&](int loop) { return loop >= 0 ? extents[static_cast<std::size_t>(loop)] : 1; };
+  // The rows of both loops for `vectors` vectors of columns.
+  auto row_tiles = [&](std::int64_t vectors) {
+    std::int64_t most = most_rows_for(vectors);
+    std::int64_t first = LargestDivisorAtMost(extent_of(rows), most);
+    return std::make_pair(first, LargestDivisorAtMost(extent_of(second_rows), most / first));
+  };
+  std::int64_t columns = 1;
+  if (vectorized >= 0) {
+    // Whole vectors when a multiple of the lanes divides the extent (1008
+    // columns go 48 at a time, not 63): the count of vectors that fills
+    // the most accumulators with the rows the extents allow, the most
+    // vectors among equals. A prime count of rows (7 x 7 outputs) fills 14
+    // with 2 vectors and 7 rows, where 4 vectors left it 1 row, 4.
+    std::int64_t e = extents[static_cast<std::size_t>(vectorized)];
+    std::int64_t most = std::min<std::int64_t>(limit, 4 * lanes);
+    columns = LargestDivisorAtMost(e, most);
+    std::int64_t filled = 0;
+    for (std::int64_t c = most / lanes * lanes; c >= lanes; c -= lanes) {
+      if (e % c != 0) continue;
+      auto [first, second] = row_tiles(c / lanes);
+      if (c / lanes * first * second > filled) {
+        filled = c / lanes * first * second;
+        columns = c;
+      }
+    }
+  }
+  std::int64_t vectors = (columns + lanes - 1) / lanes;
+  std::int64_t most_rows = most_rows_for(vectors);
+  std::int64_t row_tile = row_tiles(vectors).first;
   std::int64_t jobs_left = std::int64_t{o.cores} * o.max_jobs_per_core;
   for (std::size_t i = 0; i < extents.size(); ++i) {
     std::int64_t e = extents[i];

@@ -553,6 +553,13 @@ TEST(DesignSpace, RecordsARegisterBlockAsItsDecisions) {
     EXPECT_EQ(RecordedTiles(space),
               (Tiles{{1, 1, 1, 1}, {7, 1, 1, 2}, {7, 1, 1, 2}, {4, 1, 1, 64}, {3, 1}, {1, 3}, {256, 1}}));
   }
+  // 7 x 7 has no divisor for either loop of rows: 2 vectors of columns
+  // with 7 rows fill 14 accumulators, where 4 vectors would have 1 row.
+  ir::Workload last = ir::BuildWorkload("conv2d_nhwc:N=1,H=7,W=7,CI=512,CO=512,KH=3,KW=3,stride=1,pad=1");
+  for (const ir::Trace& space : DefaultDesignSpace(last.func, SpaceOptionsFor(2, 512))) {
+    EXPECT_EQ(RecordedTiles(space),
+              (Tiles{{1, 1, 1, 1}, {7, 1, 1, 1}, {1, 1, 1, 7}, {16, 1, 1, 32}, {3, 1}, {1, 3}, {512, 1}}));
+  }
   ir::Workload odd_rows = ir::BuildWorkload("batch_matmul:B=8,M=7,N=64,K=64");
   for (const ir::Trace& space : DefaultDesignSpace(odd_rows.func, SpaceOptionsFor(2, 512))) {
     std::vector<std::vector<std::int64_t>> tiles = RecordedTiles(space);
