@@ -509,6 +509,66 @@ std::vector<std::vector<std::int64_t>> RecordedTiles(const ir::Trace& space) {
   return out;
 }
 
+// The recorded tiles of every design of `spec` (AVX-512, 2 cores).
+std::vector<std::vector<std::vector<std::int64_t>>> RecordedTilesOfEveryDesign(const std::string& spec) {
+  std::vector<std::vector<std::vector<std::int64_t>>> out;
+  ir::Workload w = ir::BuildWorkload(spec);
+  for (const ir::Trace& space : DefaultDesignSpace(w.func, SpaceOptionsFor(2, 512))) {
+    out.push_back(RecordedTiles(space));
+  }
+  return out;
+}
+
+// conv2d NHWC's loops: n, h, w, co, then the reductions kh, kw, ci.
+TEST(DesignSpace, AConvolutionsRegisterBlockUnrollsItsWindowAndFillsItsRows) {
+  using Tiles = std::vector<std::vector<std::int64_t>>;
+  // Rows of w, vectors of co; h goes outermost only as far as the parallel
+  // limit (32 jobs on 2 cores), so the fused parallel loop is not left at
+  // n's single iteration. kw slides along the rows (X[h + kh, w + kw, ci]):
+  // it is unrolled whole, and ci not at all.
+  for (const Tiles& tiles :
+       RecordedTilesOfEveryDesign("conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,KH=3,KW=3,stride=1,pad=1")) {
+    EXPECT_EQ(tiles, (Tiles{{1, 1, 1, 1}, {28, 2, 1, 1}, {7, 2, 1, 4}, {1, 1, 1, 64}, {3, 1}, {1, 3}, {64, 1}}));
+  }
+  // At stride 2 it slides two elements apart, and still does.
+  for (const Tiles& tiles :
+       RecordedTilesOfEveryDesign("conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=128,KH=3,KW=3,stride=2,pad=1")) {
+    ASSERT_EQ(tiles.size(), 7u);
+    EXPECT_EQ(tiles[5], (std::vector<std::int64_t>{1, 3}));
+    EXPECT_EQ(tiles[6], (std::vector<std::int64_t>{64, 1}));
+  }
+  // A kernel wider than kMaxSlidingUnroll, or of one column, keeps the
+  // unroll of the last reduction (ci by 4).
+  for (const char* spec : {"conv2d_nhwc:N=1,H=28,W=28,CI=64,CO=64,KH=5,KW=5,stride=1,pad=2",
+                           "conv2d_nhwc:N=1,H=28,W=28,CI=64,CO=64,KH=1,KW=1,stride=1,pad=0"}) {
+    SCOPED_TRACE(spec);
+    for (const Tiles& tiles : RecordedTilesOfEveryDesign(spec)) {
+      ASSERT_EQ(tiles.size(), 7u);
+      EXPECT_EQ(tiles[5][1], 1);
+      EXPECT_EQ(tiles[6], (std::vector<std::int64_t>{16, 4}));
+    }
+  }
+  // 14 columns give 2 rows; h, which moves only the broadcast input X,
+  // gives 2 more.
+  for (const Tiles& tiles :
+       RecordedTilesOfEveryDesign("conv2d_nhwc:N=1,H=14,W=14,CI=256,CO=256,KH=3,KW=3,stride=1,pad=1")) {
+    EXPECT_EQ(tiles, (Tiles{{1, 1, 1, 1}, {7, 1, 1, 2}, {7, 1, 1, 2}, {4, 1, 1, 64}, {3, 1}, {1, 3}, {256, 1}}));
+  }
+  // 7 x 7 has no divisor for either loop of rows: 2 vectors of columns
+  // with 7 rows fill 14 accumulators, where 4 vectors would have 1 row.
+  for (const Tiles& tiles :
+       RecordedTilesOfEveryDesign("conv2d_nhwc:N=1,H=7,W=7,CI=512,CO=512,KH=3,KW=3,stride=1,pad=1")) {
+    EXPECT_EQ(tiles, (Tiles{{1, 1, 1, 1}, {7, 1, 1, 1}, {1, 1, 1, 7}, {16, 1, 1, 32}, {3, 1}, {1, 3}, {512, 1}}));
+  }
+  // A batch moves the vectors' input too, so it never gives rows, though
+  // i's 7 give 1 (or 4, padded).
+  for (const Tiles& tiles :
+       RecordedTilesOfEveryDesign("batch_matmul:B=8,M=7,N=64,K=64")) {
+    ASSERT_EQ(tiles.size(), 4u);
+    EXPECT_EQ(tiles[0].back(), 1);
+  }
+}
+
 TEST(DesignSpace, RecordsARegisterBlockAsItsDecisions) {
   using Tiles = std::vector<std::vector<std::int64_t>>;
   // AVX-512, f32: four vectors of 16 columns by 4 rows (16 accumulators),
@@ -529,54 +589,6 @@ TEST(DesignSpace, RecordsARegisterBlockAsItsDecisions) {
   EXPECT_EQ(narrow_spaces.size(), 7u);
   for (const ir::Trace& space : narrow_spaces) {
     EXPECT_EQ(RecordedTiles(space), (Tiles{{32, 4, 1, 8}, {128, 1, 1, 8}, {256, 4}}));  // 8 rows of one vector
-  }
-  // conv2d NHWC: rows of w, vectors of co; h goes outermost only as far as
-  // the parallel limit (32 jobs on 2 cores), so the fused parallel loop is
-  // not left at n's single iteration. kw slides along the rows (X[h + kh,
-  // w + kw, ci]), at stride 1 or 2: it is unrolled whole, and ci not at all.
-  ir::Workload conv = ir::BuildWorkload("conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=64,KH=3,KW=3,stride=1,pad=1");
-  for (const ir::Trace& space : DefaultDesignSpace(conv.func, SpaceOptionsFor(2, 512))) {
-    EXPECT_EQ(RecordedTiles(space),
-              (Tiles{{1, 1, 1, 1}, {28, 2, 1, 1}, {7, 2, 1, 4}, {1, 1, 1, 64}, {3, 1}, {1, 3}, {64, 1}}));
-  }
-  ir::Workload strided = ir::BuildWorkload("conv2d_nhwc:N=1,H=56,W=56,CI=64,CO=128,KH=3,KW=3,stride=2,pad=1");
-  for (const ir::Trace& space : DefaultDesignSpace(strided.func, SpaceOptionsFor(2, 512))) {
-    std::vector<std::vector<std::int64_t>> tiles = RecordedTiles(space);
-    ASSERT_EQ(tiles.size(), 7u);
-    EXPECT_EQ(tiles[5], (std::vector<std::int64_t>{1, 3})) << space.AsScript();
-    EXPECT_EQ(tiles[6], (std::vector<std::int64_t>{64, 1})) << space.AsScript();
-  }
-  // 14 columns give 2 rows; h, which moves only the broadcast input X,
-  // gives 2 more. A batch moves the vectors' input too, so it never does.
-  ir::Workload late = ir::BuildWorkload("conv2d_nhwc:N=1,H=14,W=14,CI=256,CO=256,KH=3,KW=3,stride=1,pad=1");
-  for (const ir::Trace& space : DefaultDesignSpace(late.func, SpaceOptionsFor(2, 512))) {
-    EXPECT_EQ(RecordedTiles(space),
-              (Tiles{{1, 1, 1, 1}, {7, 1, 1, 2}, {7, 1, 1, 2}, {4, 1, 1, 64}, {3, 1}, {1, 3}, {256, 1}}));
-  }
-  // 7 x 7 has no divisor for either loop of rows: 2 vectors of columns
-  // with 7 rows fill 14 accumulators, where 4 vectors would have 1 row.
-  ir::Workload last = ir::BuildWorkload("conv2d_nhwc:N=1,H=7,W=7,CI=512,CO=512,KH=3,KW=3,stride=1,pad=1");
-  for (const ir::Trace& space : DefaultDesignSpace(last.func, SpaceOptionsFor(2, 512))) {
-    EXPECT_EQ(RecordedTiles(space),
-              (Tiles{{1, 1, 1, 1}, {7, 1, 1, 1}, {1, 1, 1, 7}, {16, 1, 1, 32}, {3, 1}, {1, 3}, {512, 1}}));
-  }
-  ir::Workload odd_rows = ir::BuildWorkload("batch_matmul:B=8,M=7,N=64,K=64");
-  for (const ir::Trace& space : DefaultDesignSpace(odd_rows.func, SpaceOptionsFor(2, 512))) {
-    std::vector<std::vector<std::int64_t>> tiles = RecordedTiles(space);
-    ASSERT_EQ(tiles.size(), 4u) << space.AsScript();
-    EXPECT_EQ(tiles[0].back(), 1) << space.AsScript();  // b, though i's 7 rows give 1 (or 4 padded)
-  }
-  // A kernel wider than kMaxSlidingUnroll, or of one column, keeps the
-  // unroll of the last reduction (ci by 4).
-  for (const char* spec : {"conv2d_nhwc:N=1,H=28,W=28,CI=64,CO=64,KH=5,KW=5,stride=1,pad=2",
-                           "conv2d_nhwc:N=1,H=28,W=28,CI=64,CO=64,KH=1,KW=1,stride=1,pad=0"}) {
-    SCOPED_TRACE(spec);
-    for (const ir::Trace& space : DefaultDesignSpace(ir::BuildWorkload(spec).func, SpaceOptionsFor(2, 512))) {
-      std::vector<std::vector<std::int64_t>> tiles = RecordedTiles(space);
-      ASSERT_EQ(tiles.size(), 7u);
-      EXPECT_EQ(tiles[5][1], 1) << space.AsScript();
-      EXPECT_EQ(tiles[6], (std::vector<std::int64_t>{16, 4})) << space.AsScript();
-    }
   }
   // The recorded decisions are a candidate like any other: at small shapes
   // (extents that 4 and 64 do not divide included), it computes what the
