@@ -156,29 +156,16 @@ Session RunSession(const std::string& db_path, const BenchWorkload& w, const std
   return s;
 }
 
-// GFLOP/s of a trace's kernel timed as the tuner times a candidate (3
-// repeats of >= 20 ms), alone.
-double TimeTrace(const BenchWorkload& w, const std::string& trace) {
+// GFLOP/s of kernels timed in one call (0 for a failure): `repeat`
+// repeats of >= min_repeat_ms each, which alternate between the kernels,
+// so that the machine's drift touches each alike.
+std::vector<double> TimeTraces(const BenchWorkload& w, const std::vector<std::string>& traces, int repeat,
+                               double min_repeat_ms) {
   tunedb::ir::Workload wl = tunedb::ir::BuildWorkload(w.spec);
   tunedb::measure::MeasureConfig config;
   config.worker_path = TUNEDB_WORKER;
-  config.repeat = 3;
-  config.min_repeat_ms = 20;
-  tunedb::ir::Schedule sch = tunedb::ir::ReplayTrace(wl.func, tunedb::ir::Trace::FromJsonText(trace), 0);
-  tunedb::measure::MeasureResult r = tunedb::measure::Runner(wl.func, config).Measure({sch.func()})[0];
-  if (r.status != tunedb::measure::MeasureStatus::kOk) return 0;
-  return static_cast<double>(tunedb::ir::CountFlops(wl.func)) / r.MedianSecs() / 1e9;
-}
-
-// GFLOP/s of kernels timed together, in one call whose repeats (5 of
-// >= 50 ms) alternate between them, so that the machine's drift touches
-// each alike.
-std::vector<double> TimeTogether(const BenchWorkload& w, const std::vector<std::string>& traces) {
-  tunedb::ir::Workload wl = tunedb::ir::BuildWorkload(w.spec);
-  tunedb::measure::MeasureConfig config;
-  config.worker_path = TUNEDB_WORKER;
-  config.repeat = 5;
-  config.min_repeat_ms = 50;
+  config.repeat = repeat;
+  config.min_repeat_ms = min_repeat_ms;
   std::vector<tunedb::ir::PrimFunc> kernels;
   for (const std::string& t : traces) {
     kernels.push_back(tunedb::ir::ReplayTrace(wl.func, tunedb::ir::Trace::FromJsonText(t), 0).func());
@@ -190,6 +177,10 @@ std::vector<double> TimeTogether(const BenchWorkload& w, const std::vector<std::
   }
   return gflops;
 }
+
+// One trace's kernel timed as the tuner times a candidate (3 repeats of
+// >= 20 ms), alone.
+double TimeTrace(const BenchWorkload& w, const std::string& trace) { return TimeTraces(w, {trace}, 3, 20)[0]; }
 
 // Trials the session needed to reach `fraction` of `target` GFLOP/s; -1: never.
 int TrialsToReach(const Session& s, double target, double fraction) {
@@ -218,7 +209,8 @@ void WriteSvg(const std::string& path, const std::vector<BenchWorkload>& workloa
   std::ofstream svg(path);
   svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
       << "\" font-family=\"sans-serif\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  const std::map<std::string, std::string> colors = {{"cold", "#1f77b4"}, {"warm", "#2ca02c"}, {"random", "#d62728"}, {"transfer", "#ff7f0e"}};
+  const std::map<std::string, std::string> colors = {
+      {"cold", "#1f77b4"}, {"warm", "#2ca02c"}, {"random", "#d62728"}, {"transfer", "#ff7f0e"}};
   for (std::size_t c = 0; c < workloads.size(); ++c) {
     const auto& modes = sessions.at(workloads[c].id);
     double ymax = 1, tmax = 1, xmax = 1;
@@ -338,7 +330,7 @@ int main(int argc, char** argv) {
       // minutes apart, and the machine's speed drifts).
       const Session& transfer = s["transfer"];
       int quarter = std::max(1, trials / 4);
-      std::vector<double> together = TimeTogether(w, {cold.best_trace, transfer.best_trace});
+      std::vector<double> together = TimeTraces(w, {cold.best_trace, transfer.best_trace}, 5, 50);
       char row[512];
       std::snprintf(row, sizeof row, "| %s | %s | %s / %s | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f |\n",
                     w.id.c_str(), w.neighbour.c_str(), TrialsText(TrialsToReach(cold, cold.best_gflops, 0.95)).c_str(),
