@@ -6,7 +6,9 @@
 // worker processes):
 //   cold      an empty database, evolutionary search, seed 0;
 //   warm      a copy of the cold session's database, evolutionary, seed 1
-//             (a later session with another seed);
+//             (a later session with another seed); with --warm-seeds N,
+//             N such sessions (seeds 1..N), each from its own copy, so
+//             that the warm-start target is a rate rather than one draw;
 //   random    an empty database, random search, seed 0;
 //   transfer  a database holding only a session of the same computation at
 //             another shape (tuned cold first, seed 2, --trials trials), so
@@ -31,7 +33,7 @@
 // Writes DIR/tune_curves.csv and DIR/tune_curves.svg and prints a markdown
 // table for bench/RESULTS.md.
 //
-// Usage: tune_bench [--trials 64] [--only matmul128,matmul512,...] [--out DIR]
+// Usage: tune_bench [--trials 64] [--only matmul128,matmul512,...] [--out DIR] [--warm-seeds N]
 //        (--only also takes the extra shapes: matmul127, matmul1000, matmul1021)
 //        tune_bench --blas-only SHAPE --repeat R   (child mode, see blas_reference.h)
 #include <algorithm>
@@ -156,6 +158,14 @@ Session RunSession(const std::string& db_path, const BenchWorkload& w, const std
   return s;
 }
 
+// One warm session (a copy of the cold database, this seed) and the cold
+// best kernel timed just before and after it.
+struct WarmStart {
+  int seed;
+  double cold_beside;
+  Session session;
+};
+
 // GFLOP/s of kernels timed in one call (0 for a failure): `repeat`
 // repeats of >= min_repeat_ms each, which alternate between the kernels,
 // so that the machine's drift touches each alike.
@@ -256,6 +266,7 @@ void WriteSvg(const std::string& path, const std::vector<BenchWorkload>& workloa
 
 int main(int argc, char** argv) {
   int trials = 64;
+  int warm_seeds = 1;
   std::set<std::string> only;
   std::string out = ".";
   for (int i = 1; i < argc; ++i) {
@@ -273,8 +284,10 @@ int main(int argc, char** argv) {
       while (std::getline(s, item, ',')) only.insert(item);
     } else if (a == "--out" && i + 1 < argc) {
       out = argv[++i];
+    } else if (a == "--warm-seeds" && i + 1 < argc && std::atoi(argv[i + 1]) >= 1) {
+      warm_seeds = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: tune_bench [--trials N] [--only ID,...] [--out DIR]\n");
+      std::fprintf(stderr, "usage: tune_bench [--trials N] [--only ID,...] [--out DIR] [--warm-seeds N]\n");
       return 2;
     }
   }
@@ -289,6 +302,11 @@ int main(int argc, char** argv) {
   std::string self = argv[0];
   std::map<std::string, std::map<std::string, Session>> sessions;
   std::string transfer_rows;  // printed after the main table
+  std::string warm_rows;      // one per warm session, after that
+  struct {
+    int sessions = 0, reached = 0, reached_beside = 0;
+  } warm_counts;
+  const int quarter = std::max(1, trials / 4);
   std::ofstream csv(out + "/tune_curves.csv");
   csv << "workload,mode,trial,elapsed_s,best_gflops\n";
   std::printf("| workload | cold best GFLOP/s @%d | cold wall s | random best @%d | evolutionary / random | warm trials to cold best (100%% / 95%%) | cold best timed beside the warm session | warm trials to that | best re-measured | OpenBLAS GFLOP/s (kernel) | best / OpenBLAS |\n",
@@ -302,14 +320,22 @@ int main(int argc, char** argv) {
     for (const std::string& db : {cold_db, warm_db, random_db, transfer_db}) RemoveDb(db);
     auto& s = sessions[w.id];
     s["cold"] = RunSession(cold_db, w, "evolutionary", 0, trials);
-    std::filesystem::copy_file(cold_db, warm_db);
     // The machine's speed drifts between sessions (the same 64 kernels of a
     // cold session measured 1.35x apart, median, in two runs of this
     // benchmark), so the cold best kernel is also timed just before and just
-    // after the warm session: the warm session is compared with both.
-    double cold_before = TimeTrace(w, s["cold"].best_trace);
-    s["warm"] = RunSession(warm_db, w, "evolutionary", 1, trials);
-    double cold_beside = (cold_before + TimeTrace(w, s["cold"].best_trace)) / 2;
+    // after each warm session: a warm session is compared with both. Seed
+    // 1's is the warm session of the curves and the main table.
+    std::vector<WarmStart> warms;
+    for (int seed = 1; seed <= warm_seeds; ++seed) {
+      RemoveDb(warm_db);
+      std::filesystem::copy_file(cold_db, warm_db);
+      double cold_before = TimeTrace(w, s["cold"].best_trace);
+      Session warm = RunSession(warm_db, w, "evolutionary", static_cast<std::uint64_t>(seed), trials);
+      double beside = (cold_before + TimeTrace(w, s["cold"].best_trace)) / 2;
+      warms.push_back({seed, beside, std::move(warm)});
+    }
+    s["warm"] = warms[0].session;
+    const double cold_beside = warms[0].cold_beside;
     s["random"] = RunSession(random_db, w, "random", 0, trials);
     RunSession(transfer_db, {w.id + "_neighbour", w.neighbour, {}, ""}, "evolutionary", 2, trials);
     s["transfer"] = RunSession(transfer_db, w, "evolutionary", 0, trials);
@@ -322,6 +348,20 @@ int main(int argc, char** argv) {
     const Session& cold = s["cold"];
     int warm100 = TrialsToReach(s["warm"], cold.best_gflops, 1.0), warm95 = TrialsToReach(s["warm"], cold.best_gflops, 0.95);
     int warm_beside = TrialsToReach(s["warm"], cold_beside, 1.0);
+    for (const WarmStart& ws : warms) {
+      const Session& warm = ws.session;
+      int to_measured = TrialsToReach(warm, cold.best_gflops, 1.0), to_beside = TrialsToReach(warm, ws.cold_beside, 1.0);
+      bool in_quarter = to_measured >= 1 && to_measured <= quarter, beside_in_quarter = to_beside >= 1 && to_beside <= quarter;
+      warm_counts.sessions += 1;
+      warm_counts.reached += in_quarter;
+      warm_counts.reached_beside += beside_in_quarter;
+      char row[384];
+      std::snprintf(row, sizeof row, "| %s | %d | %.1f | %s / %s | %.1f | %s | %.3f |\n", w.id.c_str(), ws.seed,
+                    cold.best_gflops, TrialsText(to_measured).c_str(),
+                    TrialsText(TrialsToReach(warm, cold.best_gflops, 0.95)).c_str(), ws.cold_beside,
+                    TrialsText(to_beside).c_str(), GflopsAt(warm, quarter) / cold.best_gflops);
+      warm_rows += row;
+    }
     double random_best = GflopsAt(s["random"], trials);
     {
       // Transfer against cold: how soon each gets near the cold session's
@@ -329,7 +369,6 @@ int main(int argc, char** argv) {
       // end, and the two final bests timed together (the sessions ran
       // minutes apart, and the machine's speed drifts).
       const Session& transfer = s["transfer"];
-      int quarter = std::max(1, trials / 4);
       std::vector<double> together = TimeTraces(w, {cold.best_trace, transfer.best_trace}, 5, 50);
       char row[512];
       std::snprintf(row, sizeof row, "| %s | %s | %s / %s | %.1f / %.1f | %.1f / %.1f | %.1f / %.1f |\n",
@@ -388,6 +427,10 @@ int main(int argc, char** argv) {
   }
   std::printf("\n| workload | transferred from | trials to 95%% of the cold best: cold / transfer | best @%d: cold / transfer | best @%d: cold / transfer | the two bests timed together |\n| --- | --- | --- | --- | --- | --- |\n%s",
               std::max(1, trials / 4), trials, transfer_rows.c_str());
+  std::printf("\n| workload | warm seed | cold best @%d | warm trials to it (100%% / 95%%) | cold best timed beside | warm trials to that | warm best @%d / cold best |\n| --- | --- | --- | --- | --- | --- | --- |\n%s",
+              trials, quarter, warm_rows.c_str());
+  std::printf("\nwarm sessions reaching the cold best within %d trials: %d of %d (against it timed beside: %d of %d)\n",
+              quarter, warm_counts.reached, warm_counts.sessions, warm_counts.reached_beside, warm_counts.sessions);
   std::printf("\n| workload | where the cold session's wall time went |\n| --- | --- |\n");
   for (const BenchWorkload& w : workloads) {
     std::printf("| %s | %s |\n", w.id.c_str(), sessions[w.id]["cold"].times.c_str());
