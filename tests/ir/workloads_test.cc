@@ -1,11 +1,14 @@
 #include "ir/workloads.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <gtest/gtest.h>
 
 #include "ir/error.h"
+#include "ir/flops.h"
 #include "ir/structural.h"
 
 namespace tunedb::ir {
@@ -72,6 +75,32 @@ TEST(WorkloadsTest, LoadWorkloadReadsFiles) {
   EXPECT_EQ(w.func.params.size(), 2u);
   std::remove(path.c_str());
   EXPECT_THROW(LoadWorkload(path), IrError);  // no file: read as a spec, which is unknown
+}
+
+// The workload files shipped under bench/ are the inputs of figures in
+// bench/RESULTS.md: each must load, and the FLOP counts state what they
+// compute (2 m n k for the products; per element, the counter's own
+// convention for the others).
+TEST(WorkloadsTest, EveryShippedWorkloadFileLoads) {
+  const std::map<std::string, std::int64_t> expected_flops = {
+      {"attention_scores", 2LL * 12 * 128 * 128 * 64},
+      {"conv2d_nchw", 2LL * 64 * 56 * 56 * 64 * 3 * 3},
+      {"dense_gelu", 2LL * 128 * 3072 * 768 + 128 * 3072 * 14},
+      {"layer_norm", 2949120},
+      {"matmul_tn", 2LL * 512 * 512 * 512},
+      {"gelu", 9437184},
+      {"log1p", 3145728},
+  };
+  std::map<std::string, std::int64_t> found;
+  for (const char* dir : {"/bench/workloads", "/bench/schedules"}) {
+    for (const auto& entry : std::filesystem::directory_iterator(std::string(TUNEDB_SOURCE_DIR) + dir)) {
+      if (entry.path().extension() != ".tw") continue;
+      Workload w = LoadWorkload(entry.path().string());
+      EXPECT_FALSE(CollectBlocks(w.func).empty()) << w.name;
+      found[w.name] = CountFlops(w.func);
+    }
+  }
+  EXPECT_EQ(found, expected_flops);
 }
 
 }  // namespace
