@@ -216,24 +216,52 @@ int VectorLoop(const std::vector<std::int64_t>& extents, const std::vector<IterK
   return -1;
 }
 
+// Whether `loop` can give a register block rows of broadcasts against the
+// vectors of loop `vectorized`: it moves some input, and none that the
+// vectorized loop moves, so every row reuses the same vectors (matmul's i;
+// a convolution's w in NHWC, its output channels in NCHW; never a batch,
+// which moves both inputs). `loop_vars` are the block's loops, bound to
+// its iteration variables.
+bool RowsOfBroadcasts(const BlockNode& node, const std::vector<const ir::ExprNode*>& loop_vars, int loop,
+                      int vectorized) {
+  bool moves_an_input = false;
+  for (const ir::BufferRegion& read : node.reads) {
+    if (!ReadMovesWith(node, read, loop_vars[static_cast<std::size_t>(loop)])) continue;
+    if (ReadMovesWith(node, read, loop_vars[static_cast<std::size_t>(vectorized)])) return false;
+    moves_an_input = true;
+  }
+  return moves_an_input;
+}
+
 // The loops of a register block, by position (-1 where there is none): the
 // one the postprocessor vectorizes (`vector_loop`, or by default the last
-// spatial loop longer than 1), the rows (the last other spatial loop
-// longer than 1) and the last reduction loop, which is unrolled.
+// spatial loop longer than 1), the rows and the last reduction loop, which
+// is unrolled. The rows are the last other spatial loop longer than 1 that
+// gives rows of broadcasts (RowsOfBroadcasts), or else the last other
+// spatial loop longer than 1 (a depthwise convolution has no such loop).
+// In NCHW the loop before the vectorized w is h, whose rows each read
+// their own vectors of the input: conv2d 64 -> 64 at 56 x 56, tuned with 4
+// rows of h, ran 221-239 GFLOP/s, and its trace with 4 rows of output
+// channels instead 284-300 (bench/RESULTS.md, session 33).
 struct BlockLoops {
   int vectorized = -1, rows = -1, last_reduce = -1;
 };
-BlockLoops RegisterBlockLoops(const std::vector<std::int64_t>& extents, const std::vector<IterKind>& kinds,
+BlockLoops RegisterBlockLoops(const BlockNode& node, const std::vector<const ir::ExprNode*>& loop_vars,
+                              const std::vector<std::int64_t>& extents, const std::vector<IterKind>& kinds,
                               int vector_loop = -1) {
   BlockLoops l;
   l.vectorized = vector_loop >= 0 ? vector_loop : VectorLoop(extents, kinds);
+  int last_other = -1;
   for (std::size_t i = 0; i < extents.size(); ++i) {
+    const int at = static_cast<int>(i);
     if (kinds[i] != IterKind::kSpatial) {
-      l.last_reduce = static_cast<int>(i);
-    } else if (extents[i] > 1 && static_cast<int>(i) != l.vectorized) {
-      l.rows = static_cast<int>(i);
+      l.last_reduce = at;
+    } else if (extents[i] > 1 && at != l.vectorized) {
+      last_other = at;
+      if (l.vectorized >= 0 && RowsOfBroadcasts(node, loop_vars, at, l.vectorized)) l.rows = at;
     }
   }
+  if (l.rows < 0) l.rows = last_other;
   return l;
 }
 
@@ -266,30 +294,19 @@ int SlidingReduction(const BlockNode& node, const std::vector<const ir::ExprNode
 
 // A second loop of rows for the register block, for when the rows loop's
 // extent has no divisor that fills the block (14 has none in 3..4): the
-// innermost other spatial loop longer than 1 that moves some input but
-// none that the vectorized loop moves, so that its rows, like the first
-// loop's, are broadcasts against the same vectors (a convolution's h; not
-// a batch, which moves both inputs). -1: none.
+// innermost other spatial loop longer than 1 that gives rows of broadcasts
+// too (an NHWC convolution's h). -1: none.
 int SecondRowsLoop(const BlockNode& node, const std::vector<const ir::ExprNode*>& loop_vars,
                    const std::vector<std::int64_t>& extents, const std::vector<IterKind>& kinds, int rows,
                    int vectorized) {
   if (rows < 0 || vectorized < 0) return -1;
-  auto moves = [&](const ir::BufferRegion& read, int loop) {
-    return ReadMovesWith(node, read, loop_vars[static_cast<std::size_t>(loop)]);
-  };
   int second = -1;
   for (int i = 0; i < static_cast<int>(loop_vars.size()); ++i) {
     if (i == rows || i == vectorized || kinds[static_cast<std::size_t>(i)] != IterKind::kSpatial ||
         extents[static_cast<std::size_t>(i)] < 2) {
       continue;
     }
-    bool moves_an_input = false, moves_a_vector_input = false;
-    for (const ir::BufferRegion& read : node.reads) {
-      if (!moves(read, i)) continue;
-      moves_an_input = true;
-      moves_a_vector_input = moves_a_vector_input || moves(read, vectorized);
-    }
-    if (moves_an_input && !moves_a_vector_input) second = i;
+    if (RowsOfBroadcasts(node, loop_vars, i, vectorized)) second = i;
   }
   return second;
 }
@@ -313,11 +330,12 @@ int SecondRowsLoop(const BlockNode& node, const std::vector<const ir::ExprNode*>
 std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<std::int64_t>& extents,
                                                             const std::vector<IterKind>& kinds,
                                                             int element_bytes, const SpaceOptions& o,
-                                                            int vector_loop, int sliding, int second_rows) {
+                                                            int vector_loop, const BlockLoops& block_loops,
+                                                            int sliding, int second_rows) {
   std::int64_t lanes = VectorLanes(o, element_bytes);
   // Every innermost factor within the space's limit, or the sample refuses it.
   std::int64_t limit = o.max_vectorize;
-  const auto [vectorized, rows, last_reduce] = RegisterBlockLoops(extents, kinds, vector_loop);
+  const auto [vectorized, rows, last_reduce] = block_loops;
   std::vector<std::vector<std::int64_t>> tiles;
   // Each row is a broadcast per step. With the lanes along a batch (one
   // vector at batch 16), more than 8 would outnumber the loads the ports
@@ -466,7 +484,9 @@ std::vector<std::int64_t> RegisterBlockPadding(const BlockNode& b, const SpaceOp
     extents.push_back(iv.extent);
     kinds.push_back(iv.kind);
   }
-  const auto [vectorized, rows, last_reduce] = RegisterBlockLoops(extents, kinds);
+  std::vector<const ir::ExprNode*> loop_vars;
+  for (const ir::Expr& binding : b.bindings) loop_vars.push_back(binding.get());
+  const auto [vectorized, rows, last_reduce] = RegisterBlockLoops(b, loop_vars, extents, kinds);
   if (vectorized < 0) return {};
   const std::int64_t lanes = VectorLanes(o, OutputElementBytes(b));
   constexpr std::int64_t kRows = 4, kUnroll = 4;
@@ -491,8 +511,6 @@ std::vector<std::int64_t> RegisterBlockPadding(const BlockNode& b, const SpaceOp
   bool spatial = pad(vectorized, odd ? 2 * lanes : lanes);
   if (rows >= 0) spatial = pad(rows, kRows) || spatial;
   if (!spatial) return {};
-  std::vector<const ir::ExprNode*> loop_vars;
-  for (const ir::Expr& binding : b.bindings) loop_vars.push_back(binding.get());
   // A sliding reduction is unrolled instead of the last (RegisterBlockedTiles).
   if (last_reduce >= 0 && SlidingReduction(b, loop_vars, extents, kinds, rows) < 0) pad(last_reduce, kUnroll);
   return padding;
@@ -558,12 +576,13 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
   std::size_t outer_moving = 0;  // how many of levels[0] the packed tile moves with
   std::vector<const ir::ExprNode*> loop_vars;
   for (LoopRV l : loops) loop_vars.push_back(sch.Get(l).loop_var.get());
-  const BlockLoops block_loops = RegisterBlockLoops(extents, *kinds, variant.vector_loop);
+  const BlockLoops block_loops = RegisterBlockLoops(sch.Get(b), loop_vars, extents, *kinds, variant.vector_loop);
   int sliding = SlidingReduction(sch.Get(b), loop_vars, extents, *kinds, block_loops.rows);
   int second_rows =
       SecondRowsLoop(sch.Get(b), loop_vars, extents, *kinds, block_loops.rows, block_loops.vectorized);
   std::vector<std::vector<std::int64_t>> blocked = RegisterBlockedTiles(
-      extents, *kinds, OutputElementBytes(sch.Get(b)), options, variant.vector_loop, sliding, second_rows);
+      extents, *kinds, OutputElementBytes(sch.Get(b)), options, variant.vector_loop, block_loops, sliding,
+      second_rows);
   for (std::size_t i = 0; i < loops.size(); ++i) {
     bool spatial = (*kinds)[i] == IterKind::kSpatial;
     int n = spatial ? 4 : 2;

@@ -8,6 +8,7 @@
 #include "ir/printer.h"
 #include "ir/schedule/script.h"
 #include "ir/structural.h"
+#include "ir/workload_lang.h"
 #include "ir/workloads.h"
 #include "measure/lower.h"
 #include "search/mutator.h"
@@ -510,13 +511,15 @@ std::vector<std::vector<std::int64_t>> RecordedTiles(const ir::Trace& space) {
 }
 
 // The recorded tiles of every design of `spec` (AVX-512, 2 cores).
-std::vector<std::vector<std::vector<std::int64_t>>> RecordedTilesOfEveryDesign(const std::string& spec) {
+std::vector<std::vector<std::vector<std::int64_t>>> RecordedTilesOfEveryDesign(const ir::PrimFunc& workload) {
   std::vector<std::vector<std::vector<std::int64_t>>> out;
-  ir::Workload w = ir::BuildWorkload(spec);
-  for (const ir::Trace& space : DefaultDesignSpace(w.func, SpaceOptionsFor(2, 512))) {
+  for (const ir::Trace& space : DefaultDesignSpace(workload, SpaceOptionsFor(2, 512))) {
     out.push_back(RecordedTiles(space));
   }
   return out;
+}
+std::vector<std::vector<std::vector<std::int64_t>>> RecordedTilesOfEveryDesign(const std::string& spec) {
+  return RecordedTilesOfEveryDesign(ir::BuildWorkload(spec).func);
 }
 
 // conv2d NHWC's loops: n, h, w, co, then the reductions kh, kw, ci.
@@ -568,6 +571,35 @@ TEST(DesignSpace, AConvolutionsRegisterBlockUnrollsItsWindowAndFillsItsRows) {
        RecordedTilesOfEveryDesign("batch_matmul:B=8,M=7,N=64,K=64")) {
     ASSERT_EQ(tiles.size(), 4u);
     EXPECT_EQ(tiles[0].back(), 1);
+  }
+}
+
+// An NCHW convolution, Y[n, co, h, w] from X[n, ci, h + kh, w + kw] and
+// W[co, ci, kh, kw]: its loops n, co, h, w, then ci, kh, kw.
+std::string NchwConvolution(int channels, int size) {
+  const std::string c = std::to_string(channels), s = std::to_string(size), padded = std::to_string(size + 2);
+  return "input X: f32[1, " + c + ", " + padded + ", " + padded + "]\ninput W: f32[" + c + ", " + c +
+         ", 3, 3]\nY[n, co, h in " + s + ", w in " + s + "] = sum(ci in " + c +
+         ", kh in 3, kw in 3) X[n, ci, h + kh, w + kw] * W[co, ci, kh, kw]\n";
+}
+
+TEST(DesignSpace, AnNchwConvolutionTakesItsRowsFromTheOutputChannels) {
+  using Tiles = std::vector<std::vector<std::int64_t>>;
+  // Vectors along w. h, the loop before it, moves X, whose vectors w
+  // moves too: rows of h would each load their own vectors. The output
+  // channels move only W, whose broadcasts then share the vectors of X.
+  for (const Tiles& tiles : RecordedTilesOfEveryDesign(ir::ParseWorkloadText(NchwConvolution(64, 56)))) {
+    EXPECT_EQ(tiles, (Tiles{{1, 1, 1, 1}, {4, 4, 1, 4}, {28, 2, 1, 1}, {1, 1, 1, 56}, {64, 1}, {3, 1}, {1, 3}}));
+  }
+  // And each design, and samples of it, compute what the convolution
+  // computes (6 columns: no whole vector).
+  ir::PrimFunc small = ir::ParseWorkloadText(NchwConvolution(8, 6));
+  for (const ir::Trace& space : DefaultDesignSpace(small, SpaceOptionsFor(2, 512))) {
+    for (std::uint64_t seed = 0; seed < 3; ++seed) {
+      std::optional<Candidate> c = Realize(small, seed == 0 ? space : WithoutDecisions(space), seed);
+      ASSERT_TRUE(c.has_value()) << space.AsScript();
+      EXPECT_EQ(ir::testing::SameResult(small, c->program, 3), "") << c->trace.AsScript();
+    }
   }
 }
 
