@@ -90,6 +90,46 @@ bool NeedsMultiLevelTiling(const BlockNode& b) {
   return false;
 }
 
+std::int64_t ExtentProduct(const BlockNode& b, IterKind kind) {
+  std::int64_t p = 1;
+  for (const ir::IterVar& iv : b.iter_vars) {
+    if (iv.kind == kind) p *= iv.extent;
+  }
+  return p;
+}
+
+// Reductions that read every input once, along the rows of an input that
+// a spatial loop walks contiguously: a column sum, S[j] = sum_i X[i, j].
+// Untiled, the reduction is the inner loop, and it walks down a column, a
+// row (a page, at 2048 floats) apart per element; tiled, the reduction goes
+// outside the vectorized j, and each row is read as a stream. Column sum
+// 2048 x 2048: 14.0 ms untiled, 0.28 ms tiled by hand, 64 columns per job
+// 0.50 ms (bench/RESULTS.md, session 33). Not when the spatial part is too
+// small to keep the cores busy: rfactor takes those (NeedsRFactor).
+bool ReducesAlongColumns(const BlockNode& b, const SpaceOptions& o) {
+  if (!HasReduction(b) || ExtentProduct(b, IterKind::kSpatial) < std::int64_t{o.cores} * o.max_jobs_per_core) {
+    return false;
+  }
+  // An input read across the reduction (down its columns), whose last
+  // dimension moves with a spatial loop and with no reduction loop.
+  for (const ir::BufferRegion& read : b.reads) {
+    if (read.ranges.empty()) continue;
+    bool last_spatial = false, last_reduce = false, reduced = false;
+    for (const ir::IterVar& iv : b.iter_vars) {
+      if (iv.extent == 1) continue;
+      bool in_last = UsesVar(read.ranges.back().min, iv.var.get());
+      if (iv.kind == IterKind::kSpatial) {
+        last_spatial = last_spatial || in_last;
+      } else {
+        last_reduce = last_reduce || in_last;
+        for (const ir::Range& range : read.ranges) reduced = reduced || UsesVar(range.min, iv.var.get());
+      }
+    }
+    if (last_spatial && !last_reduce && reduced) return true;
+  }
+  return false;
+}
+
 // The iteration kind each loop drives: the kind of the iter var bound to
 // exactly that loop. nullopt when a binding is not a plain loop variable
 // (the block was already transformed) and tiling should leave it alone.
@@ -660,14 +700,6 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
 
 // ---- rfactor ----------------------------------------------------------------
 
-std::int64_t ExtentProduct(const BlockNode& b, IterKind kind) {
-  std::int64_t p = 1;
-  for (const ir::IterVar& iv : b.iter_vars) {
-    if (iv.kind == kind) p *= iv.extent;
-  }
-  return p;
-}
-
 // A reduction whose spatial part is too small to keep the cores busy is
 // split into partial reductions over a factored axis (TVM's AddRFactor).
 bool NeedsRFactor(const BlockNode& b, const SpaceOptions& o) {
@@ -921,7 +953,7 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
     Schedule probe = *holder;
     BlockRV block = probe.GetBlock(name);
     const BlockNode& node = probe.Get(block);
-    if (NeedsMultiLevelTiling(node)) {
+    if (NeedsMultiLevelTiling(node) || ReducesAlongColumns(node, options)) {
       std::vector<TilingVariant> variants = {{0, -1}, {1, -1}, {2, -1}};
       for (int input : ReusedInputs(node)) {
         variants.push_back({1, input});

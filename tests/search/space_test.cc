@@ -437,32 +437,62 @@ TEST(DesignSpace, ElementwiseStagesAreInlinedAndFusedIntoTheWriteBack) {
 
 // The property the search relies on: every sample of every space of every
 // built-in workload computes what the workload computes.
-TEST(DesignSpace, SamplesOfEveryWorkloadMatchTheInterpreter) {
+// Samples of every design of `workload`'s space, realized and checked
+// against the interpreter; their traces replay to the same program.
+void ExpectSamplesMatchTheInterpreter(const ir::PrimFunc& workload) {
   SpaceOptions o;
   o.cores = 2;
+  std::vector<ir::Trace> spaces = DefaultDesignSpace(workload, o);
+  ASSERT_FALSE(spaces.empty());
+  int realized = 0;
+  for (std::uint64_t seed = 0; seed < 24; ++seed) {
+    const ir::Trace& space = spaces[seed % spaces.size()];
+    std::optional<Candidate> c = Realize(workload, WithoutDecisions(space), seed);
+    if (!c) continue;
+    ++realized;
+    std::string why = ir::testing::SameResult(workload, c->program, seed);
+    ASSERT_EQ(why, "") << ir::PrintProgram(c->program) << c->trace.AsScript();
+    EXPECT_NO_THROW(measure::Lower(c->program));
+    // The stored trace replays to the same program, and so does the
+    // script `tunedb best` prints from it.
+    ir::Schedule again = ir::ReplayTrace(workload, ir::Trace::FromJsonText(c->trace.ToJson().dump()), 99);
+    EXPECT_TRUE(ir::StructuralEqual(again.func(), c->program));
+    ir::Schedule scripted(workload, 99);
+    ir::RunScheduleScript(scripted, c->trace.AsScript());
+    EXPECT_TRUE(ir::StructuralEqual(scripted.func(), c->program)) << c->trace.AsScript();
+  }
+  EXPECT_GE(realized, 20);
+}
+
+TEST(DesignSpace, SamplesOfEveryWorkloadMatchTheInterpreter) {
   for (const char* spec : kSmallWorkloads) {
     SCOPED_TRACE(spec);
-    ir::Workload w = ir::BuildWorkload(spec);
-    std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, o);
-    ASSERT_FALSE(spaces.empty());
-    int realized = 0;
-    for (std::uint64_t seed = 0; seed < 24; ++seed) {
-      const ir::Trace& space = spaces[seed % spaces.size()];
-      std::optional<Candidate> c = Realize(w.func, WithoutDecisions(space), seed);
-      if (!c) continue;
-      ++realized;
-      std::string why = ir::testing::SameResult(w.func, c->program, seed);
-      ASSERT_EQ(why, "") << ir::PrintProgram(c->program) << c->trace.AsScript();
-      EXPECT_NO_THROW(measure::Lower(c->program));
-      // The stored trace replays to the same program, and so does the
-      // script `tunedb best` prints from it.
-      ir::Schedule again = ir::ReplayTrace(w.func, ir::Trace::FromJsonText(c->trace.ToJson().dump()), 99);
-      EXPECT_TRUE(ir::StructuralEqual(again.func(), c->program));
-      ir::Schedule scripted(w.func, 99);
-      ir::RunScheduleScript(scripted, c->trace.AsScript());
-      EXPECT_TRUE(ir::StructuralEqual(scripted.func(), c->program)) << c->trace.AsScript();
+    ExpectSamplesMatchTheInterpreter(ir::BuildWorkload(spec).func);
+  }
+}
+
+// Computations outside the library, in the workload language, that take
+// rules of their own (an NCHW convolution's rows, a column reduction's
+// tiling), at small shapes; extents that vectors do not divide included.
+const char* kSmallWrittenWorkloads[] = {
+    "input X: f32[1, 8, 8, 8]\ninput W: f32[8, 8, 3, 3]\n"
+    "Y[n, co, h in 6, w in 6] = sum(ci in 8, kh in 3, kw in 3) X[n, ci, h + kh, w + kw] * W[co, ci, kh, kw]\n",
+    "input X: f32[12, 80]\nS[j] = sum(i in 12) X[i, j]\n",
+    "input X: f32[9, 70]\nS[j] = max(i in 9) X[i, j]\n",
+    "input X: f32[3, 4, 5, 6]\nS[c, h, w] = sum(n in 3) X[n, c, h, w] / 3.0\n",
+};
+
+TEST(DesignSpace, SamplesOfWrittenWorkloadsMatchTheInterpreter) {
+  for (const char* text : kSmallWrittenWorkloads) {
+    SCOPED_TRACE(text);
+    ir::PrimFunc workload = ir::ParseWorkloadText(text);
+    ExpectSamplesMatchTheInterpreter(workload);
+    // And the designs' own decisions.
+    for (const ir::Trace& space : DefaultDesignSpace(workload, SpaceOptionsFor(2, 512))) {
+      std::optional<Candidate> c = Realize(workload, space, 0);
+      ASSERT_TRUE(c.has_value()) << space.AsScript();
+      EXPECT_EQ(ir::testing::SameResult(workload, c->program, 3), "") << c->trace.AsScript();
     }
-    EXPECT_GE(realized, 20);
   }
 }
 
@@ -574,32 +604,40 @@ TEST(DesignSpace, AConvolutionsRegisterBlockUnrollsItsWindowAndFillsItsRows) {
   }
 }
 
-// An NCHW convolution, Y[n, co, h, w] from X[n, ci, h + kh, w + kw] and
-// W[co, ci, kh, kw]: its loops n, co, h, w, then ci, kh, kw.
-std::string NchwConvolution(int channels, int size) {
-  const std::string c = std::to_string(channels), s = std::to_string(size), padded = std::to_string(size + 2);
-  return "input X: f32[1, " + c + ", " + padded + ", " + padded + "]\ninput W: f32[" + c + ", " + c +
-         ", 3, 3]\nY[n, co, h in " + s + ", w in " + s + "] = sum(ci in " + c +
-         ", kh in 3, kw in 3) X[n, ci, h + kh, w + kw] * W[co, ci, kh, kw]\n";
-}
-
 TEST(DesignSpace, AnNchwConvolutionTakesItsRowsFromTheOutputChannels) {
   using Tiles = std::vector<std::vector<std::int64_t>>;
-  // Vectors along w. h, the loop before it, moves X, whose vectors w
-  // moves too: rows of h would each load their own vectors. The output
-  // channels move only W, whose broadcasts then share the vectors of X.
-  for (const Tiles& tiles : RecordedTilesOfEveryDesign(ir::ParseWorkloadText(NchwConvolution(64, 56)))) {
+  // Loops n, co, h, w, then ci, kh, kw; vectors along w. h, the loop
+  // before it, moves X, whose vectors w moves too: rows of h would each
+  // load their own vectors. The output channels move only W, whose
+  // broadcasts then share the vectors of X. (Its samples at a small shape:
+  // kSmallWrittenWorkloads.)
+  ir::PrimFunc conv = ir::ParseWorkloadText(
+      "input X: f32[1, 64, 58, 58]\ninput W: f32[64, 64, 3, 3]\n"
+      "Y[n, co, h in 56, w in 56] = sum(ci in 64, kh in 3, kw in 3) X[n, ci, h + kh, w + kw] * W[co, ci, kh, kw]\n");
+  for (const Tiles& tiles : RecordedTilesOfEveryDesign(conv)) {
     EXPECT_EQ(tiles, (Tiles{{1, 1, 1, 1}, {4, 4, 1, 4}, {28, 2, 1, 1}, {1, 1, 1, 56}, {64, 1}, {3, 1}, {1, 3}}));
   }
-  // And each design, and samples of it, compute what the convolution
-  // computes (6 columns: no whole vector).
-  ir::PrimFunc small = ir::ParseWorkloadText(NchwConvolution(8, 6));
-  for (const ir::Trace& space : DefaultDesignSpace(small, SpaceOptionsFor(2, 512))) {
-    for (std::uint64_t seed = 0; seed < 3; ++seed) {
-      std::optional<Candidate> c = Realize(small, seed == 0 ? space : WithoutDecisions(space), seed);
-      ASSERT_TRUE(c.has_value()) << space.AsScript();
-      EXPECT_EQ(ir::testing::SameResult(small, c->program, 3), "") << c->trace.AsScript();
+}
+
+TEST(DesignSpace, AColumnReductionIsTiledWithItsReductionOutside) {
+  using Tiles = std::vector<std::vector<std::int64_t>>;
+  // S[j] = sum_i X[i, j] reads X once, but untiled it walks down columns.
+  // Tiled (no input to pack: three variants), j's four vectors go inside
+  // the reduction, whose rows are read as streams.
+  EXPECT_EQ(RecordedTilesOfEveryDesign(ir::ParseWorkloadText("input X: f32[2048, 2048]\nS[j] = sum(i in 2048) X[i, j]\n")),
+            (std::vector<Tiles>(3, Tiles{{32, 1, 1, 64}, {512, 4}})));
+  // A row sum keeps its vector rfactor, and a column sum of too few
+  // columns to keep the cores busy its rfactor: neither is tiled.
+  for (const char* text : {"input X: f32[64, 2048]\nS[i] = sum(j in 2048) X[i, j]\n",
+                           "input X: f32[4096, 16]\nS[j] = sum(i in 4096) X[i, j]\n"}) {
+    SCOPED_TRACE(text);
+    bool rfactor = false;
+    for (const ir::Trace& space : DefaultDesignSpace(ir::ParseWorkloadText(text), SpaceOptionsFor(2, 512))) {
+      std::string script = space.AsScript();
+      EXPECT_EQ(script.find("n=4"), std::string::npos) << script;  // no 4-level spatial tiles
+      rfactor = rfactor || script.find("rfactor") != std::string::npos;
     }
+    EXPECT_TRUE(rfactor);
   }
 }
 
