@@ -480,6 +480,9 @@ const char* kSmallWrittenWorkloads[] = {
     "input X: f32[12, 80]\nS[j] = sum(i in 12) X[i, j]\n",
     "input X: f32[9, 70]\nS[j] = max(i in 9) X[i, j]\n",
     "input X: f32[3, 4, 5, 6]\nS[c, h, w] = sum(n in 3) X[n, c, h, w] / 3.0\n",
+    "input X: f32[20, 12]\nY[i, j] = X[j, i]\n",                            // blocks of 4
+    "input X: f32[2, 32, 48]\nY[b, i, j] = X[b, j, i] * 0.5\n",               // of 16, not a plain copy
+    "input X: f32[2, 8, 3, 5]\nY[n, h, w, c] = X[n, c, h, w]\n",              // NCHW -> NHWC, no common block
 };
 
 TEST(DesignSpace, SamplesOfWrittenWorkloadsMatchTheInterpreter) {
@@ -639,6 +642,29 @@ TEST(DesignSpace, AColumnReductionIsTiledWithItsReductionOutside) {
     }
     EXPECT_TRUE(rfactor);
   }
+}
+
+TEST(DesignSpace, ATransposeIsCopiedInBlocksItTransposesInRegisters) {
+  using Tiles = std::vector<std::vector<std::int64_t>>;
+  // Y[i, j] = X[j, i]: i and j each in 32 x 4 x 16, the 16 x 16 block
+  // innermost and unrolled (a vector's lanes: codegen's register
+  // transpose). With AVX2's 8 lanes, 8 x 8 blocks.
+  ir::PrimFunc transpose = ir::ParseWorkloadText("input X: f32[2048, 2048]\nY[i, j] = X[j, i]\n");
+  std::vector<ir::Trace> spaces = DefaultDesignSpace(transpose, SpaceOptionsFor(2, 512));
+  ASSERT_EQ(spaces.size(), 1u);
+  EXPECT_EQ(RecordedTiles(spaces[0]), (Tiles{{32, 4, 16}, {32, 4, 16}}));
+  std::optional<Candidate> c = Realize(transpose, spaces[0], 0);
+  ASSERT_TRUE(c.has_value());
+  const std::string text = ir::PrintProgram(c->program);
+  EXPECT_NE(text.find("for i_0 in T.parallel(32"), std::string::npos) << text;
+  EXPECT_NE(text.find("for i_2 in T.unroll(16):\n                for j_2 in T.unroll(16):"), std::string::npos) << text;
+  EXPECT_EQ(RecordedTiles(DefaultDesignSpace(transpose, SpaceOptionsFor(2, 256))[0]), (Tiles{{64, 4, 8}, {64, 4, 8}}));
+  // A copy along the rows is left as it was.
+  EXPECT_EQ(DefaultDesignSpace(ir::ParseWorkloadText("input X: f32[64, 64]\nY[i, j] = X[i, j] * 2.0\n"),
+                               SpaceOptionsFor(2, 512))[0]
+                .AsScript()
+                .find("split"),
+            std::string::npos);
 }
 
 TEST(DesignSpace, RecordsARegisterBlockAsItsDecisions) {
