@@ -284,7 +284,9 @@ struct Runner::Impl {
   json BuildRequest(std::size_t i) const {
     json r = {{"op", "build"}, {"id", i}, {"program", call.programs[i]}};
     if (config.fault.kind != FaultInjection::kNone && config.fault.candidate == static_cast<int>(i)) {
-      r["fault"] = config.fault.kind == FaultInjection::kCrash ? "crash" : "hang";
+      r["fault"] = config.fault.kind == FaultInjection::kCrash  ? "crash"
+                   : config.fault.kind == FaultInjection::kHang ? "hang"
+                                                                : "endless_build";
     }
     return r;
   }
@@ -499,9 +501,13 @@ std::vector<MeasureResult> Runner::Measure(const std::vector<ir::PrimFunc>& cand
   m.BuildAll(results);
   m.phase_secs.build += seconds_since(build_start);
 
+  // Every candidate that built, whether its worker still holds the kernel
+  // or not: a worker replaced after a later build timed out lost the
+  // kernels it held, and RunPasses builds those again. (Left out, they were
+  // reported "ok" with no timing.)
   std::vector<std::size_t> built;
   for (std::size_t i = 0; i < n; ++i) {
-    if (m.Holds(i)) built.push_back(i);
+    if (results[i].status == MeasureStatus::kOk) built.push_back(i);
   }
   const Clock::time_point run_start = Clock::now();
   m.RunPasses(built, results, /*verified=*/false, slow_cutoff_secs, slow_factor);

@@ -63,9 +63,10 @@ struct MeasureResult {
 };
 
 // Test-only: make one candidate's kernel crash or hang (a real fault in the
-// generated code, run in the worker), to check containment.
+// generated code, run in the worker), or its build never finish (the
+// worker sleeps instead of compiling), to check containment.
 struct FaultInjection {
-  enum Kind { kNone, kCrash, kHang } kind = kNone;
+  enum Kind { kNone, kCrash, kHang, kEndlessBuild } kind = kNone;
   int candidate = -1;  // index within the Measure call
 };
 

@@ -194,6 +194,25 @@ TEST(RunnerTest, CrashesAndHangsAreContained) {
   }
 }
 
+// A build that times out replaces its worker, and with it the kernels the
+// worker built earlier in the call: those are built again and timed, not
+// reported "ok" with no timing.
+TEST(RunnerTest, KernelsLostWithAWorkerWhoseLaterBuildTimedOutAreBuiltAgain) {
+  PrimFunc f = BuildWorkload("matmul:M=16,N=16,K=16").func;
+  MeasureConfig c = QuickConfig();
+  c.workers = 1;  // candidates 0, 1 and 2 all build in it, in turn
+  c.build_timeout_s = 1;
+  c.fault = {FaultInjection::kEndlessBuild, 1};
+  Runner runner(f, c);
+  std::vector<MeasureResult> r = runner.Measure({f, f, f});
+  EXPECT_EQ(r[1].status, MeasureStatus::kTimeout);
+  EXPECT_NE(r[1].error.find("building took longer than"), std::string::npos) << r[1].error;
+  for (int i : {0, 2}) {
+    EXPECT_EQ(r[i].status, MeasureStatus::kOk) << i << ": " << r[i].error;
+    EXPECT_EQ(r[i].run_secs.size(), 3u) << i;
+  }
+}
+
 // The timeout is for one run: a candidate whose runs each take a fraction
 // of it is measured even when its verification run and repeats together
 // last several times longer. A kernel that hangs still times out (above).
