@@ -916,11 +916,15 @@ void TransposeInBlocks(Schedule& sch, const std::string& name, const SpaceOption
   for (std::int64_t lanes = VectorLanes(o, OutputElementBytes(sch.Get(b))); lanes >= 4 && n == 0; lanes /= 2) {
     if (ea % lanes == 0 && el % lanes == 0) n = lanes;
   }
+  // Mutated tiles stay within a vector's lanes: a 64 x 64 block, unrolled,
+  // took over a minute to build.
+  const std::int64_t most_inner = std::max<std::int64_t>(8, VectorLanes(o, OutputElementBytes(sch.Get(b))));
   auto split = [&](int at, std::int64_t e) {
     std::int64_t inner = n > 0 ? n : LargestDivisorAtMost(e, 8);
     std::int64_t middle = LargestDivisorAtMost(e / inner, 4);
-    std::vector<ExprRV> tiles = sch.SamplePerfectTile(loops[static_cast<std::size_t>(at)], 3, o.max_vectorize,
-                                                      std::vector<std::int64_t>{e / inner / middle, middle, inner});
+    std::vector<ExprRV> tiles =
+        sch.SamplePerfectTile(loops[static_cast<std::size_t>(at)], 3, static_cast<int>(most_inner),
+                              std::vector<std::int64_t>{e / inner / middle, middle, inner});
     return sch.Split(loops[static_cast<std::size_t>(at)], std::vector<ir::SplitFactor>(tiles.begin(), tiles.end()));
   };
   std::vector<LoopRV> pa = split(a, ea), pl = split(last, el);
