@@ -84,10 +84,14 @@ TEST(WorkloadsTest, LoadWorkloadReadsFiles) {
 TEST(WorkloadsTest, EveryShippedWorkloadFileLoads) {
   const std::map<std::string, std::int64_t> expected_flops = {
       {"attention_scores", 2LL * 12 * 128 * 128 * 64},
+      {"column_max", 4096LL * 512},
+      {"column_sum", 2048LL * 2048},
       {"conv2d_nchw", 2LL * 64 * 56 * 56 * 64 * 3 * 3},
       {"dense_gelu", 2LL * 128 * 3072 * 768 + 128 * 3072 * 14},
       {"layer_norm", 2949120},
       {"matmul_tn", 2LL * 512 * 512 * 512},
+      {"nchw_to_nhwc", 0},
+      {"transpose", 0},
       {"gelu", 9437184},
       {"log1p", 3145728},
   };
