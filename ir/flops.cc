@@ -52,4 +52,10 @@ std::int64_t CountFlops(const PrimFunc& func) {
   return total;
 }
 
+std::int64_t ParamBytes(const PrimFunc& func) {
+  std::int64_t total = 0;
+  for (const Buffer& param : func.params) total += param->NumElements() * DataTypeBytes(param->dtype);
+  return total;
+}
+
 }  // namespace tunedb::ir

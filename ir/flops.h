@@ -1,4 +1,5 @@
-// Floating-point operation count of a program, for GFLOPS figures.
+// Floating-point operation count of a program, for GFLOPS figures, and the
+// bytes of its parameters, for GB/s figures where it counts none.
 //
 // Each block contributes (product of its iteration-domain extents) x
 // (float-typed arithmetic operations, comparisons, selects and math calls in
@@ -14,5 +15,10 @@
 namespace tunedb::ir {
 
 std::int64_t CountFlops(const PrimFunc& func);
+
+// Bytes of the program's parameters: what it reads and writes at least once.
+// The rate to quote for a program that counts no FLOPs (a transpose, a
+// layout change), which moves data and computes nothing.
+std::int64_t ParamBytes(const PrimFunc& func);
 
 }  // namespace tunedb::ir

@@ -240,6 +240,7 @@ class Tuner {
     status.name = task->workload.spec;
     status.hash = task->hash;
     status.flops = ir::CountFlops(func);
+    status.param_bytes = ir::ParamBytes(func);
     status.best_secs = kInf;
     LoadHistory(*task, status, static_cast<int>(index));
     if (o_.transfer) ctx.transfer = Transfer(*task);

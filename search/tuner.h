@@ -74,6 +74,7 @@ struct TuneOptions {
 struct TaskStatus {
   std::string name, hash;
   std::int64_t flops = 0;
+  std::int64_t param_bytes = 0; // its inputs and outputs (ir::ParamBytes), for GB/s where flops is 0
   double best_secs = 0;         // +inf until a valid candidate exists
   std::string best_trace;       // trace JSON of the best record
   int trials = 0;               // measured in this session

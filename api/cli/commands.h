@@ -4,6 +4,7 @@
 // codes (2 for bad input, 1 for other failures).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -38,6 +39,11 @@ void AddServeCommand(CLI::App& app);
 // time. A tiny budget on a tiny workload can leave the tuned program the
 // slower one, and "0.3x faster" would misread. (Defined in tune_command.cc.)
 std::string SpeedupText(double reference_secs, double new_secs);
+
+// "352.98 GFLOP/s", or, for a program that counts no FLOPs (a transpose),
+// the GB/s of its parameters each moved once, where "0.00 GFLOP/s" would
+// tell nothing. (Defined in tune_command.cc.)
+std::string RateText(std::int64_t flops, std::int64_t param_bytes, double secs);
 
 // A duration for people: milliseconds to four places, or microseconds to
 // two below 0.1 ms, where "0.0000 ms" would hide a fast kernel; "-" when

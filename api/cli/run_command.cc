@@ -70,7 +70,12 @@ void RunRun(const RunOptions& o) {
     auto [lo, hi] = std::minmax_element(r.run_secs.begin(), r.run_secs.end());
     fmt::print("median:    {} ({} repeats, {} .. {})\n", DurationText(median), r.run_secs.size(), DurationText(*lo),
                DurationText(*hi));
-    fmt::print("GFLOPS:    {:.2f}\n", static_cast<double>(flops) / median / 1e9);
+    if (flops > 0) {
+      fmt::print("GFLOPS:    {:.2f}\n", static_cast<double>(flops) / median / 1e9);
+    } else {
+      fmt::print("GB/s:      {:.2f} (inputs and outputs; the program counts no FLOPs)\n",
+                 static_cast<double>(ir::ParamBytes(p.workload.func)) / median / 1e9);
+    }
   }
   if (!o.emit_llvm.empty()) fmt::print("LLVM IR:   {}\n", o.emit_llvm);
   if (r.status != measure::MeasureStatus::kOk) throw ProblemsReported();

@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 
 #include <fmt/core.h>
 
@@ -71,8 +71,13 @@ void PrintProgress(const search::TuneEvent& e, const std::vector<search::TaskSta
   int width = 30;
   int filled = e.trials_total > 0 ? width * e.trials_done / e.trials_total : width;
   std::string bar = std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(width - filled), '.');
-  std::string line = fmt::format("[{}] {}/{} trials | best {:.1f} GFLOP/s | {:.1f} s", bar, e.trials_done,
-                                 e.trials_total, best, e.elapsed_secs);
+  // A program with no FLOPs to count (a transpose) shows its best time.
+  std::string best_text = best > 0 ? fmt::format(" | best {:.1f} GFLOP/s", best) : "";
+  if (best <= 0 && tasks.size() == 1 && std::isfinite(tasks[0].best_secs) && tasks[0].best_secs > 0) {
+    best_text = " | best " + DurationText(tasks[0].best_secs);
+  }
+  std::string line =
+      fmt::format("[{}] {}/{} trials{} | {:.1f} s", bar, e.trials_done, e.trials_total, best_text, e.elapsed_secs);
   if (tty) {
     fmt::print(stderr, "\r{}", line);
   } else {
@@ -180,10 +185,10 @@ void RunTune(const TuneCliOptions& o) {
       continue;
     }
     fmt::print("best schedule:\n{}", ir::Trace::FromJsonText(t.best_trace).Simplified(false).AsScript());
-    fmt::print("best:        {}, {:.2f} GFLOP/s\n", DurationText(t.best_secs), t.GFlops());
+    fmt::print("best:        {}, {}\n", DurationText(t.best_secs), RateText(t.flops, t.param_bytes, t.best_secs));
     if (t.baseline_secs > 0) {
-      fmt::print("unscheduled: {}, {:.2f} GFLOP/s; the best is {}{}\n", DurationText(t.baseline_secs),
-                 static_cast<double>(t.flops) / t.baseline_secs / 1e9, SpeedupText(t.baseline_secs, t.best_secs),
+      fmt::print("unscheduled: {}, {}; the best is {}{}\n", DurationText(t.baseline_secs),
+                 RateText(t.flops, t.param_bytes, t.baseline_secs), SpeedupText(t.baseline_secs, t.best_secs),
                  t.baseline_stored ? " (unscheduled program timed in an earlier session)" : "");
     }
   }
@@ -192,6 +197,12 @@ void RunTune(const TuneCliOptions& o) {
 }
 
 }  // namespace
+
+std::string RateText(std::int64_t flops, std::int64_t param_bytes, double secs) {
+  if (flops > 0) return fmt::format("{:.2f} GFLOP/s", static_cast<double>(flops) / secs / 1e9);
+  return fmt::format("{:.2f} GB/s of inputs and outputs",
+                     static_cast<double>(param_bytes) / secs / 1e9);
+}
 
 std::string SpeedupText(double reference_secs, double new_secs) {
   double ratio = reference_secs / new_secs;

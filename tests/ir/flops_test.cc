@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "ir/workload_lang.h"
 #include "ir/workloads.h"
 
 namespace tunedb::ir {
@@ -30,6 +31,17 @@ TEST(FlopsTest, ConvCountsPaddingSelectOncePerElement) {
 TEST(FlopsTest, SoftmaxCountsEveryStage) {
   // max: M*N, exp stage: sub + exp = 2*M*N, sum: M*N, norm: M*N.
   EXPECT_EQ(Flops("softmax:M=2,N=8"), 2 * 8 + 2 * 2 * 8 + 2 * 8 + 2 * 8);
+}
+
+TEST(FlopsTest, ParamBytesCountEveryInputAndOutputOnce) {
+  // A, B and C of 4-byte floats; padding's intermediate buffer is no
+  // parameter.
+  EXPECT_EQ(ParamBytes(BuildWorkload("matmul:M=3,N=5,K=7").func), 4 * (3 * 7 + 7 * 5 + 3 * 5));
+  EXPECT_EQ(ParamBytes(BuildWorkload("conv2d_nhwc:N=1,H=4,W=4,CI=2,CO=3,KH=3,KW=3,stride=1,pad=1").func),
+            4 * (4 * 4 * 2 + 3 * 3 * 2 * 3 + 4 * 4 * 3));
+  PrimFunc transpose = ParseWorkloadText("input X: f64[6, 10]\nY[i, j] = X[j, i]\n");
+  EXPECT_EQ(CountFlops(transpose), 0);
+  EXPECT_EQ(ParamBytes(transpose), 8 * 2 * 60);
 }
 
 }  // namespace

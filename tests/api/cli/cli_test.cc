@@ -185,6 +185,25 @@ TEST(CliTest, RunPrintsAFastKernelInMicroseconds) {
   EXPECT_EQ(r.out.find("0.0000 ms"), std::string::npos) << r.out;
 }
 
+// A program with no FLOPs to count (a transpose) is rated by the bytes of
+// its inputs and outputs, where "0.00 GFLOP/s" would tell nothing.
+TEST(CliTest, AProgramWithoutFlopsIsRatedInGigabytesPerSecond) {
+  std::string path = ::testing::TempDir() + "/cli_test_transpose.tw";
+  std::ofstream(path) << "input X: f32[64, 48]\nY[i, j] = X[j, i]\n";
+  Result r = RunTunedb("run --workload " + path + " --repeat 3 --min-repeat-ms 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("GB/s:      "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("GFLOPS:"), std::string::npos) << r.out;
+  std::string db = ::testing::TempDir() + "/cli_test_transpose.sqlite";
+  std::filesystem::remove(db);
+  r = RunTunedb("tune --workload " + path + " --trials 2 --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find(" GB/s of inputs and outputs\nunscheduled: "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("GFLOP/s"), std::string::npos) << r.out;
+  std::filesystem::remove(db);
+  std::filesystem::remove(path);
+}
+
 TEST(CliTest, RunWithAScheduleAndBadTargets) {
   std::string script = ::testing::TempDir() + "/cli_test_run_schedule.py";
   std::ofstream(script) << "b0 = sch.get_block(\"C\")\ni, j, k = sch.get_loops(b0)\nsch.parallel(i)\nsch.vectorize(j)\n";
