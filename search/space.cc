@@ -101,7 +101,7 @@ std::int64_t ExtentProduct(const BlockNode& b, IterKind kind) {
 // Reductions that read every input once, along the rows of an input that
 // a spatial loop walks contiguously: a column sum, S[j] = sum_i X[i, j].
 // Untiled, the reduction is the inner loop, and it walks down a column, a
-// row (a page, at 2048 floats) apart per element; tiled, the reduction goes
+// row (8 KB, two pages, at 2048 floats) apart per element; tiled, it goes
 // outside the vectorized j, and each row is read as a stream. Column sum
 // 2048 x 2048: 14.0 ms untiled, 0.28 ms tiled by hand, 64 columns per job
 // 0.50 ms (bench/RESULTS.md, session 33). Not when the spatial part is too
