@@ -200,8 +200,7 @@ void RunTune(const TuneCliOptions& o) {
 
 std::string RateText(std::int64_t flops, std::int64_t param_bytes, double secs) {
   if (flops > 0) return fmt::format("{:.2f} GFLOP/s", static_cast<double>(flops) / secs / 1e9);
-  return fmt::format("{:.2f} GB/s of inputs and outputs",
-                     static_cast<double>(param_bytes) / secs / 1e9);
+  return fmt::format("{:.2f} GB/s of inputs and outputs", static_cast<double>(param_bytes) / secs / 1e9);
 }
 
 std::string SpeedupText(double reference_secs, double new_secs) {
