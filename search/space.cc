@@ -247,6 +247,21 @@ std::int64_t LargestDivisorAtMost(std::int64_t n, std::int64_t limit) {
   return 1;
 }
 
+// A block's iteration extents and kinds, in the order of its iteration
+// variables (an untransformed block's loop order).
+struct IterShape {
+  std::vector<std::int64_t> extents;
+  std::vector<IterKind> kinds;
+};
+IterShape IterShapeOf(const BlockNode& b) {
+  IterShape shape;
+  for (const ir::IterVar& iv : b.iter_vars) {
+    shape.extents.push_back(iv.extent);
+    shape.kinds.push_back(iv.kind);
+  }
+  return shape;
+}
+
 // The loop whose innermost tile the postprocessor vectorizes: the last
 // spatial loop longer than 1 (-1 when there is none).
 int VectorLoop(const std::vector<std::int64_t>& extents, const std::vector<IterKind>& kinds) {
@@ -467,12 +482,7 @@ std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<st
 // other extents the search found no better (batch 20: 155.2 and 154.8,
 // batch 100: 290.3 and 271.0).
 std::pair<int, int> BatchLanesLoop(const BlockNode& b, const SpaceOptions& o) {
-  std::vector<std::int64_t> extents;
-  std::vector<IterKind> kinds;
-  for (const ir::IterVar& iv : b.iter_vars) {
-    extents.push_back(iv.extent);
-    kinds.push_back(iv.kind);
-  }
+  const auto [extents, kinds] = IterShapeOf(b);
   int last = VectorLoop(extents, kinds);
   if (last < 0) return {-1, -1};
   const std::int64_t lanes = VectorLanes(o, OutputElementBytes(b));
@@ -518,12 +528,7 @@ std::pair<int, int> BatchLanesLoop(const BlockNode& b, const SpaceOptions& o) {
 // Empty when the extents need none: padding only the reduction would copy
 // both inputs for an unroll.
 std::vector<std::int64_t> RegisterBlockPadding(const BlockNode& b, const SpaceOptions& o) {
-  std::vector<std::int64_t> extents;
-  std::vector<IterKind> kinds;
-  for (const ir::IterVar& iv : b.iter_vars) {
-    extents.push_back(iv.extent);
-    kinds.push_back(iv.kind);
-  }
+  const auto [extents, kinds] = IterShapeOf(b);
   std::vector<const ir::ExprNode*> loop_vars;
   for (const ir::Expr& binding : b.bindings) loop_vars.push_back(binding.get());
   const auto [vectorized, rows, last_reduce] = RegisterBlockLoops(b, loop_vars, extents, kinds);
@@ -869,12 +874,7 @@ void MatrixVectorRFactor(Schedule& sch, const std::string& name, const SpaceOpti
 // two is walked a row apart per element. Returns {a, last}, or {-1, -1}.
 std::pair<int, int> TransposedLoops(const BlockNode& b) {
   if (HasReduction(b) || b.iter_vars.size() < 2 || b.writes.size() != 1 || b.writes[0].ranges.empty()) return {-1, -1};
-  std::vector<std::int64_t> extents;
-  std::vector<IterKind> kinds;
-  for (const ir::IterVar& iv : b.iter_vars) {
-    extents.push_back(iv.extent);
-    kinds.push_back(iv.kind);
-  }
+  const auto [extents, kinds] = IterShapeOf(b);
   const int last = VectorLoop(extents, kinds);
   if (last < 0) return {-1, -1};
   const ir::ExprNode* last_var = b.iter_vars[static_cast<std::size_t>(last)].var.get();
@@ -912,13 +912,14 @@ void TransposeInBlocks(Schedule& sch, const std::string& name, const SpaceOption
   }
   const std::int64_t ea = sch.Get(loops[static_cast<std::size_t>(a)]).extent;
   const std::int64_t el = sch.Get(loops[static_cast<std::size_t>(last)]).extent;
+  const std::int64_t lanes = VectorLanes(o, OutputElementBytes(sch.Get(b)));
   std::int64_t n = 0;
-  for (std::int64_t lanes = VectorLanes(o, OutputElementBytes(sch.Get(b))); lanes >= 4 && n == 0; lanes /= 2) {
-    if (ea % lanes == 0 && el % lanes == 0) n = lanes;
+  for (std::int64_t m = lanes; m >= 4 && n == 0; m /= 2) {
+    if (ea % m == 0 && el % m == 0) n = m;
   }
   // Mutated tiles stay within a vector's lanes: a 64 x 64 block, unrolled,
   // took over a minute to build.
-  const std::int64_t most_inner = std::max<std::int64_t>(8, VectorLanes(o, OutputElementBytes(sch.Get(b))));
+  const std::int64_t most_inner = std::max<std::int64_t>(8, lanes);
   auto split = [&](int at, std::int64_t e) {
     std::int64_t inner = n > 0 ? n : LargestDivisorAtMost(e, 8);
     std::int64_t middle = LargestDivisorAtMost(e / inner, 4);
