@@ -426,7 +426,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::printf("\n| workload | transferred from | trials to 95%% of the cold best: cold / transfer | best @%d: cold / transfer | best @%d: cold / transfer | the two bests timed together |\n| --- | --- | --- | --- | --- | --- |\n%s",
-              std::max(1, trials / 4), trials, transfer_rows.c_str());
+              quarter, trials, transfer_rows.c_str());
   std::printf("\n| workload | warm seed | cold best @%d | warm trials to it (100%% / 95%%) | cold best timed beside | warm trials to that | warm best @%d / cold best |\n| --- | --- | --- | --- | --- | --- | --- |\n%s",
               trials, quarter, warm_rows.c_str());
   std::printf("\nwarm sessions reaching the cold best within %d trials: %d of %d (against it timed beside: %d of %d)\n",
