@@ -1,6 +1,7 @@
 #include "ir/flops.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tunedb::ir {
 namespace {
@@ -56,6 +57,14 @@ std::int64_t ParamBytes(const PrimFunc& func) {
   std::int64_t total = 0;
   for (const Buffer& param : func.params) total += param->NumElements() * DataTypeBytes(param->dtype);
   return total;
+}
+
+Rate RateOf(std::int64_t flops, std::int64_t param_bytes, double secs) {
+  Rate r;
+  if (flops <= 0) r.unit = "GB/s";
+  if (!std::isfinite(secs) || secs <= 0) return r;
+  r.value = static_cast<double>(flops > 0 ? flops : param_bytes) / secs / 1e9;
+  return r;
 }
 
 }  // namespace tunedb::ir

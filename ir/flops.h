@@ -21,4 +21,13 @@ std::int64_t CountFlops(const PrimFunc& func);
 // layout change), which moves data and computes nothing.
 std::int64_t ParamBytes(const PrimFunc& func);
 
+// A speed as the tools quote it: GFLOP/s for a program that counts FLOPs,
+// else GB/s of its parameters, so that a transpose is not "0 GFLOP/s".
+// value is 0 when secs is not a positive, finite time.
+struct Rate {
+  double value = 0;
+  const char* unit = "GFLOP/s";  // or "GB/s"
+};
+Rate RateOf(std::int64_t flops, std::int64_t param_bytes, double secs);
+
 }  // namespace tunedb::ir

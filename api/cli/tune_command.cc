@@ -12,6 +12,7 @@
 
 #include "api/cli/commands.h"
 #include "api/remote/remote_database.h"
+#include "ir/flops.h"
 #include "ir/schedule/trace.h"
 #include "search/tuner.h"
 
@@ -57,7 +58,11 @@ void PrintTable(const std::vector<search::TaskStatus>& tasks) {
   fmt::print("{}\n", std::string(118, '-'));
   for (std::size_t i = 0; i < tasks.size(); ++i) {
     const search::TaskStatus& t = tasks[i];
-    std::string speed = t.GFlops() > 0 ? fmt::format("{:.2f}", t.GFlops()) : "-";
+    // A program with no FLOPs (a transpose) is rated in GB/s, unit shown.
+    ir::Rate rate = ir::RateOf(t.flops, t.param_bytes, t.best_secs);
+    std::string speed = rate.value <= 0                ? std::string("-")
+                        : t.flops > 0                  ? fmt::format("{:.2f}", rate.value)
+                                                       : fmt::format("{:.2f} {}", rate.value, rate.unit);
     fmt::print("{:>3} | {:<36} | {:>10.4g} | {:>14} | {:>12} | {:>6} | {:>8} | {}\n", i, t.name,
                static_cast<double>(t.flops), speed, FormatLatency(t.best_secs), t.trials, t.failures,
                t.done ? "Y" : "");
@@ -199,8 +204,8 @@ void RunTune(const TuneCliOptions& o) {
 }  // namespace
 
 std::string RateText(std::int64_t flops, std::int64_t param_bytes, double secs) {
-  if (flops > 0) return fmt::format("{:.2f} GFLOP/s", static_cast<double>(flops) / secs / 1e9);
-  return fmt::format("{:.2f} GB/s of inputs and outputs", static_cast<double>(param_bytes) / secs / 1e9);
+  ir::Rate rate = ir::RateOf(flops, param_bytes, secs);
+  return fmt::format("{:.2f} {}{}", rate.value, rate.unit, flops > 0 ? "" : " of inputs and outputs");
 }
 
 std::string SpeedupText(double reference_secs, double new_secs) {

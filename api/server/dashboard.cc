@@ -32,8 +32,9 @@ namespace {
 constexpr int kMaxWorkloads = 50;
 constexpr int kMaxCurveRecords = 5000;
 
-// Best GFLOP/s so far against the records of one target, in commit order.
-std::string CurveSvg(const std::vector<double>& best) {
+// Best rate so far (GFLOP/s, or GB/s for a program without FLOPs) against
+// the records of one target, in commit order.
+std::string CurveSvg(const std::vector<double>& best, const char* unit) {
   const int w = 360, h = 120;
   double top = 1;
   for (double g : best) top = std::max(top, g);
@@ -46,9 +47,9 @@ std::string CurveSvg(const std::vector<double>& best) {
       "<svg class=\"curve\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\">"
       "<rect width=\"{}\" height=\"{}\" fill=\"#fafafa\" stroke=\"#ccc\"/>"
       "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"{}\"/>"
-      "<text x=\"4\" y=\"12\" font-size=\"10\">{:.1f} GFLOP/s</text>"
+      "<text x=\"4\" y=\"12\" font-size=\"10\">{:.1f} {}</text>"
       "<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">{} records</text></svg>",
-      w, h, w, h, w, h, points, top, w - 4, h - 4, best.size());
+      w, h, w, h, w, h, points, top, unit, w - 4, h - 4, best.size());
 }
 
 }  // namespace
@@ -68,23 +69,29 @@ section { margin-top: 2em; }
 )";
   html += fmt::format("<p id=\"summary\">{} workloads, {} records</p>\n<p id=\"live\">loading...</p>\n",
                       workloads.size(), records);
-  html += "<table id=\"workloads\"><tr><th>workload</th><th>hash</th><th>records</th><th>best (target: ms, GFLOP/s)</th></tr>\n";
+  html += "<table id=\"workloads\"><tr><th>workload</th><th>hash</th><th>records</th><th>best (target: ms, GFLOP/s or GB/s)</th></tr>\n";
   std::string sections;
   int shown = 0;
   for (const db::WorkloadStats& s : workloads) {
     if (shown++ >= kMaxWorkloads) break;
     const db::WorkloadInput& in = s.workload.input;
-    std::int64_t flops = -1;
+    // Rated in GFLOP/s, or in GB/s of its parameters when the program
+    // counts no FLOPs (a transpose); not at all when tunedb cannot read it.
+    std::int64_t flops = -1, param_bytes = -1;
     if (in.kind == "tunedb") {
       try {
-        flops = ir::CountFlops(ir::ProgramFromJson(in.program));
+        ir::PrimFunc func = ir::ProgramFromJson(in.program);
+        flops = ir::CountFlops(func);
+        param_bytes = ir::ParamBytes(func);
       } catch (const std::exception&) {
       }
     }
+    const bool rated = flops > 0 || param_bytes > 0;
+    const char* unit = ir::RateOf(flops, param_bytes, 0).unit;
     std::string best;
     for (const auto& [target, secs] : s.best) {
       best += fmt::format("{}: {:.4f} ms", HtmlEscape(target), secs * 1e3);
-      if (flops > 0) best += fmt::format(", {:.1f}", static_cast<double>(flops) / secs / 1e9);
+      if (rated) best += fmt::format(", {:.1f} {}", ir::RateOf(flops, param_bytes, secs).value, unit);
       best += "<br>";
     }
     html += fmt::format("<tr><td><a href=\"#w{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>\n", in.hash,
@@ -100,8 +107,7 @@ section { margin-top: 2em; }
     std::vector<double> curve;
     double top = 0;
     for (const db::TuningRecord& r : database.Records(q)) {
-      double m = r.Median();
-      if (flops > 0 && std::isfinite(m) && m > 0) top = std::max(top, static_cast<double>(flops) / m / 1e9);
+      if (rated) top = std::max(top, ir::RateOf(flops, param_bytes, r.Median()).value);
       curve.push_back(top);
     }
     std::string script;
@@ -115,7 +121,7 @@ section { margin-top: 2em; }
     }
     sections += fmt::format("<section id=\"w{}\"><h2>{}</h2><p>target {}</p>{}<pre class=\"trace\">{}</pre></section>\n",
                             in.hash, HtmlEscape(in.name), HtmlEscape(fastest->first),
-                            flops > 0 ? CurveSvg(curve) : std::string(), HtmlEscape(script));
+                            rated ? CurveSvg(curve, unit) : std::string(), HtmlEscape(script));
   }
   html += "</table>\n" + sections;
   html += R"(<script>

@@ -22,13 +22,27 @@ namespace tunedb::api {
 
 using nlohmann::json;
 
-// The newest stored model, loaded once per model id; and FLOP counts per
-// workload, so that the hot route (best) parses no program.
+namespace {
+
+// What a workload's records are rated by; -1 where its program is opaque
+// (a TVM workload tunedb cannot read).
+struct Work {
+  std::int64_t flops = -1;
+  std::int64_t param_bytes = -1;
+};
+
+Work WorkOf(const ir::PrimFunc& func) { return {ir::CountFlops(func), ir::ParamBytes(func)}; }
+
+}  // namespace
+
+// The newest stored model, loaded once per model id; and the work of each
+// workload (FLOPs, parameter bytes), so that the hot route (best) parses no
+// program.
 struct Routes::ModelCache {
   std::mutex mutex;
   std::int64_t model_id = 0;
   std::shared_ptr<costmodel::CostModel> model;
-  std::map<std::string, std::int64_t> flops;  // workload hash -> FLOPs (-1: opaque)
+  std::map<std::string, Work> work;  // by workload hash
   // Rendered records of the best route, by record id. Records never change
   // once stored, so an entry never goes stale; the map is bounded.
   std::unordered_map<std::int64_t, std::string> best_records;
@@ -110,7 +124,7 @@ db::WorkloadInput AsInput(const ir::Workload& w) {
   return {ir::WorkloadHash(w.func), w.spec, "tunedb", ir::CanonicalEncoding(w.func), ir::ProgramToJson(w.func)};
 }
 
-json RecordJson(const db::TuningRecord& r, std::int64_t flops, bool with_script) {
+json RecordJson(const db::TuningRecord& r, Work work, bool with_script) {
   json j = {{"id", r.id},
             {"workload_hash", r.workload_hash},
             {"target", r.target},
@@ -120,8 +134,12 @@ json RecordJson(const db::TuningRecord& r, std::int64_t flops, bool with_script)
             {"session_id", r.session_id}};
   double median = r.Median();
   j["median_secs"] = std::isfinite(median) ? json(median) : json(nullptr);
-  j["gflops"] = flops > 0 && std::isfinite(median) && median > 0 ? json(static_cast<double>(flops) / median / 1e9)
-                                                                  : json(nullptr);
+  // GFLOP/s where the program counts FLOPs, GB/s of its parameters always
+  // (the rate of a transpose, which counts none); null where unknown.
+  ir::Rate flop_rate = ir::RateOf(work.flops, 0, median);
+  ir::Rate byte_rate = ir::RateOf(0, work.param_bytes, median);
+  j["gflops"] = work.flops > 0 && flop_rate.value > 0 ? json(flop_rate.value) : json(nullptr);
+  j["gbytes_per_sec"] = work.param_bytes > 0 && byte_rate.value > 0 ? json(byte_rate.value) : json(nullptr);
   if (!r.error.empty()) j["error"] = r.error;
   try {
     json trace = json::parse(r.trace);
@@ -226,23 +244,23 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
     return r;
   }
   try {
-    auto flops_of = [&](const std::string& hash) -> std::int64_t {
+    auto work_of = [&](const std::string& hash) -> Work {
       {
         std::lock_guard<std::mutex> lock(models_->mutex);
-        auto it = models_->flops.find(hash);
-        if (it != models_->flops.end()) return it->second;
+        auto it = models_->work.find(hash);
+        if (it != models_->work.end()) return it->second;
       }
-      std::int64_t flops = -1;
+      Work work;
       std::optional<db::Workload> w = database.FindWorkload(hash);
       if (w && w->input.kind == "tunedb") {
         try {
-          flops = ir::CountFlops(ir::ProgramFromJson(w->input.program));
+          work = WorkOf(ir::ProgramFromJson(w->input.program));
         } catch (const ir::IrError&) {
         }
       }
       std::lock_guard<std::mutex> lock(models_->mutex);
-      models_->flops[hash] = flops;
-      return flops;
+      models_->work[hash] = work;
+      return work;
     };
     auto best = [&](const std::string& hash, const std::string& target, int k, bool allow_nearest) {
       json out = {{"workload_hash", hash}, {"target", target}, {"exact", true}};
@@ -271,7 +289,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       if (records.empty() && !database.FindWorkload(hash)) Fail(404, "no workload with hash " + hash);
       // The hot route: each record is rendered once (its trace parsed and
       // printed as a script) and then served from the cache.
-      std::int64_t flops = flops_of(hash);
+      Work work = work_of(hash);
       std::string list = "[";
       int listed = 0;
       json skipped = json::array();
@@ -298,7 +316,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
             skipped.push_back({{"id", r.id}, {"error", problem}});
             continue;
           }
-          rendered = JsonText(RecordJson(r, flops, true));
+          rendered = JsonText(RecordJson(r, work, true));
           std::lock_guard<std::mutex> lock(models_->mutex);
           if (models_->best_records.size() >= 100000) models_->best_records.clear();
           models_->best_records.emplace(r.id, rendered);
@@ -350,6 +368,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
         out["program"] = json::parse(w->input.program);
         out["printed"] = ir::PrintProgram(f);
         out["flops"] = ir::CountFlops(f);
+        out["param_bytes"] = ir::ParamBytes(f);
       } else {
         out["program"] = w->input.program;  // TVM's workload blob, verbatim
       }
@@ -403,7 +422,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       q.after_id = IntParam(req, "after", 0, 0, std::numeric_limits<std::int64_t>::max());
       json list = json::array();
       std::vector<db::TuningRecord> records = database.Records(q);
-      for (const db::TuningRecord& r : records) list.push_back(RecordJson(r, flops_of(r.workload_hash), false));
+      for (const db::TuningRecord& r : records) list.push_back(RecordJson(r, work_of(r.workload_hash), false));
       json out = {{"records", list}};
       out["next_after"] = static_cast<std::int64_t>(records.size()) == q.limit ? json(records.back().id) : json(nullptr);
       return Json(out);

@@ -21,7 +21,9 @@
 #include "costmodel/model.h"
 #include "db/sqlite_database.h"
 #include "ir/json.h"
+#include "ir/schedule/trace.h"
 #include "ir/structural.h"
+#include "ir/workload_lang.h"
 #include "ir/workloads.h"
 #include "search/space.h"
 #include "search/tuner.h"
@@ -325,6 +327,42 @@ TEST_F(ServerTest, MetricsAndDashboard) {
   EXPECT_NE(page.body.find("matmul:M=32,N=32,K=32"), std::string::npos);
   EXPECT_NE(page.body.find("<svg"), std::string::npos);
   EXPECT_NE(page.body.find("sch.split("), std::string::npos);
+}
+
+// A transpose counts no FLOPs: its records are rated in GB/s of its
+// parameters (two 64 x 64 float buffers, 32768 bytes), in the API and on
+// the dashboard, rather than "0 GFLOP/s" or nothing.
+TEST_F(ServerTest, AProgramWithoutFlopsIsRatedInGigabytesPerSecond) {
+  std::string transpose_hash;
+  {
+    db::SqliteDatabase database(path_);
+    ir::PrimFunc transpose = ir::ParseWorkloadText("input X: f32[64, 64]\nY[i, j] = X[j, i]\n", "<test>");
+    transpose_hash = ir::WorkloadHash(transpose);
+    database.CommitWorkload({transpose_hash, "transpose64", "tunedb", ir::CanonicalEncoding(transpose),
+                             ir::ProgramToJson(transpose)});
+    db::TuningRecord r;
+    r.workload_hash = transpose_hash;
+    r.target = kTarget;
+    r.trace = ir::Trace().ToJson().dump();  // the unscheduled program
+    r.run_secs = {2e-6, 2e-6};
+    database.CommitRecords({r});
+  }
+  StartServer();
+  json best = Call(port_, http::verb::get, "/v1/workloads/" + transpose_hash + "/best?target=" +
+                                               "llvm%20-mcpu%3Dznver4%20-num-cores%3D2").Json();
+  ASSERT_EQ(best["records"].size(), 1u);
+  EXPECT_TRUE(best["records"][0]["gflops"].is_null());
+  EXPECT_NEAR(best["records"][0]["gbytes_per_sec"].get<double>(), 32768 / 2e-6 / 1e9, 1e-9);
+  json one = Call(port_, http::verb::get, "/v1/workloads/" + transpose_hash).Json();
+  EXPECT_EQ(one["flops"], 0);
+  EXPECT_EQ(one["param_bytes"], 32768);
+  // A matmul's records carry both rates.
+  json records = Call(port_, http::verb::get, "/v1/records?workload=" + hash_ + "&limit=1").Json();
+  ASSERT_EQ(records["records"].size(), 1u);
+  EXPECT_GT(records["records"][0]["gflops"].get<double>(), 0);
+  EXPECT_GT(records["records"][0]["gbytes_per_sec"].get<double>(), 0);
+  Reply page = Call(port_, http::verb::get, "/");
+  EXPECT_NE(page.body.find("16.4 GB/s"), std::string::npos) << page.body;
 }
 
 TEST_F(ServerTest, UnknownRoutesWrongMethodsAndBadRequests) {
