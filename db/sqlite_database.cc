@@ -1,12 +1,14 @@
 #include "db/sqlite_database.h"
 
 #include <sqlite3.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <map>
@@ -21,6 +23,25 @@ namespace {
 // shared-memory files live) is read-only.
 constexpr const char* kReadOnlyHint =
     " (tunedb writes to this database: check the permissions of the file and its directory)";
+// A read refused: a WAL database's reader writes its -shm file.
+constexpr const char* kReadOnlyReadHint =
+    " (reading this database needs its -shm file beside it, or a directory where SQLite may create it)";
+
+// The "file:" URI of a path, for SQLite's URI parameters: the characters
+// that URIs give a meaning escaped, and a relative path kept relative.
+std::string FileUri(const std::string& path) {
+  std::string uri = "file:";
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+      uri += buf;
+    } else {
+      uri += c;
+    }
+  }
+  return uri;
+}
 
 // ---- RAII over SQLite handles ---------------------------------------------------
 
@@ -291,28 +312,65 @@ struct SqliteDatabase::Impl {
 SqliteDatabase::SqliteDatabase(const std::string& path, OpenMode mode) : impl_(std::make_unique<Impl>()) {
   impl_->path = path;
   const bool read_only = mode == OpenMode::kReadOnly;
-  int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX;
-  if (sqlite3_open_v2(path.c_str(), &impl_->conn.db, flags, nullptr) != SQLITE_OK) {
-    std::string msg = impl_->conn.db ? sqlite3_errmsg(impl_->conn.db) : "out of memory";
-    throw DatabaseError("cannot open database " + path + ": " + msg);
-  }
-  sqlite3_busy_timeout(impl_->conn.db, 10000);
-  sqlite3_extended_result_codes(impl_->conn.db, 1);
-  try {
+  // A read-only SQLite connection cannot remove the WAL and shared-memory
+  // files when it closes, so every inspection of a database would leave
+  // two empty files beside it. Where the file and its directory may be
+  // written, a read-only open is a read-write connection that refuses
+  // writes (query_only), and cleans up after itself as a writer does.
+  const bool query_only = read_only && access(path.c_str(), W_OK) == 0 &&
+                          access(std::filesystem::absolute(path).parent_path().c_str(), W_OK) == 0;
+  int flags = (query_only  ? SQLITE_OPEN_READWRITE
+               : read_only ? SQLITE_OPEN_READONLY
+                           : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+              SQLITE_OPEN_NOMUTEX;
+  auto open = [&](const std::string& name, int open_flags) {
+    sqlite3_close_v2(impl_->conn.db);
+    impl_->conn.db = nullptr;
+    if (sqlite3_open_v2(name.c_str(), &impl_->conn.db, open_flags, nullptr) != SQLITE_OK) {
+      std::string msg = impl_->conn.db ? sqlite3_errmsg(impl_->conn.db) : "out of memory";
+      throw DatabaseError("cannot open database " + path + ": " + msg);
+    }
+    sqlite3_busy_timeout(impl_->conn.db, 10000);
+    sqlite3_extended_result_codes(impl_->conn.db, 1);
+  };
+  auto configure = [&] {
     // The journal mode is stored in the file: setting it is a write.
     if (!read_only) {
       impl_->Exec("PRAGMA journal_mode=WAL");
       impl_->Exec("PRAGMA synchronous=NORMAL");
       impl_->Exec("PRAGMA wal_autocheckpoint=32768");  // checkpoint every 128 MiB of WAL
     }
+    if (query_only) impl_->Exec("PRAGMA query_only=ON");
     impl_->Exec("PRAGMA cache_size=-65536");  // 64 MiB of page cache
     impl_->Exec("PRAGMA mmap_size=1073741824");  // read pages in place, no copies
     impl_->Exec("PRAGMA foreign_keys=ON");
     impl_->UserVersion();  // the first read of the file
+  };
+  open(path, flags);
+  try {
+    try {
+      configure();
+    } catch (const DatabaseError&) {
+      // A reader of a WAL database needs its shared-memory file, which
+      // SQLite cannot create in a read-only directory (a read-only mount).
+      // With no WAL file there, or an empty one, no writer has pages
+      // outside the main file: the file is read as immutable.
+      int code = sqlite3_errcode(impl_->conn.db) & 0xff;
+      std::error_code no_wal;
+      std::uintmax_t wal_bytes = std::filesystem::file_size(path + "-wal", no_wal);
+      if (!read_only || query_only || (code != SQLITE_READONLY && code != SQLITE_CANTOPEN) ||
+          (!no_wal && wal_bytes > 0)) {
+        throw;
+      }
+      open(FileUri(path) + "?immutable=1", SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX);
+      configure();
+    }
   } catch (const DatabaseError& e) {
     int code = sqlite3_errcode(impl_->conn.db) & 0xff;
     if (code == SQLITE_NOTADB) throw DatabaseError(std::string(e.what()) + " (is it an SQLite database?)");
-    if (code == SQLITE_READONLY) throw DatabaseError(std::string(e.what()) + kReadOnlyHint);
+    if (code == SQLITE_READONLY || (read_only && code == SQLITE_CANTOPEN)) {
+      throw DatabaseError(std::string(e.what()) + (read_only ? kReadOnlyReadHint : kReadOnlyHint));
+    }
     throw;
   }
   int version = impl_->UserVersion();

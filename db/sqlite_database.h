@@ -27,6 +27,9 @@ class SqliteDatabase : public Database {
 
   // kReadOnly opens an existing file without writing to it, so that a
   // database on a read-only file or mount can be read; writes then fail.
+  // Where the file and its directory are writable it leaves no -wal and
+  // -shm files behind; on a read-only directory it reads the file as
+  // immutable (refused if a WAL file there holds pages).
   enum class OpenMode { kReadWrite, kReadOnly };
 
   // Opens the file (kReadWrite creates it if needed). Throws DatabaseError

@@ -6,8 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -219,6 +221,108 @@ TEST(SqliteDatabaseTest, ReadOnlyReadsAndRefusesWrites) {
   std::string missing = FreshPath("read_only_missing");
   EXPECT_THROW(SqliteDatabase(missing, SqliteDatabase::OpenMode::kReadOnly), DatabaseError);
   EXPECT_FALSE(std::filesystem::exists(missing)) << "a read-only open created the file";
+}
+
+// Inspecting a database (tunedb best, db stats, ...) leaves nothing beside
+// it: no empty -wal and -shm files, and the file itself unchanged. A
+// read-only file is still read (without that cleanup).
+TEST(SqliteDatabaseTest, ReadOnlyOpensLeaveNoFilesBehind) {
+  std::string path = FreshPath("read_only_clean");
+  {
+    SqliteDatabase db(path);
+    db.CommitWorkload(W("1"));
+    db.CommitRecords({R("t1", 2.0)});
+  }
+  ASSERT_FALSE(std::filesystem::exists(path + "-wal"));
+  std::filesystem::file_time_type written = std::filesystem::last_write_time(path);
+  {
+    SqliteDatabase db(path, SqliteDatabase::OpenMode::kReadOnly);
+    EXPECT_EQ(db.Size(), 1);
+    EXPECT_THROW(db.CommitRecords({R("t2", 1.0)}), DatabaseError);
+  }
+  EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
+  EXPECT_FALSE(std::filesystem::exists(path + "-shm"));
+  EXPECT_EQ(std::filesystem::last_write_time(path), written);
+
+  // Two readers at once, and a writer beside them: each sees the others' data.
+  {
+    SqliteDatabase writer(path);
+    SqliteDatabase reader1(path, SqliteDatabase::OpenMode::kReadOnly);
+    writer.CommitRecords({R("t3", 3.0)});
+    SqliteDatabase reader2(path, SqliteDatabase::OpenMode::kReadOnly);
+    EXPECT_EQ(reader1.Size(), 2);
+    EXPECT_EQ(reader2.Size(), 2);
+  }
+  EXPECT_FALSE(std::filesystem::exists(path + "-wal"));
+}
+
+// Runs `body` where file permissions bind: in this process, or, for root
+// (whom they do not bind), in a child process of user nobody. Returns
+// body's result, or -1 when the child could not become nobody.
+int RunUnprivileged(const std::function<int()>& body) {
+  if (::geteuid() != 0) return body();
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(255);
+    ::_exit(body());
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) != 255 ? WEXITSTATUS(status) : -1;
+}
+
+// A database on a read-only mount (here: a read-only directory and file):
+// SQLite cannot create the shared-memory file a reader of a WAL database
+// needs, so the file is read as immutable. Writes are refused, and a WAL
+// file with pages in it (which only SQLite's shared memory could make
+// sense of) is a clear error rather than a read that misses them.
+TEST(SqliteDatabaseTest, ADatabaseInAReadOnlyDirectoryIsRead) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(::testing::TempDir()) / ("read_only_dir_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::string path = (dir / "tuning?#%.sqlite").string();  // URI characters in the name
+  {
+    SqliteDatabase db(path);
+    db.CommitWorkload(W("1"));
+    db.CommitRecords({R("t1", 2.0), R("t2", 1.0)});
+  }
+  fs::permissions(path, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                           fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  int read = RunUnprivileged([&] {
+    try {
+      SqliteDatabase db(path, SqliteDatabase::OpenMode::kReadOnly);
+      if (db.Size() != 2 || db.TopK("1", "llvm", 1).at(0).trace != "t2") return 1;
+      try {
+        db.CommitRecords({R("t3", 3.0)});
+        return 2;
+      } catch (const DatabaseError&) {
+      }
+      return 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+      return 3;
+    }
+  });
+  EXPECT_EQ(read, 0) << "1: wrong contents, 2: a write was taken, 3: the open failed";
+  EXPECT_FALSE(fs::exists(path + "-shm"));
+
+  fs::permissions(dir, fs::perms::owner_all);
+  std::ofstream(path + "-wal") << std::string(4096, 'x');
+  fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::others_read |
+                           fs::perms::others_exec);
+  int refused = RunUnprivileged([&] {
+    try {
+      SqliteDatabase db(path, SqliteDatabase::OpenMode::kReadOnly);
+      return 1;
+    } catch (const DatabaseError& e) {
+      return std::string(e.what()).find("needs its -shm file") != std::string::npos ? 0 : 2;
+    }
+  });
+  EXPECT_EQ(refused, 0) << "1: read past a WAL file with pages, 2: an unclear error";
+  fs::permissions(dir, fs::perms::owner_all);
+  fs::remove_all(dir);
 }
 
 TEST(SqliteDatabaseTest, ReopenKeepsEverything) {
