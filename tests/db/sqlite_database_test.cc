@@ -305,6 +305,11 @@ TEST(SqliteDatabaseTest, ADatabaseInAReadOnlyDirectoryIsRead) {
       return 3;
     }
   });
+  if (read == -1) {
+    fs::permissions(dir, fs::perms::owner_all);
+    fs::remove_all(dir);
+    GTEST_SKIP() << "root here cannot become user nobody, for whom permissions bind";
+  }
   EXPECT_EQ(read, 0) << "1: wrong contents, 2: a write was taken, 3: the open failed";
   EXPECT_FALSE(fs::exists(path + "-shm"));
 
