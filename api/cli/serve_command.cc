@@ -2,11 +2,13 @@
 #include <cstdio>
 #include <fstream>
 #include <mutex>
+#include <optional>
 
 #include <fmt/core.h>
 
 #include "api/cli/commands.h"
 #include "api/server/server.h"
+#include "db/database.h"
 
 namespace tunedb::cli {
 namespace {
@@ -19,6 +21,7 @@ struct ServeOptions {
   std::string token_file;
   std::size_t body_limit = 8 << 20;
   bool quiet = false;
+  bool read_only = false;
 };
 
 void RunServe(const ServeOptions& o) {
@@ -31,6 +34,7 @@ void RunServe(const ServeOptions& o) {
   s.io_threads = o.threads;
   s.worker_threads = o.threads;
   s.body_limit = o.body_limit;
+  s.read_only = o.read_only;
   if (!o.token_file.empty()) s.token = ReadTokenFile(o.token_file);
   static std::mutex log_mutex;
   if (!o.quiet) {
@@ -39,12 +43,20 @@ void RunServe(const ServeOptions& o) {
       std::fprintf(stderr, "%s\n", line.c_str());
     };
   }
-  api::Server server(s);
+  std::optional<api::Server> server;
+  try {
+    server.emplace(s);
+  } catch (const db::DatabaseError& e) {
+    // A database this process may not write (a read-only mount, another
+    // user's file) can still be served for reading.
+    if (o.read_only) throw;
+    throw db::DatabaseError(std::string(e.what()) + "; to serve it without writing to it, add --read-only");
+  }
   // The first line says where it listens (--port 0 picks a free port).
-  fmt::print("tunedb serve: listening on http://{}:{} (database {}, {} threads, writes {})\n", o.host, server.port(),
-             o.db, o.threads, s.token.empty() ? "open" : "need the token");
+  fmt::print("tunedb serve: listening on http://{}:{} (database {}, {} threads, writes {})\n", o.host, server->port(),
+             o.db, o.threads, o.read_only ? "refused: read-only" : s.token.empty() ? "open" : "need the token");
   std::fflush(stdout);
-  server.Run();
+  server->Run();
   fmt::print("tunedb serve: stopped\n");
 }
 
@@ -60,6 +72,8 @@ void AddServeCommand(CLI::App& app) {
   cmd->add_option("--token-file", o->token_file, "Write routes need Authorization: Bearer <the file's token>");
   cmd->add_option("--body-limit", o->body_limit, "Largest request body in bytes")->capture_default_str();
   cmd->add_flag("--quiet", o->quiet, "No access log");
+  cmd->add_flag("--read-only", o->read_only,
+                "Open the database read-only (it may be on a read-only mount); write routes answer 403");
   cmd->callback([o] { RunServe(*o); });
 }
 

@@ -197,7 +197,8 @@ bool TokenMatches(const std::string& header, const std::string& token) {
 
 }  // namespace
 
-Routes::Routes(std::string token) : token_(std::move(token)), models_(std::make_unique<ModelCache>()) {}
+Routes::Routes(std::string token, bool read_only)
+    : token_(std::move(token)), read_only_(read_only), models_(std::make_unique<ModelCache>()) {}
 Routes::~Routes() = default;
 
 std::string Routes::RouteName(const std::string& path) {
@@ -236,6 +237,10 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
     HttpResponse r = JsonError(405, req.method + " is not allowed on " + route + " (allowed: " + allowed->second + ")");
     r.headers.push_back({"Allow", allowed->second});
     return r;
+  }
+  if (read_only_ && IsWriteRoute(req.method, route)) {
+    return JsonError(403, "this server serves its database read-only (tunedb serve --read-only): " + req.method + " " +
+                              route + " is refused");
   }
   if (!token_.empty() && IsWriteRoute(req.method, route) && !TokenMatches(req.authorization, token_)) {
     HttpResponse r = JsonError(401, req.authorization.empty() ? "this route needs Authorization: Bearer <token>"

@@ -34,7 +34,9 @@ namespace tunedb::api {
 class Routes {
  public:
   // token: the bearer token write routes require; empty: writes are open.
-  explicit Routes(std::string token);
+  // read_only: the database was opened read-only, and write routes answer
+  // 403 saying so.
+  Routes(std::string token, bool read_only);
   ~Routes();
 
   HttpResponse Handle(const HttpRequest& request, db::Database& database);
@@ -45,6 +47,7 @@ class Routes {
  private:
   struct ModelCache;
   std::string token_;
+  bool read_only_;
   std::unique_ptr<ModelCache> models_;
 };
 

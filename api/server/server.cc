@@ -42,8 +42,8 @@ using Clock = std::chrono::steady_clock;
 class WorkQueue {
  public:
   using Task = std::function<void(db::Database&)>;
-  WorkQueue(const std::string& db_path, int threads) {
-    for (int i = 0; i < threads; ++i) databases_.push_back(std::make_unique<db::SqliteDatabase>(db_path));
+  WorkQueue(const std::string& db_path, db::SqliteDatabase::OpenMode mode, int threads) {
+    for (int i = 0; i < threads; ++i) databases_.push_back(std::make_unique<db::SqliteDatabase>(db_path, mode));
     for (int i = 0; i < threads; ++i) {
       threads_.emplace_back([this, i] { Loop(*databases_[static_cast<std::size_t>(i)]); });
     }
@@ -96,7 +96,14 @@ struct Server::Impl {
   class Session;
 
   explicit Impl(ServerOptions o)
-      : options(std::move(o)), routes(options.token), ioc(std::max(1, options.io_threads)), acceptor(ioc) {}
+      : options(std::move(o)),
+        routes(options.token, options.read_only),
+        ioc(std::max(1, options.io_threads)),
+        acceptor(ioc) {}
+
+  db::SqliteDatabase::OpenMode OpenMode() const {
+    return options.read_only ? db::SqliteDatabase::OpenMode::kReadOnly : db::SqliteDatabase::OpenMode::kReadWrite;
+  }
 
   HttpResponse Dispatch(const HttpRequest& req, db::Database& database) {
     if (req.path == "/metrics" || req.path == "/") {
@@ -287,7 +294,7 @@ void Server::Impl::Accept() {
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   // Opening the database here reports a bad file before anything listens.
-  db::SqliteDatabase check(impl_->options.db_path);
+  db::SqliteDatabase check(impl_->options.db_path, impl_->OpenMode());
   beast::error_code ec;
   auto address = net::ip::make_address(impl_->options.host, ec);
   if (ec) throw std::runtime_error("bad --host " + impl_->options.host + ": " + ec.message());
@@ -309,7 +316,8 @@ int Server::port() const { return impl_->acceptor.local_endpoint().port(); }
 void Server::Start() {
   if (impl_->started) return;
   impl_->started = true;
-  impl_->work = std::make_unique<WorkQueue>(impl_->options.db_path, std::max(1, impl_->options.worker_threads));
+  impl_->work = std::make_unique<WorkQueue>(impl_->options.db_path, impl_->OpenMode(),
+                                            std::max(1, impl_->options.worker_threads));
   impl_->keep_running.emplace(net::make_work_guard(impl_->ioc));
   impl_->Accept();
   for (int i = 0; i < std::max(1, impl_->options.io_threads); ++i) {

@@ -37,6 +37,7 @@ struct ServerOptions {
   int io_threads = 2;
   int worker_threads = 2;
   std::string token;          // bearer token for write routes; empty: open
+  bool read_only = false;     // open the database read-only; write routes answer 403
   std::size_t body_limit = 8 << 20;
   double read_timeout_s = 30;
   int max_connections = 1024;

@@ -116,7 +116,7 @@ class ServerTest : public ::testing::Test {
   }
 
   void StartServer(std::string token = "", std::size_t body_limit = 8 << 20, double read_timeout_s = 30,
-                   int max_connections = 1024) {
+                   int max_connections = 1024, bool read_only = false) {
     ServerOptions o;
     o.db_path = path_;
     o.port = 0;
@@ -124,6 +124,7 @@ class ServerTest : public ::testing::Test {
     o.body_limit = body_limit;
     o.read_timeout_s = read_timeout_s;
     o.max_connections = max_connections;
+    o.read_only = read_only;
     o.access_log = [this](const std::string& line) {
       std::lock_guard<std::mutex> lock(log_mutex_);
       log_.push_back(line);
@@ -363,6 +364,30 @@ TEST_F(ServerTest, AProgramWithoutFlopsIsRatedInGigabytesPerSecond) {
   EXPECT_GT(records["records"][0]["gbytes_per_sec"].get<double>(), 0);
   Reply page = Call(port_, http::verb::get, "/");
   EXPECT_NE(page.body.find("16.4 GB/s"), std::string::npos) << page.body;
+}
+
+// `tunedb serve --read-only`: a database this process may not write (a
+// shipped tuning log on a read-only mount) is served for reading; every
+// write route answers 403 saying why, even with the token, and nothing is
+// written.
+TEST_F(ServerTest, AReadOnlyServerServesReadsAndRefusesWrites) {
+  StartServer("secret", 8 << 20, 30, 1024, /*read_only=*/true);
+  json best = Call(port_, http::verb::get, "/v1/workloads/" + hash_ + "/best?target=llvm%20-mcpu%3Dznver4%20-num-cores%3D2").Json();
+  EXPECT_EQ(best["records"].size(), 1u);
+  json q = Call(port_, http::verb::post, "/v1/query",
+                json{{"spec", "matmul:M=32,N=32,K=32"}, {"target", kTarget}}.dump()).Json();
+  EXPECT_TRUE(q["known"].get<bool>());
+  for (const char* route : {"/v1/workloads", "/v1/records", "/v1/sessions", "/v1/models"}) {
+    Reply r = Call(port_, http::verb::post, route, "{}", "secret");
+    EXPECT_EQ(r.status, 403) << route;
+    EXPECT_NE(r.Json()["error"].get<std::string>().find("read-only"), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(Call(port_, http::verb::post, "/v1/sessions/1/end", "{}", "secret").status, 403);
+  server_->Stop();
+  server_.reset();
+  db::SqliteDatabase database(path_, db::SqliteDatabase::OpenMode::kReadOnly);
+  EXPECT_EQ(database.Size(), 12);
+  EXPECT_TRUE(database.Sessions().empty());
 }
 
 TEST_F(ServerTest, UnknownRoutesWrongMethodsAndBadRequests) {
