@@ -316,7 +316,9 @@ SqliteDatabase::SqliteDatabase(const std::string& path, OpenMode mode) : impl_(s
   // files when it closes, so every inspection of a database would leave
   // two empty files beside it. Where the file and its directory may be
   // written, a read-only open is a read-write connection that refuses
-  // writes (query_only), and cleans up after itself as a writer does.
+  // writes (query_only), and cleans up after itself as a writer does. (If
+  // it is the last connection and a crashed writer left committed pages
+  // in the WAL, closing moves them into the file: the content is the same.)
   const bool query_only = read_only && access(path.c_str(), W_OK) == 0 &&
                           access(std::filesystem::absolute(path).parent_path().c_str(), W_OK) == 0;
   int flags = (query_only  ? SQLITE_OPEN_READWRITE

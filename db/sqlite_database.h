@@ -25,8 +25,9 @@ class SqliteDatabase : public Database {
  public:
   static constexpr int kSchemaVersion = 1;
 
-  // kReadOnly opens an existing file without writing to it, so that a
-  // database on a read-only file or mount can be read; writes then fail.
+  // kReadOnly opens an existing file without changing what it holds, so
+  // that a database on a read-only file or mount can be read; writes then
+  // fail.
   // Where the file and its directory are writable it leaves no -wal and
   // -shm files behind; on a read-only directory it reads the file as
   // immutable (refused if a WAL file there holds pages).
