@@ -50,7 +50,8 @@ std::string ServingProblem(const TuningRecord& record) {
 std::int64_t Merge(Database& into, Database& from) {
   std::int64_t added = 0;
   for (const WorkloadStats& w : from.Workloads()) {
-    into.CommitWorkload(w.workload.input);
+    std::optional<Workload> whole = from.FindWorkload(w.workload.input.hash);
+    into.CommitWorkload(whole ? whole->input : w.workload.input);
     RecordQuery q;
     q.workload_hash = w.workload.input.hash;
     q.limit = 5000;

@@ -121,7 +121,10 @@ class Database {
   // (equal times in the order they were added).
   virtual std::vector<TuningRecord> TopK(const std::string& workload_hash, const std::string& target, int k) = 0;
   virtual std::vector<TuningRecord> Records(const RecordQuery& query) = 0;
+  // The whole workload: its input with program and structure.
   virtual std::optional<Workload> FindWorkload(const std::string& hash) = 0;
+  // Every workload with its counts and bests. The inputs may leave program
+  // and structure empty (a server's listing does): FindWorkload has them.
   virtual std::vector<WorkloadStats> Workloads() = 0;
   // Number of tuning records.
   virtual std::int64_t Size() = 0;

@@ -20,6 +20,10 @@ constexpr const char* kRecordFile = "database_tuning_record.json";
 
 }  // namespace
 
+WorkloadInput TvmWorkloadInput(const std::string& hash, const std::string& module) {
+  return {hash, "tvm:" + hash, "tvm", "tvm:" + module, module};
+}
+
 std::string TargetStringFromTvm(const std::string& target_json) {
   json t = json::parse(target_json, nullptr, false);
   if (t.is_string()) return t.get<std::string>();
@@ -54,7 +58,7 @@ TvmImportStats ImportTvm(SqliteDatabase& db, const std::string& dir) {
       }
       std::string hash = j[0].is_string() ? j[0].get<std::string>() : std::to_string(j[0].get<std::int64_t>());
       std::string module = j[1].dump();
-      WorkloadInput w{hash, "tvm:" + hash, "tvm", "tvm:" + module, module};
+      WorkloadInput w = TvmWorkloadInput(hash, module);
       try {
         db.CommitWorkload(w);
       } catch (const DatabaseError& e) {
@@ -123,7 +127,8 @@ TvmExportStats ExportTvm(Database& db, const std::string& dir) {
   TvmExportStats stats;
   std::int64_t index = 0;
   for (const WorkloadStats& w : db.Workloads()) {
-    const WorkloadInput& in = w.workload.input;
+    std::optional<Workload> whole = db.FindWorkload(w.workload.input.hash);  // the listing may omit programs
+    const WorkloadInput& in = whole ? whole->input : w.workload.input;
     json module = json::parse(in.program, nullptr, false);
     if (module.is_discarded()) module = in.program;
     wf << json::array({in.hash, module}).dump() << "\n";

@@ -39,6 +39,12 @@ struct TvmExportStats {
 // original module text, tunedb's with their program JSON.
 TvmExportStats ExportTvm(Database& db, const std::string& dir);
 
+// How a TVM workload is stored: kind "tvm" under TVM's hash, its module
+// (JSON text: TVM's base64 string or object) verbatim as the program, and
+// the module again as its structure, which tunedb cannot read but must
+// compare (the same hash with another module is a collision).
+WorkloadInput TvmWorkloadInput(const std::string& hash, const std::string& module);
+
 // "llvm -mcpu=znver4 -num-cores=2" from a TVM target JSON object (or the
 // string itself when the target is a string).
 std::string TargetStringFromTvm(const std::string& target_json);

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/cli/commands.h"
+#include "api/remote/remote_database.h"
 #include "db/sqlite_database.h"
 #include "db/tvm_interop.h"
 #include "ir/json.h"
@@ -37,6 +39,22 @@ struct DbOptions {
 };
 
 // The workload hash named by --workload (spec or file) or --hash.
+// A mistyped path would otherwise become an empty database file.
+void RequireDatabaseFile(const std::string& path) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) {
+    throw UsageError("no database file " + path + " (check the path; tunedb tune creates one)");
+  }
+}
+
+// The database a command that only reads opens: a tunedb server's (an
+// http:// URL, read through the REST API) or a file that must exist.
+std::unique_ptr<db::Database> OpenForReading(const std::string& location) {
+  if (api::IsRemoteDatabase(location)) return api::OpenDatabase(location);
+  RequireDatabaseFile(location);
+  return std::make_unique<db::SqliteDatabase>(location, db::SqliteDatabase::OpenMode::kReadOnly);
+}
+
 std::string HashOf(const DbOptions& o) {
   if (!o.hash.empty()) return o.hash;
   if (o.workload.empty()) throw UsageError("give --workload SPEC (or --hash H for an imported TVM workload)");
@@ -44,7 +62,8 @@ std::string HashOf(const DbOptions& o) {
 }
 
 void Stats(const DbOptions& o) {
-  db::SqliteDatabase d = OpenExistingDatabase(o.db);
+  std::unique_ptr<db::Database> opened = OpenForReading(o.db);
+  db::Database& d = *opened;
   std::vector<db::WorkloadStats> workloads = d.Workloads();
   fmt::print("database: {}\nworkloads: {}\nrecords:   {}\nsessions:  {}\nmodels:    {}\n\n", o.db, workloads.size(),
              d.Size(), d.Sessions().size(), d.Models().size());
@@ -59,7 +78,8 @@ void Stats(const DbOptions& o) {
 }
 
 void Records(const DbOptions& o) {
-  db::SqliteDatabase d = OpenExistingDatabase(o.db);
+  std::unique_ptr<db::Database> opened = OpenForReading(o.db);
+  db::Database& d = *opened;
   db::RecordQuery q;
   q.workload_hash = HashOf(o);
   if (!o.target.empty()) q.target = o.target;
@@ -74,7 +94,8 @@ void Records(const DbOptions& o) {
 }
 
 void Best(const DbOptions& o) {
-  db::SqliteDatabase d = OpenExistingDatabase(o.db);
+  std::unique_ptr<db::Database> opened = OpenForReading(o.db);
+  db::Database& d = *opened;
   std::string hash = HashOf(o);
   std::string target = o.target.empty() ? measure::Target::Host().ToString() : o.target;
   // The program the record's trace must replay onto: the one named, or
@@ -242,10 +263,7 @@ std::string DurationText(double secs) {
 }
 
 db::SqliteDatabase OpenExistingDatabase(const std::string& path, db::SqliteDatabase::OpenMode mode) {
-  std::error_code error;
-  if (!std::filesystem::exists(path, error)) {
-    throw UsageError("no database file " + path + " (check the path; tunedb tune creates one)");
-  }
+  RequireDatabaseFile(path);
   return db::SqliteDatabase(path, mode);
 }
 
@@ -255,6 +273,10 @@ void AddDbCommands(CLI::App& app) {
   dbcmd->require_subcommand(1);
   auto add_db = [&](CLI::App* c) {
     c->add_option("--db", o->db, "The SQLite database file")->capture_default_str();
+  };
+  auto add_readable_db = [&](CLI::App* c) {
+    c->add_option("--db", o->db, "The SQLite database file, or a tunedb server's URL (http://HOST:PORT)")
+        ->capture_default_str();
   };
   CLI::App* imp = dbcmd->add_subcommand("import-tvm", "Import TVM MetaSchedule JSON database files from DIR");
   add_db(imp);
@@ -266,28 +288,27 @@ void AddDbCommands(CLI::App& app) {
                s.duplicates, o->db);
   });
   CLI::App* exp = dbcmd->add_subcommand("export-tvm", "Export the database in TVM MetaSchedule's JSON layout into DIR");
-  add_db(exp);
+  add_readable_db(exp);
   exp->add_option("dir", o->dir, "Output directory")->required();
   exp->callback([o] {
-    db::SqliteDatabase d = OpenExistingDatabase(o->db);
-    db::TvmExportStats s = db::ExportTvm(d, o->dir);
+    db::TvmExportStats s = db::ExportTvm(*OpenForReading(o->db), o->dir);
     fmt::print("exported {} workloads and {} records to {}\n", s.workloads, s.records, o->dir);
   });
   CLI::App* merge = dbcmd->add_subcommand("merge", "Merge another database into this one (duplicates skipped)");
   add_db(merge);
-  merge->add_option("other", o->other, "The database to merge from")->required();
+  merge->add_option("other", o->other, "The database to merge from: a file, or a tunedb server's URL")->required();
   merge->callback([o] {
-    db::SqliteDatabase from = OpenExistingDatabase(o->other);
+    std::unique_ptr<db::Database> from = OpenForReading(o->other);
     db::SqliteDatabase into(o->db);
     std::int64_t added = 0;
-    into.Transaction([&] { added = db::Merge(into, from); });
+    into.Transaction([&] { added = db::Merge(into, *from); });
     fmt::print("merged {} new records from {} into {} ({} records now)\n", added, o->other, o->db, into.Size());
   });
   CLI::App* stats = dbcmd->add_subcommand("stats", "Workloads, record counts and best times");
-  add_db(stats);
+  add_readable_db(stats);
   stats->callback([o] { Stats(*o); });
   CLI::App* records = dbcmd->add_subcommand("records", "The records of a workload");
-  add_db(records);
+  add_readable_db(records);
   records->add_option("-w,--workload", o->workload, "Workload spec or file");
   records->add_option("--hash", o->hash, "Workload hash (for imported TVM workloads)");
   records->add_option("--target", o->target, "Only records of this target");
@@ -299,7 +320,7 @@ void AddDbCommands(CLI::App& app) {
   check->callback([o] { Check(*o); });
 
   CLI::App* best = app.add_subcommand("best", "The best schedule of a workload from the database");
-  add_db(best);
+  add_readable_db(best);
   best->add_option("-w,--workload", o->workload, "Workload spec or file");
   best->add_option("--hash", o->hash, "Workload hash (for imported TVM workloads)");
   best->add_option("--target", o->target, "Target string (default: this machine's)");

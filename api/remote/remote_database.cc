@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "db/sqlite_database.h"
+#include "db/tvm_interop.h"
 #include "ir/json.h"
 #include "ir/structural.h"
 
@@ -54,6 +55,9 @@ db::TuningRecord RecordFrom(const json& j) {
   r.error = j.value("error", std::string());
   r.session_id = j.value("session_id", std::int64_t{0});
   r.created = j.value("created", 0.0);
+  r.hardware = j.value("hardware", std::string());
+  r.target_json = j.value("target_json", std::string());
+  r.args_info = j.value("args_info", std::string());
   return r;
 }
 
@@ -62,6 +66,8 @@ json RecordToJson(const db::TuningRecord& r) {
             {"run_secs", r.run_secs},           {"status", db::StatusName(r.status)}, {"error", r.error},
             {"hardware", r.hardware}};
   if (r.session_id != 0) j["session_id"] = r.session_id;
+  if (!r.target_json.empty()) j["target_json"] = r.target_json;
+  if (!r.args_info.empty()) j["args_info"] = r.args_info;
   return j;
 }
 
@@ -212,6 +218,8 @@ std::optional<db::Workload> RemoteDatabase::FindWorkload(const std::string& hash
     w.input.structure = ir::CanonicalEncoding(ir::ProgramFromJson(w.input.program));
   } else {
     w.input.program = answer.at("program").get<std::string>();
+    // The one opaque kind there is: its structure is its module.
+    if (w.input.kind == "tvm") w.input.structure = db::TvmWorkloadInput(hash, w.input.program).structure;
   }
   return w;
 }

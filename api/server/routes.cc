@@ -141,6 +141,12 @@ json RecordJson(const db::TuningRecord& r, Work work, bool with_script) {
   j["gflops"] = work.flops > 0 && flop_rate.value > 0 ? json(flop_rate.value) : json(nullptr);
   j["gbytes_per_sec"] = work.param_bytes > 0 && byte_rate.value > 0 ? json(byte_rate.value) : json(nullptr);
   if (!r.error.empty()) j["error"] = r.error;
+  // What the record says of where it ran, and an imported TVM record's own
+  // target and arguments (JSON text, verbatim), so that a client copying
+  // records (db merge, export-tvm from a server) loses nothing.
+  if (!r.hardware.empty()) j["hardware"] = r.hardware;
+  if (!r.target_json.empty()) j["target_json"] = r.target_json;
+  if (!r.args_info.empty()) j["args_info"] = r.args_info;
   try {
     json trace = json::parse(r.trace);
     j["trace"] = trace;
@@ -479,6 +485,8 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
         if (r.status == db::RecordStatus::kOk && r.run_secs.empty()) Fail(400, at + ": an ok record needs run_secs");
         r.error = j.value("error", std::string());
         r.hardware = j.value("hardware", std::string());
+        r.target_json = j.value("target_json", std::string());
+        r.args_info = j.value("args_info", std::string());
         if (j.contains("session_id")) {
           if (!j["session_id"].is_number_integer()) Fail(400, at + ".session_id must be an integer");
           r.session_id = j["session_id"].get<std::int64_t>();

@@ -509,3 +509,61 @@ TEST(CliE2e, MlpRunsWithTunedKernelsAndTheSameOutput) {
 }
 
 }  // namespace
+
+namespace {
+
+// The commands that only read a database read a tunedb server's as they
+// read a file (--db http://HOST:PORT): stats, records and best show the
+// same, and export-tvm and merge copy everything, an imported TVM record's
+// own target and arguments included. Here the server serves read-only.
+TEST(CliDb, ReadingCommandsReadAServerAsTheyReadAFile) {
+  std::string dir = ::testing::TempDir() + "/cli_remote_" + std::to_string(::getpid());
+  std::string db = dir + "/served.sqlite", merged = dir + "/merged.sqlite", log = dir + "/serve.log";
+  std::system(("rm -rf " + dir + " && mkdir -p " + dir + "/tvm").c_str());
+  std::ofstream(dir + "/tvm/database_workload.json") << "[\"77\", \"eJzz\"]\n";
+  std::ofstream(dir + "/tvm/database_tuning_record.json")
+      << "[0, [[[[\"GetBlock\", [], [\"C\", \"main\"], [\"b0\"]]], []], [0.002, 0.001, 0.003], "
+         "{\"kind\": \"llvm\", \"mcpu\": \"x\", \"num-cores\": 2}, [[\"TENSOR\", [8, 8], \"float32\"]]]]\n";
+  ASSERT_EQ(RunTunedb("db import-tvm " + dir + "/tvm --db " + db).exit_code, 0);
+  ASSERT_EQ(RunTunedb("tune -w matmul:M=16,N=16,K=16 --trials 4 --no-baseline --db " + db + kSmallTune).exit_code, 0);
+
+  pid_t server = StartTunedbUntil("", "serve --read-only --quiet --port 0 --db " + db, log, "listening on http://");
+  ASSERT_GT(server, 0);
+  std::string banner = ReadAll(log);
+  std::size_t at = banner.find("http://");
+  ASSERT_NE(at, std::string::npos) << banner;
+  std::string url = banner.substr(at, banner.find(' ', at) - at);
+
+  for (const std::string& command : {std::string("db stats"), std::string("db records --hash 77"),
+                                     std::string("db records -w matmul:M=16,N=16,K=16"),
+                                     std::string("best --hash 77 --target \"llvm -mcpu=x -num-cores=2\""),
+                                     std::string("best -w matmul:M=16,N=16,K=16 --format json")}) {
+    Result from_file = RunTunedb(command + " --db " + db);
+    Result from_server = RunTunedb(command + " --db " + url);
+    EXPECT_EQ(from_server.exit_code, 0) << command << "\n" << from_server.out;
+    std::string file_out = from_file.out, server_out = from_server.out;
+    if (command == "db stats") file_out.replace(file_out.find(db), db.size(), url);  // its first line names it
+    EXPECT_EQ(server_out, file_out) << command;
+  }
+  ASSERT_EQ(RunTunedb("db export-tvm " + dir + "/from_file --db " + db).exit_code, 0);
+  Result exported = RunTunedb("db export-tvm " + dir + "/from_server --db " + url);
+  ASSERT_EQ(exported.exit_code, 0) << exported.out;
+  for (const char* file : {"/database_workload.json", "/database_tuning_record.json"}) {
+    EXPECT_EQ(ReadAll(dir + "/from_server" + file), ReadAll(dir + "/from_file" + file)) << file;
+  }
+  Result merge = RunTunedb("db merge " + url + " --db " + merged);
+  ASSERT_EQ(merge.exit_code, 0) << merge.out;
+  EXPECT_EQ(RunTunedb("db merge " + db + " --db " + merged).out,
+            "merged 0 new records from " + db + " into " + merged + " (5 records now)\n");
+  EXPECT_EQ(RunTunedb("db check --db " + merged).exit_code, 0);
+  ASSERT_EQ(RunTunedb("db export-tvm " + dir + "/from_merged --db " + merged).exit_code, 0);
+  EXPECT_NE(ReadAll(dir + "/from_merged/database_tuning_record.json").find("[[\"TENSOR\",[8,8],\"float32\"]]"),
+            std::string::npos);
+
+  kill(-server, SIGTERM);
+  int status = 0;
+  waitpid(server, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadAll(log);
+}
+
+}  // namespace
