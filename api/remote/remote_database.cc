@@ -1,5 +1,6 @@
 #include "api/remote/remote_database.h"
 
+#include <algorithm>
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it
 
 #include <boost/asio.hpp>
@@ -8,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "db/sqlite_database.h"
+#include "api/server/routes.h"
 #include "db/tvm_interop.h"
 #include "ir/json.h"
 #include "ir/structural.h"
@@ -183,10 +185,15 @@ std::int64_t RemoteDatabase::CommitRecords(const std::vector<db::TuningRecord>& 
 }
 
 std::vector<db::TuningRecord> RemoteDatabase::TopK(const std::string& hash, const std::string& target, int k) {
-  json answer = impl_->Call(http::verb::get, "/v1/workloads/" + Escape(hash) + "/best?nearest=0&k=" +
-                                                 std::to_string(k) + "&target=" + Escape(target));
+  // A workload the server does not know has no records (as in a file).
+  // The server gives at most kMaxBestRecords at once: the best of them.
+  k = std::clamp(k, 1, kMaxBestRecords);
+  std::optional<json> answer = impl_->CallOrNotFound(
+      http::verb::get, "/v1/workloads/" + Escape(hash) + "/best?nearest=0&k=" + std::to_string(k) + "&target=" +
+                           Escape(target));
   std::vector<db::TuningRecord> out;
-  for (const json& r : answer.at("records")) out.push_back(RecordFrom(r));
+  if (!answer) return out;
+  for (const json& r : answer->at("records")) out.push_back(RecordFrom(r));
   return out;
 }
 

@@ -393,7 +393,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       if (target == req.query.end() || target->second.empty()) {
         Fail(400, "query parameter target is required, e.g. target=llvm -mcpu=znver4 -num-cores=2");
       }
-      int k = static_cast<int>(IntParam(req, "k", 1, 1, 100));
+      int k = static_cast<int>(IntParam(req, "k", 1, 1, kMaxBestRecords));
       HttpResponse r;
       auto nearest = req.query.find("nearest");
       r.body = best(hash, target->second, k, nearest == req.query.end() || nearest->second != "0");
@@ -405,9 +405,10 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       ir::Workload w = WorkloadFromBody(body);
       std::string hash = ir::WorkloadHash(w.func);
       if (!body.contains("target") || !body["target"].is_string()) Fail(400, "target (a string) is required");
-      if (body.contains("k") && !body["k"].is_number_integer()) Fail(400, "k must be an integer in [1, 100]");
+      const std::string k_range = "[1, " + std::to_string(kMaxBestRecords) + "]";
+      if (body.contains("k") && !body["k"].is_number_integer()) Fail(400, "k must be an integer in " + k_range);
       std::int64_t k = body.value("k", std::int64_t{1});
-      if (k < 1 || k > 100) Fail(400, "k must be in [1, 100]");
+      if (k < 1 || k > kMaxBestRecords) Fail(400, "k must be in " + k_range);
       json out = {{"workload_hash", hash}, {"known", database.FindWorkload(hash).has_value()}};
       if (out["known"].get<bool>()) {
         out.update(json::parse(best(hash, body["target"].get<std::string>(), static_cast<int>(k), true)));

@@ -31,6 +31,10 @@
 
 namespace tunedb::api {
 
+// The most records the best route and /v1/query give at once (`k`). The
+// tuner's warm start asks for a fifth of its population (102 of 512).
+inline constexpr int kMaxBestRecords = 1000;
+
 class Routes {
  public:
   // token: the bearer token write routes require; empty: writes are open.

@@ -215,7 +215,7 @@ TEST_F(ServerTest, QueryByWorkloadSpecOrText) {
   for (const json& k : {json("3"), json(1e20), json(2.5)}) {
     Reply r = Call(port_, http::verb::post, "/v1/query", json{{"spec", "matmul:M=32,N=32,K=32"}, {"target", kTarget}, {"k", k}}.dump());
     EXPECT_EQ(r.status, 400) << k;
-    EXPECT_EQ(r.Json()["error"], "k must be an integer in [1, 100]") << k;
+    EXPECT_EQ(r.Json()["error"], "k must be an integer in [1, 1000]") << k;
   }
   Reply name = Call(port_, http::verb::post, "/v1/query", json{{"text", "input A: f32[4]\nB[i] = A[i]\n"}, {"name", 5}, {"target", kTarget}}.dump());
   EXPECT_EQ(name.status, 400) << name.body;
@@ -579,10 +579,12 @@ TEST_F(ServerTest, TuneThroughTheServer) {
   EXPECT_GT(local.Sessions()[0].ended, 0);
   EXPECT_EQ(local.Records(q)[0].session_id, local.Sessions()[0].id);
   EXPECT_FALSE(local.Models().empty());
-  // A second session through the server starts from what the first stored.
+  // A second session through the server starts from what the first stored,
+  // with the default population, whose warm start asks for its best 102.
   RemoteDatabase remote(url, "tok");
   o.seed = 9;
   o.trials = 8;
+  o.evolutionary.population = search::EvolutionaryOptions{}.population;
   search::TuneReport again = search::Tune(remote, o);
   EXPECT_EQ(again.tasks[0].history, 16);
   EXPECT_EQ(remote.Size(), 12 + 24);
@@ -590,6 +592,14 @@ TEST_F(ServerTest, TuneThroughTheServer) {
   EXPECT_TRUE(remote.FindWorkload(hash).has_value());
   EXPECT_FALSE(remote.FindWorkload("1").has_value());
   EXPECT_TRUE(remote.LoadModel(0).has_value());
+  // As a file does: every ok record for a large k, none for a workload it
+  // does not know.
+  std::string target = remote.Targets(hash)[0];
+  std::size_t ok = 0;
+  for (const db::TuningRecord& r : local.Records(q)) ok += r.status == db::RecordStatus::kOk;
+  EXPECT_EQ(remote.TopK(hash, target, 5000).size(), local.TopK(hash, target, 5000).size());
+  EXPECT_GE(remote.TopK(hash, target, 5000).size(), ok);
+  EXPECT_TRUE(remote.TopK("1", target, 10).empty());
 }
 
 TEST(RemoteDatabaseTest, UnreachableServerIsAClearError) {
