@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include <fmt/core.h>
 
 #include "api/cli/commands.h"
+#include "api/remote/remote_database.h"
 #include "db/sqlite_database.h"
 #include "ir/flops.h"
 #include "ir/ndarray.h"
@@ -31,6 +33,7 @@ struct E2eOptions {
   int trials = 64;
   int batch_size = 128, in = 784, hidden = 128, out = 10;
   int repeat = 5;
+  std::string token_file;
 };
 
 // The MLP's tensors; kernels read and write them in place.
@@ -98,7 +101,10 @@ void RunE2e(const E2eOptions& o) {
   double plain_secs = TimeMlp(plain, t, o.repeat);
 
   // The best schedule of each layer: from the database, or tuned now.
-  db::SqliteDatabase database(o.db);
+  // A file, or a tunedb server (as a compiler would ask one).
+  std::unique_ptr<db::Database> opened =
+      api::OpenDatabase(o.db, o.token_file.empty() ? "" : ReadTokenFile(o.token_file));
+  db::Database& database = *opened;
   std::vector<std::optional<db::TuningRecord>> best;
   std::vector<std::string> missing;
   for (const ir::Workload& l : layers) {
@@ -149,7 +155,9 @@ void AddE2eCommand(CLI::App& app) {
   auto o = std::make_shared<E2eOptions>();
   CLI::App* cmd = app.add_subcommand("e2e", "Run a small model end to end with unscheduled and with tuned kernels");
   cmd->add_option("model", o->model, "The model: mlp")->capture_default_str();
-  cmd->add_option("--db", o->db, "The SQLite database file")->capture_default_str();
+  cmd->add_option("--db", o->db, "The SQLite database file, or a tunedb server's URL (http://HOST:PORT)")
+      ->capture_default_str();
+  cmd->add_option("--token-file", o->token_file, "Bearer token for a server's write routes (to tune into it)");
   cmd->add_option("--trials", o->trials, "Trials for layers the database has no schedule for")->capture_default_str();
   cmd->add_option("--batch-size", o->batch_size, "Rows of the input")->capture_default_str();
   cmd->add_option("--in", o->in, "Input features")->capture_default_str();
