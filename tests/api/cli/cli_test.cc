@@ -495,6 +495,7 @@ TEST(CliE2e, MlpRunsWithTunedKernelsAndTheSameOutput) {
   EXPECT_NE(first.out.find("outputs: identical"), std::string::npos) << first.out;
   EXPECT_NE(first.out.find("end to end, unscheduled kernels:"), std::string::npos) << first.out;
   EXPECT_NE(first.out.find("end to end, tuned kernels:"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find(" us ("), std::string::npos) << "a small model's time in microseconds:\n" << first.out;
   Result second = RunTunedb(args);
   ASSERT_EQ(second.exit_code, 0) << second.out;
   EXPECT_EQ(second.out.find("tuning"), std::string::npos) << "schedules come from the database:\n" << second.out;
@@ -564,6 +565,26 @@ TEST(CliDb, ReadingCommandsReadAServerAsTheyReadAFile) {
   int status = 0;
   waitpid(server, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadAll(log);
+}
+
+// e2e as a compiler would run it: the schedules of a small MLP tuned into
+// a file, then served read-only and taken from the server.
+TEST(CliE2e, TakesItsSchedulesFromAServer) {
+  std::string db = TuneDb("cli_e2e_served.sqlite"), log = ::testing::TempDir() + "/cli_e2e_serve.log";
+  std::string mlp = "e2e mlp --batch-size 16 --in 32 --hidden 16 --out 8 --repeat 2 ";
+  ASSERT_EQ(RunTunedb(mlp + "--trials 8 --db " + db).exit_code, 0);
+  pid_t server = StartTunedbUntil("", "serve --read-only --quiet --port 0 --db " + db, log, "listening on http://");
+  ASSERT_GT(server, 0);
+  std::string banner = ReadAll(log);
+  std::size_t at = banner.find("http://");
+  ASSERT_NE(at, std::string::npos) << banner;
+  Result r = RunTunedb(mlp + "--db " + banner.substr(at, banner.find(' ', at) - at));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("tuning"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("outputs: identical"), std::string::npos) << r.out;
+  kill(-server, SIGTERM);
+  int status = 0;
+  waitpid(server, &status, 0);
 }
 
 }  // namespace
