@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -58,6 +59,13 @@ std::string DurationText(double secs);
 // read-only file can be inspected. (Defined in db_command.cc.)
 db::SqliteDatabase OpenExistingDatabase(
     const std::string& path, db::SqliteDatabase::OpenMode mode = db::SqliteDatabase::OpenMode::kReadOnly);
+
+// The same for the commands that also take a tunedb server's URL (http://):
+// its database through the REST API (token: for its write routes), or the
+// file, as OpenExistingDatabase opens it. (Defined in db_command.cc.)
+std::unique_ptr<db::Database> OpenExistingDatabaseAt(
+    const std::string& location, db::SqliteDatabase::OpenMode mode = db::SqliteDatabase::OpenMode::kReadOnly,
+    const std::string& token = "");
 
 // What makes a stored trace usable: tunedb reads it (and replays it onto
 // the program, when one is given), or, for an imported TVM trace served as

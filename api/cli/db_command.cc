@@ -47,14 +47,6 @@ void RequireDatabaseFile(const std::string& path) {
   }
 }
 
-// The database a command that only reads opens: a tunedb server's (an
-// http:// URL, read through the REST API) or a file that must exist.
-std::unique_ptr<db::Database> OpenForReading(const std::string& location) {
-  if (api::IsRemoteDatabase(location)) return api::OpenDatabase(location);
-  RequireDatabaseFile(location);
-  return std::make_unique<db::SqliteDatabase>(location, db::SqliteDatabase::OpenMode::kReadOnly);
-}
-
 std::string HashOf(const DbOptions& o) {
   if (!o.hash.empty()) return o.hash;
   if (o.workload.empty()) throw UsageError("give --workload SPEC (or --hash H for an imported TVM workload)");
@@ -62,7 +54,7 @@ std::string HashOf(const DbOptions& o) {
 }
 
 void Stats(const DbOptions& o) {
-  std::unique_ptr<db::Database> opened = OpenForReading(o.db);
+  std::unique_ptr<db::Database> opened = OpenExistingDatabaseAt(o.db);
   db::Database& d = *opened;
   std::vector<db::WorkloadStats> workloads = d.Workloads();
   fmt::print("database: {}\nworkloads: {}\nrecords:   {}\nsessions:  {}\nmodels:    {}\n\n", o.db, workloads.size(),
@@ -78,7 +70,7 @@ void Stats(const DbOptions& o) {
 }
 
 void Records(const DbOptions& o) {
-  std::unique_ptr<db::Database> opened = OpenForReading(o.db);
+  std::unique_ptr<db::Database> opened = OpenExistingDatabaseAt(o.db);
   db::Database& d = *opened;
   db::RecordQuery q;
   q.workload_hash = HashOf(o);
@@ -94,7 +86,7 @@ void Records(const DbOptions& o) {
 }
 
 void Best(const DbOptions& o) {
-  std::unique_ptr<db::Database> opened = OpenForReading(o.db);
+  std::unique_ptr<db::Database> opened = OpenExistingDatabaseAt(o.db);
   db::Database& d = *opened;
   std::string hash = HashOf(o);
   std::string target = o.target.empty() ? measure::Target::Host().ToString() : o.target;
@@ -267,6 +259,13 @@ db::SqliteDatabase OpenExistingDatabase(const std::string& path, db::SqliteDatab
   return db::SqliteDatabase(path, mode);
 }
 
+std::unique_ptr<db::Database> OpenExistingDatabaseAt(const std::string& location, db::SqliteDatabase::OpenMode mode,
+                                                     const std::string& token) {
+  if (api::IsRemoteDatabase(location)) return api::OpenDatabase(location, token);
+  RequireDatabaseFile(location);
+  return std::make_unique<db::SqliteDatabase>(location, mode);
+}
+
 void AddDbCommands(CLI::App& app) {
   auto o = std::make_shared<DbOptions>();
   CLI::App* dbcmd = app.add_subcommand("db", "Inspect and exchange the tuning database");
@@ -291,14 +290,14 @@ void AddDbCommands(CLI::App& app) {
   add_readable_db(exp);
   exp->add_option("dir", o->dir, "Output directory")->required();
   exp->callback([o] {
-    db::TvmExportStats s = db::ExportTvm(*OpenForReading(o->db), o->dir);
+    db::TvmExportStats s = db::ExportTvm(*OpenExistingDatabaseAt(o->db), o->dir);
     fmt::print("exported {} workloads and {} records to {}\n", s.workloads, s.records, o->dir);
   });
   CLI::App* merge = dbcmd->add_subcommand("merge", "Merge another database into this one (duplicates skipped)");
   add_db(merge);
   merge->add_option("other", o->other, "The database to merge from: a file, or a tunedb server's URL")->required();
   merge->callback([o] {
-    std::unique_ptr<db::Database> from = OpenForReading(o->other);
+    std::unique_ptr<db::Database> from = OpenExistingDatabaseAt(o->other);
     db::SqliteDatabase into(o->db);
     std::int64_t added = 0;
     into.Transaction([&] { added = db::Merge(into, *from); });

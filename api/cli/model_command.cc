@@ -24,6 +24,7 @@ struct ModelOptions {
   std::string out;
   int rounds = 200;
   std::int64_t model = 0;
+  std::string token_file;
 };
 
 using Metrics = costmodel::RankingMetrics;
@@ -39,7 +40,7 @@ void PrintMetrics(const Metrics& m) {
              m.samples, m.pairwise, m.top1, m.top5, m.apeak32);
 }
 
-costmodel::Dataset Load(db::SqliteDatabase& d, const std::string& path) {
+costmodel::Dataset Load(db::Database& d, const std::string& path) {
   costmodel::Dataset data = costmodel::LoadDataset(d);
   if (data.samples.empty()) {
     throw UsageError("no tunedb records to learn from in " + path + " (tune a workload first" +
@@ -60,7 +61,9 @@ void Train(const ModelOptions& o) {
   }
   train_options.seed = o.seed;
   train_options.max_rounds = o.rounds;
-  db::SqliteDatabase d = OpenExistingDatabase(o.db, db::SqliteDatabase::OpenMode::kReadWrite);
+  std::unique_ptr<db::Database> opened = OpenExistingDatabaseAt(
+      o.db, db::SqliteDatabase::OpenMode::kReadWrite, o.token_file.empty() ? "" : ReadTokenFile(o.token_file));
+  db::Database& d = *opened;
   costmodel::Dataset data = Load(d, o.db);
   // Held-out records: a random fraction of every group.
   std::mt19937_64 rng(o.seed);
@@ -95,7 +98,8 @@ void Train(const ModelOptions& o) {
 }
 
 void List(const ModelOptions& o) {
-  db::SqliteDatabase d = OpenExistingDatabase(o.db);
+  std::unique_ptr<db::Database> opened = OpenExistingDatabaseAt(o.db);
+  db::Database& d = *opened;
   std::vector<db::StoredModel> models = d.Models();
   if (models.empty()) {
     fmt::print("no stored models in {} (run tunedb train)\n", o.db);
@@ -112,7 +116,8 @@ void List(const ModelOptions& o) {
 }
 
 void Eval(const ModelOptions& o) {
-  db::SqliteDatabase d = OpenExistingDatabase(o.db);
+  std::unique_ptr<db::Database> opened = OpenExistingDatabaseAt(o.db);
+  db::Database& d = *opened;
   std::optional<db::StoredModel> stored = d.LoadModel(o.model);
   if (!stored) throw UsageError(o.model ? "no model " + std::to_string(o.model) + " in " + o.db : "no stored models in " + o.db);
   costmodel::CostModel model;
@@ -132,7 +137,9 @@ void Eval(const ModelOptions& o) {
 void AddModelCommands(CLI::App& app) {
   auto o = std::make_shared<ModelOptions>();
   CLI::App* train = app.add_subcommand("train", "Train the cost model on every record of the database");
-  train->add_option("--db", o->db, "The SQLite database file")->capture_default_str();
+  const char* db_help = "The SQLite database file, or a tunedb server's URL (http://HOST:PORT)";
+  train->add_option("--db", o->db, db_help)->capture_default_str();
+  train->add_option("--token-file", o->token_file, "Bearer token for a server's write routes (to store the model)");
   train->add_option("--holdout", o->holdout, "Fraction of records held out for the metrics")->capture_default_str();
   train->add_option("--objective", o->objective, "rank or weighted-mse")->capture_default_str();
   train->add_option("--seed", o->seed, "Seed of the split and of XGBoost")->capture_default_str();
@@ -144,10 +151,10 @@ void AddModelCommands(CLI::App& app) {
   CLI::App* model = app.add_subcommand("model", "Stored cost models");
   model->require_subcommand(1);
   CLI::App* list = model->add_subcommand("list", "The database's stored models, newest first");
-  list->add_option("--db", o->db, "The SQLite database file")->capture_default_str();
+  list->add_option("--db", o->db, db_help)->capture_default_str();
   list->callback([o] { List(*o); });
   CLI::App* eval = model->add_subcommand("eval", "Ranking metrics of a stored model on the database's records");
-  eval->add_option("--db", o->db, "The SQLite database file")->capture_default_str();
+  eval->add_option("--db", o->db, db_help)->capture_default_str();
   eval->add_option("--model", o->model, "Model id (default: the newest)");
   eval->callback([o] { Eval(*o); });
 }

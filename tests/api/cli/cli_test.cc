@@ -526,7 +526,8 @@ TEST(CliDb, ReadingCommandsReadAServerAsTheyReadAFile) {
       << "[0, [[[[\"GetBlock\", [], [\"C\", \"main\"], [\"b0\"]]], []], [0.002, 0.001, 0.003], "
          "{\"kind\": \"llvm\", \"mcpu\": \"x\", \"num-cores\": 2}, [[\"TENSOR\", [8, 8], \"float32\"]]]]\n";
   ASSERT_EQ(RunTunedb("db import-tvm " + dir + "/tvm --db " + db).exit_code, 0);
-  ASSERT_EQ(RunTunedb("tune -w matmul:M=16,N=16,K=16 --trials 4 --no-baseline --db " + db + kSmallTune).exit_code, 0);
+  ASSERT_EQ(RunTunedb("tune -w matmul:M=16,N=16,K=16 --trials 8 --no-baseline --db " + db + kSmallTune).exit_code, 0);
+  ASSERT_EQ(RunTunedb("train --db " + db).exit_code, 0);
 
   pid_t server = StartTunedbUntil("", "serve --read-only --quiet --port 0 --db " + db, log, "listening on http://");
   ASSERT_GT(server, 0);
@@ -538,12 +539,15 @@ TEST(CliDb, ReadingCommandsReadAServerAsTheyReadAFile) {
   for (const std::string& command : {std::string("db stats"), std::string("db records --hash 77"),
                                      std::string("db records -w matmul:M=16,N=16,K=16"),
                                      std::string("best --hash 77 --target \"llvm -mcpu=x -num-cores=2\""),
-                                     std::string("best -w matmul:M=16,N=16,K=16 --format json")}) {
+                                     std::string("best -w matmul:M=16,N=16,K=16 --format json"),
+                                     std::string("model list"), std::string("model eval")}) {
     Result from_file = RunTunedb(command + " --db " + db);
     Result from_server = RunTunedb(command + " --db " + url);
     EXPECT_EQ(from_server.exit_code, 0) << command << "\n" << from_server.out;
     std::string file_out = from_file.out, server_out = from_server.out;
-    if (command == "db stats") file_out.replace(file_out.find(db), db.size(), url);  // its first line names it
+    for (std::size_t at = file_out.find(db); at != std::string::npos; at = file_out.find(db, at + url.size())) {
+      file_out.replace(at, db.size(), url);  // where the output names its database
+    }
     EXPECT_EQ(server_out, file_out) << command;
   }
   ASSERT_EQ(RunTunedb("db export-tvm " + dir + "/from_file --db " + db).exit_code, 0);
@@ -552,10 +556,15 @@ TEST(CliDb, ReadingCommandsReadAServerAsTheyReadAFile) {
   for (const char* file : {"/database_workload.json", "/database_tuning_record.json"}) {
     EXPECT_EQ(ReadAll(dir + "/from_server" + file), ReadAll(dir + "/from_file" + file)) << file;
   }
+  // Training reads the server's records, then storing the model is refused.
+  Result train = RunTunedb("train --db " + url);
+  EXPECT_EQ(train.exit_code, 2) << train.out;
+  EXPECT_NE(train.out.find("pairwise accuracy:"), std::string::npos) << train.out;
+  EXPECT_NE(train.out.find("POST /v1/models: HTTP 403"), std::string::npos) << train.out;
   Result merge = RunTunedb("db merge " + url + " --db " + merged);
   ASSERT_EQ(merge.exit_code, 0) << merge.out;
   EXPECT_EQ(RunTunedb("db merge " + db + " --db " + merged).out,
-            "merged 0 new records from " + db + " into " + merged + " (5 records now)\n");
+            "merged 0 new records from " + db + " into " + merged + " (9 records now)\n");
   EXPECT_EQ(RunTunedb("db check --db " + merged).exit_code, 0);
   ASSERT_EQ(RunTunedb("db export-tvm " + dir + "/from_merged --db " + merged).exit_code, 0);
   EXPECT_NE(ReadAll(dir + "/from_merged/database_tuning_record.json").find("[[\"TENSOR\",[8,8],\"float32\"]]"),
