@@ -51,19 +51,15 @@ std::string RateText(std::int64_t flops, std::int64_t param_bytes, double secs);
 // there is none (infinite or NaN). (Defined in db_command.cc.)
 std::string DurationText(double secs);
 
-// Opens a database file that must already exist, for the commands that
-// read one (stats, records, best, check, export, merge's source, train,
-// model): a mistyped path would otherwise create an empty file and report
-// "no records". UsageError naming the path when there is no such file.
-// Read-only unless asked (train stores its model), so that a database on a
-// read-only file can be inspected. (Defined in db_command.cc.)
-db::SqliteDatabase OpenExistingDatabase(
-    const std::string& path, db::SqliteDatabase::OpenMode mode = db::SqliteDatabase::OpenMode::kReadOnly);
-
-// The same for the commands that also take a tunedb server's URL (http://):
-// its database through the REST API (token: for its write routes), or the
-// file, as OpenExistingDatabase opens it. (Defined in db_command.cc.)
-std::unique_ptr<db::Database> OpenExistingDatabaseAt(
+// The database of a command that reads one (db stats, records, best,
+// export-tvm, merge's source, train, model): a tunedb server's, when the
+// location is its URL (http://HOST:PORT; token: for its write routes), or
+// a file that must already exist, since a mistyped path would otherwise
+// create an empty file and report "no records" (UsageError naming the
+// path). A file opens read-only unless asked (train stores its model), so
+// that a database on a read-only file can be inspected. (Defined in
+// db_command.cc.)
+std::unique_ptr<db::Database> OpenExistingDatabase(
     const std::string& location, db::SqliteDatabase::OpenMode mode = db::SqliteDatabase::OpenMode::kReadOnly,
     const std::string& token = "");
 

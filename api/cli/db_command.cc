@@ -38,7 +38,6 @@ struct DbOptions {
   std::int64_t limit = 20;
 };
 
-// The workload hash named by --workload (spec or file) or --hash.
 // A mistyped path would otherwise become an empty database file.
 void RequireDatabaseFile(const std::string& path) {
   std::error_code error;
@@ -47,6 +46,7 @@ void RequireDatabaseFile(const std::string& path) {
   }
 }
 
+// The workload hash named by --workload (spec or file) or --hash.
 std::string HashOf(const DbOptions& o) {
   if (!o.hash.empty()) return o.hash;
   if (o.workload.empty()) throw UsageError("give --workload SPEC (or --hash H for an imported TVM workload)");
@@ -54,7 +54,7 @@ std::string HashOf(const DbOptions& o) {
 }
 
 void Stats(const DbOptions& o) {
-  std::unique_ptr<db::Database> opened = OpenExistingDatabaseAt(o.db);
+  std::unique_ptr<db::Database> opened = OpenExistingDatabase(o.db);
   db::Database& d = *opened;
   std::vector<db::WorkloadStats> workloads = d.Workloads();
   fmt::print("database: {}\nworkloads: {}\nrecords:   {}\nsessions:  {}\nmodels:    {}\n\n", o.db, workloads.size(),
@@ -70,7 +70,7 @@ void Stats(const DbOptions& o) {
 }
 
 void Records(const DbOptions& o) {
-  std::unique_ptr<db::Database> opened = OpenExistingDatabaseAt(o.db);
+  std::unique_ptr<db::Database> opened = OpenExistingDatabase(o.db);
   db::Database& d = *opened;
   db::RecordQuery q;
   q.workload_hash = HashOf(o);
@@ -86,7 +86,7 @@ void Records(const DbOptions& o) {
 }
 
 void Best(const DbOptions& o) {
-  std::unique_ptr<db::Database> opened = OpenExistingDatabaseAt(o.db);
+  std::unique_ptr<db::Database> opened = OpenExistingDatabase(o.db);
   db::Database& d = *opened;
   std::string hash = HashOf(o);
   std::string target = o.target.empty() ? measure::Target::Host().ToString() : o.target;
@@ -170,7 +170,8 @@ std::map<std::string, ir::PrimFunc> CheckWorkloads(db::SqliteDatabase& d, std::v
 // record's trace replayed onto its workload's program. Reports each damaged
 // row by id; exit code 1 when there is one. Changes nothing.
 void Check(const DbOptions& o) {
-  db::SqliteDatabase d = OpenExistingDatabase(o.db);
+  RequireDatabaseFile(o.db);  // the file's own checks need the file, not a server
+  db::SqliteDatabase d(o.db, db::SqliteDatabase::OpenMode::kReadOnly);
   std::vector<Problem> problems;
   std::string integrity = d.IntegrityCheck();
   fmt::print("database: {}\nfile:     {}\n", o.db, integrity == "ok" ? "ok (SQLite integrity_check)" : "damaged");
@@ -254,13 +255,8 @@ std::string DurationText(double secs) {
   return fmt::format("{:.4f} ms", secs * 1e3);
 }
 
-db::SqliteDatabase OpenExistingDatabase(const std::string& path, db::SqliteDatabase::OpenMode mode) {
-  RequireDatabaseFile(path);
-  return db::SqliteDatabase(path, mode);
-}
-
-std::unique_ptr<db::Database> OpenExistingDatabaseAt(const std::string& location, db::SqliteDatabase::OpenMode mode,
-                                                     const std::string& token) {
+std::unique_ptr<db::Database> OpenExistingDatabase(const std::string& location, db::SqliteDatabase::OpenMode mode,
+                                                   const std::string& token) {
   if (api::IsRemoteDatabase(location)) return api::OpenDatabase(location, token);
   RequireDatabaseFile(location);
   return std::make_unique<db::SqliteDatabase>(location, mode);
@@ -290,14 +286,14 @@ void AddDbCommands(CLI::App& app) {
   add_readable_db(exp);
   exp->add_option("dir", o->dir, "Output directory")->required();
   exp->callback([o] {
-    db::TvmExportStats s = db::ExportTvm(*OpenExistingDatabaseAt(o->db), o->dir);
+    db::TvmExportStats s = db::ExportTvm(*OpenExistingDatabase(o->db), o->dir);
     fmt::print("exported {} workloads and {} records to {}\n", s.workloads, s.records, o->dir);
   });
   CLI::App* merge = dbcmd->add_subcommand("merge", "Merge another database into this one (duplicates skipped)");
   add_db(merge);
   merge->add_option("other", o->other, "The database to merge from: a file, or a tunedb server's URL")->required();
   merge->callback([o] {
-    std::unique_ptr<db::Database> from = OpenExistingDatabaseAt(o->other);
+    std::unique_ptr<db::Database> from = OpenExistingDatabase(o->other);
     db::SqliteDatabase into(o->db);
     std::int64_t added = 0;
     into.Transaction([&] { added = db::Merge(into, *from); });

@@ -61,7 +61,7 @@ void Train(const ModelOptions& o) {
   }
   train_options.seed = o.seed;
   train_options.max_rounds = o.rounds;
-  std::unique_ptr<db::Database> opened = OpenExistingDatabaseAt(
+  std::unique_ptr<db::Database> opened = OpenExistingDatabase(
       o.db, db::SqliteDatabase::OpenMode::kReadWrite, o.token_file.empty() ? "" : ReadTokenFile(o.token_file));
   db::Database& d = *opened;
   costmodel::Dataset data = Load(d, o.db);
@@ -98,7 +98,7 @@ void Train(const ModelOptions& o) {
 }
 
 void List(const ModelOptions& o) {
-  std::unique_ptr<db::Database> opened = OpenExistingDatabaseAt(o.db);
+  std::unique_ptr<db::Database> opened = OpenExistingDatabase(o.db);
   db::Database& d = *opened;
   std::vector<db::StoredModel> models = d.Models();
   if (models.empty()) {
@@ -116,7 +116,7 @@ void List(const ModelOptions& o) {
 }
 
 void Eval(const ModelOptions& o) {
-  std::unique_ptr<db::Database> opened = OpenExistingDatabaseAt(o.db);
+  std::unique_ptr<db::Database> opened = OpenExistingDatabase(o.db);
   db::Database& d = *opened;
   std::optional<db::StoredModel> stored = d.LoadModel(o.model);
   if (!stored) throw UsageError(o.model ? "no model " + std::to_string(o.model) + " in " + o.db : "no stored models in " + o.db);
