@@ -8,8 +8,8 @@
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
 
-#include "db/sqlite_database.h"
 #include "api/server/routes.h"
+#include "db/sqlite_database.h"
 #include "db/tvm_interop.h"
 #include "ir/json.h"
 #include "ir/structural.h"

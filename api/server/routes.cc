@@ -136,10 +136,12 @@ json RecordJson(const db::TuningRecord& r, Work work, bool with_script) {
   j["median_secs"] = std::isfinite(median) ? json(median) : json(nullptr);
   // GFLOP/s where the program counts FLOPs, GB/s of its parameters always
   // (the rate of a transpose, which counts none); null where unknown.
-  ir::Rate flop_rate = ir::RateOf(work.flops, 0, median);
-  ir::Rate byte_rate = ir::RateOf(0, work.param_bytes, median);
-  j["gflops"] = work.flops > 0 && flop_rate.value > 0 ? json(flop_rate.value) : json(nullptr);
-  j["gbytes_per_sec"] = work.param_bytes > 0 && byte_rate.value > 0 ? json(byte_rate.value) : json(nullptr);
+  const bool timed = std::isfinite(median) && median > 0;
+  auto per_second = [&](std::int64_t amount) {
+    return timed && amount > 0 ? json(static_cast<double>(amount) / median / 1e9) : json(nullptr);
+  };
+  j["gflops"] = per_second(work.flops);
+  j["gbytes_per_sec"] = per_second(work.param_bytes);
   if (!r.error.empty()) j["error"] = r.error;
   // What the record says of where it ran, and an imported TVM record's own
   // target and arguments (JSON text, verbatim), so that a client copying
