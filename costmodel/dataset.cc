@@ -185,9 +185,7 @@ Dataset LoadDataset(db::Database& database) {
     }
     ir::PrimFunc func;
     try {
-      // The listing may leave programs out (a server's does): ask for it.
-      std::optional<db::Workload> whole = database.FindWorkload(w.workload.input.hash);
-      func = ir::ProgramFromJson(whole ? whole->input.program : w.workload.input.program);
+      func = ir::ProgramFromJson(db::WholeInput(database, w).program);
     } catch (const std::exception&) {
       data.skipped += static_cast<std::size_t>(w.records);
       continue;

@@ -47,11 +47,16 @@ std::string ServingProblem(const TuningRecord& record) {
   return "";
 }
 
+WorkloadInput WholeInput(Database& db, const WorkloadStats& listed) {
+  if (!listed.workload.input.program.empty()) return listed.workload.input;
+  std::optional<Workload> whole = db.FindWorkload(listed.workload.input.hash);
+  return whole ? whole->input : listed.workload.input;
+}
+
 std::int64_t Merge(Database& into, Database& from) {
   std::int64_t added = 0;
   for (const WorkloadStats& w : from.Workloads()) {
-    std::optional<Workload> whole = from.FindWorkload(w.workload.input.hash);
-    into.CommitWorkload(whole ? whole->input : w.workload.input);
+    into.CommitWorkload(WholeInput(from, w));
     RecordQuery q;
     q.workload_hash = w.workload.input.hash;
     q.limit = 5000;

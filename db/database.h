@@ -140,6 +140,10 @@ class Database {
   virtual std::optional<StoredModel> LoadModel(std::int64_t id) = 0;  // 0: the newest
 };
 
+// A listed workload's whole input: the listing's own when it holds the
+// program, else FindWorkload's (a server's listing leaves programs out).
+WorkloadInput WholeInput(Database& db, const WorkloadStats& listed);
+
 // Copies every workload and record of `from` into `into` (duplicates
 // skipped). Returns the number of records added.
 std::int64_t Merge(Database& into, Database& from);

@@ -127,8 +127,7 @@ TvmExportStats ExportTvm(Database& db, const std::string& dir) {
   TvmExportStats stats;
   std::int64_t index = 0;
   for (const WorkloadStats& w : db.Workloads()) {
-    std::optional<Workload> whole = db.FindWorkload(w.workload.input.hash);  // the listing may omit programs
-    const WorkloadInput& in = whole ? whole->input : w.workload.input;
+    const WorkloadInput in = WholeInput(db, w);
     json module = json::parse(in.program, nullptr, false);
     if (module.is_discarded()) module = in.program;
     wf << json::array({in.hash, module}).dump() << "\n";
