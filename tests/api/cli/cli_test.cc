@@ -513,6 +513,35 @@ TEST(CliE2e, MlpRunsWithTunedKernelsAndTheSameOutput) {
 
 namespace {
 
+// `tunedb serve --read-only` on a file, on a free port: stops it (SIGTERM)
+// when it goes out of scope, and says whether it then exited cleanly.
+class ReadOnlyServer {
+ public:
+  ReadOnlyServer(const std::string& db, const std::string& log) : log_(log) {
+    pid_ = StartTunedbUntil("", "serve --read-only --quiet --port 0 --db " + db, log, "listening on http://");
+    std::string banner = ReadAll(log);
+    std::size_t at = banner.find("http://");
+    if (pid_ > 0 && at != std::string::npos) url_ = banner.substr(at, banner.find(' ', at) - at);
+  }
+  ~ReadOnlyServer() { Stop(); }
+  const std::string& url() const { return url_; }  // empty: it did not start
+  bool Stop() {
+    if (pid_ <= 0) return stopped_cleanly_;
+    kill(-pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = 0;
+    stopped_cleanly_ = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    return stopped_cleanly_;
+  }
+  std::string log() const { return ReadAll(log_); }
+
+ private:
+  std::string log_, url_;
+  pid_t pid_ = 0;
+  bool stopped_cleanly_ = false;
+};
+
 // The commands that only read a database read a tunedb server's as they
 // read a file (--db http://HOST:PORT): stats, records and best show the
 // same, and export-tvm and merge copy everything, an imported TVM record's
@@ -529,12 +558,9 @@ TEST(CliDb, ReadingCommandsReadAServerAsTheyReadAFile) {
   ASSERT_EQ(RunTunedb("tune -w matmul:M=16,N=16,K=16 --trials 8 --no-baseline --db " + db + kSmallTune).exit_code, 0);
   ASSERT_EQ(RunTunedb("train --db " + db).exit_code, 0);
 
-  pid_t server = StartTunedbUntil("", "serve --read-only --quiet --port 0 --db " + db, log, "listening on http://");
-  ASSERT_GT(server, 0);
-  std::string banner = ReadAll(log);
-  std::size_t at = banner.find("http://");
-  ASSERT_NE(at, std::string::npos) << banner;
-  std::string url = banner.substr(at, banner.find(' ', at) - at);
+  ReadOnlyServer server(db, log);
+  ASSERT_FALSE(server.url().empty()) << server.log();
+  const std::string& url = server.url();
 
   for (const std::string& command : {std::string("db stats"), std::string("db records --hash 77"),
                                      std::string("db records -w matmul:M=16,N=16,K=16"),
@@ -570,10 +596,7 @@ TEST(CliDb, ReadingCommandsReadAServerAsTheyReadAFile) {
   EXPECT_NE(ReadAll(dir + "/from_merged/database_tuning_record.json").find("[[\"TENSOR\",[8,8],\"float32\"]]"),
             std::string::npos);
 
-  kill(-server, SIGTERM);
-  int status = 0;
-  waitpid(server, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ReadAll(log);
+  EXPECT_TRUE(server.Stop()) << server.log();
 }
 
 // e2e as a compiler would run it: the schedules of a small MLP tuned into
@@ -582,18 +605,12 @@ TEST(CliE2e, TakesItsSchedulesFromAServer) {
   std::string db = TuneDb("cli_e2e_served.sqlite"), log = ::testing::TempDir() + "/cli_e2e_serve.log";
   std::string mlp = "e2e mlp --batch-size 16 --in 32 --hidden 16 --out 8 --repeat 2 ";
   ASSERT_EQ(RunTunedb(mlp + "--trials 8 --db " + db).exit_code, 0);
-  pid_t server = StartTunedbUntil("", "serve --read-only --quiet --port 0 --db " + db, log, "listening on http://");
-  ASSERT_GT(server, 0);
-  std::string banner = ReadAll(log);
-  std::size_t at = banner.find("http://");
-  ASSERT_NE(at, std::string::npos) << banner;
-  Result r = RunTunedb(mlp + "--db " + banner.substr(at, banner.find(' ', at) - at));
+  ReadOnlyServer server(db, log);
+  ASSERT_FALSE(server.url().empty()) << server.log();
+  Result r = RunTunedb(mlp + "--db " + server.url());
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(r.out.find("tuning"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("outputs: identical"), std::string::npos) << r.out;
-  kill(-server, SIGTERM);
-  int status = 0;
-  waitpid(server, &status, 0);
 }
 
 }  // namespace
