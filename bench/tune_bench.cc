@@ -18,8 +18,11 @@
 // each trial (from the records in commit order), against trials and
 // against wall time (each record gets the time its chunk was committed).
 // The warm session is compared with the cold session's best as that session
-// measured it, and with the same kernel timed again just before and after
-// the warm session (the machine's drift between sessions apart).
+// measured it, with the same kernel timed again just before and after
+// the warm session (the machine's drift between sessions apart), and
+// kernel against kernel: the warm session's best after a quarter of its
+// trials and the cold best, timed in one call with their repeats
+// alternating (the drift and the luck of a best figure both apart).
 // The cold session's best kernel is then measured again (5 repeats of
 // >= 50 ms) next to OpenBLAS cblas_sgemm (the faster of its kernel
 // choices, see blas_reference.h), in five alternating rounds; the ratio is
@@ -60,6 +63,9 @@ namespace {
 // Rounds of (our best, OpenBLAS) measured alternately; the ratio is the
 // median over rounds (three rounds moved it by up to 1.7x in session 4).
 constexpr int kBlasRounds = 5;
+// Repeats (>= 30 ms each, alternating) of the warm and cold kernels timed
+// together.
+constexpr int kTogetherRepeats = 9;
 
 using tunedb::search::TuneEvent;
 using tunedb::search::TaskStatus;
@@ -97,6 +103,7 @@ struct Point {
   int trial;
   double secs;
   double gflops;
+  std::string best_trace;  // the program behind gflops
 };
 
 struct Session {
@@ -152,18 +159,22 @@ Session RunSession(const std::string& db_path, const BenchWorkload& w, const std
         break;
       }
     }
-    s.curve.push_back({trial, at, best});
+    s.curve.push_back({trial, at, best, s.best_trace});
   }
   s.best_gflops = best;
   return s;
 }
 
-// One warm session (a copy of the cold database, this seed) and the cold
-// best kernel timed just before and after it.
+// One warm session (a copy of the cold database, this seed), the cold
+// best kernel timed just before and after it, and the warm session's best
+// kernel after a quarter of its trials timed in alternation with the cold
+// best (GFLOP/s of each, same call).
 struct WarmStart {
   int seed;
   double cold_beside;
   Session session;
+  double warm_quarter_together = 0, cold_together = 0;
+  double cold_copies_ratio = 0;  // the cold kernel's second copy / its first: the comparison's own noise
 };
 
 // GFLOP/s of kernels timed in one call (0 for a failure): `repeat`
@@ -208,6 +219,15 @@ double GflopsAt(const Session& s, int trial) {
     if (p.trial <= trial) g = p.gflops;
   }
   return g;
+}
+
+// The session's fastest program after `trial` trials ("" before any).
+std::string BestTraceAt(const Session& s, int trial) {
+  std::string t;
+  for (const Point& p : s.curve) {
+    if (p.trial <= trial) t = p.best_trace;
+  }
+  return t;
 }
 
 // One SVG: a row of panels against trials, a row against wall time.
@@ -304,7 +324,8 @@ int main(int argc, char** argv) {
   std::string transfer_rows;  // printed after the main table
   std::string warm_rows;      // one per warm session, after that
   struct {
-    int sessions = 0, reached = 0, reached_beside = 0;
+    int sessions = 0, reached = 0, reached_beside = 0, kernel_as_fast = 0, kernel_within_1pct = 0;
+    double copies_lo = 1e9, copies_hi = 0;  // range of the cold kernel's copies / each other
   } warm_counts;
   const int quarter = std::max(1, trials / 4);
   std::ofstream csv(out + "/tune_curves.csv");
@@ -332,7 +353,23 @@ int main(int argc, char** argv) {
       double cold_before = TimeTrace(w, s["cold"].best_trace);
       Session warm = RunSession(warm_db, w, "evolutionary", static_cast<std::uint64_t>(seed), trials);
       double beside = (cold_before + TimeTrace(w, s["cold"].best_trace)) / 2;
-      warms.push_back({seed, beside, std::move(warm)});
+      WarmStart ws{seed, beside, std::move(warm)};
+      // Figures measured minutes apart differ by the machine's drift, and
+      // a session's best figure is the luckiest of its timings; the two
+      // kernels timed in one call, repeats alternating, differ by what the
+      // programs are. Each kernel goes in twice, in the order warm, cold,
+      // cold, warm, so that neither gains from its place in a pass; how far
+      // apart the cold kernel's two copies come out is how far apart two
+      // equal kernels do.
+      std::string warm_quarter = BestTraceAt(ws.session, quarter);
+      if (!warm_quarter.empty()) {
+        const std::string& cold_best = s["cold"].best_trace;
+        std::vector<double> t = TimeTraces(w, {warm_quarter, cold_best, cold_best, warm_quarter}, kTogetherRepeats, 30);
+        ws.warm_quarter_together = std::sqrt(t[0] * t[3]);
+        ws.cold_together = std::sqrt(t[1] * t[2]);
+        ws.cold_copies_ratio = t[1] > 0 ? t[2] / t[1] : 0;
+      }
+      warms.push_back(std::move(ws));
     }
     s["warm"] = warms[0].session;
     const double cold_beside = warms[0].cold_beside;
@@ -355,11 +392,19 @@ int main(int argc, char** argv) {
       warm_counts.sessions += 1;
       warm_counts.reached += in_quarter;
       warm_counts.reached_beside += beside_in_quarter;
+      double kernels = ws.cold_together > 0 ? ws.warm_quarter_together / ws.cold_together : 0;
+      warm_counts.kernel_as_fast += kernels >= 1.0;
+      warm_counts.kernel_within_1pct += kernels >= 0.99;
+      if (ws.cold_copies_ratio > 0) {
+        warm_counts.copies_lo = std::min(warm_counts.copies_lo, ws.cold_copies_ratio);
+        warm_counts.copies_hi = std::max(warm_counts.copies_hi, ws.cold_copies_ratio);
+      }
       char row[384];
-      std::snprintf(row, sizeof row, "| %s | %d | %.1f | %s / %s | %.1f | %s | %.3f |\n", w.id.c_str(), ws.seed,
-                    cold.best_gflops, TrialsText(to_measured).c_str(),
+      std::snprintf(row, sizeof row, "| %s | %d | %.1f | %s / %s | %.1f | %s | %.3f | %.1f / %.1f = %.3f | %.3f |\n",
+                    w.id.c_str(), ws.seed, cold.best_gflops, TrialsText(to_measured).c_str(),
                     TrialsText(TrialsToReach(warm, cold.best_gflops, 0.95)).c_str(), ws.cold_beside,
-                    TrialsText(to_beside).c_str(), GflopsAt(warm, quarter) / cold.best_gflops);
+                    TrialsText(to_beside).c_str(), GflopsAt(warm, quarter) / cold.best_gflops,
+                    ws.warm_quarter_together, ws.cold_together, kernels, ws.cold_copies_ratio);
       warm_rows += row;
     }
     double random_best = GflopsAt(s["random"], trials);
@@ -427,10 +472,14 @@ int main(int argc, char** argv) {
   }
   std::printf("\n| workload | transferred from | trials to 95%% of the cold best: cold / transfer | best @%d: cold / transfer | best @%d: cold / transfer | the two bests timed together |\n| --- | --- | --- | --- | --- | --- |\n%s",
               quarter, trials, transfer_rows.c_str());
-  std::printf("\n| workload | warm seed | cold best @%d | warm trials to it (100%% / 95%%) | cold best timed beside | warm trials to that | warm best @%d / cold best |\n| --- | --- | --- | --- | --- | --- | --- |\n%s",
-              trials, quarter, warm_rows.c_str());
-  std::printf("\nwarm sessions reaching the cold best within %d trials: %d of %d (against it timed beside: %d of %d)\n",
-              quarter, warm_counts.reached, warm_counts.sessions, warm_counts.reached_beside, warm_counts.sessions);
+  std::printf("\n| workload | warm seed | cold best @%d | warm trials to it (100%% / 95%%) | cold best timed beside | warm trials to that | warm best @%d / cold best | warm kernel @%d / cold kernel, timed together | the cold kernel's second copy / first, same call |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n%s",
+              trials, quarter, quarter, warm_rows.c_str());
+  std::printf("\nwarm sessions reaching the cold best within %d trials: %d of %d (against it timed beside: %d of %d; "
+              "the warm kernel as fast as the cold one, timed together: %d of %d, within 1%%: %d of %d; "
+              "two copies of the cold kernel came out %.3f-%.3f of each other)\n",
+              quarter, warm_counts.reached, warm_counts.sessions, warm_counts.reached_beside, warm_counts.sessions,
+              warm_counts.kernel_as_fast, warm_counts.sessions, warm_counts.kernel_within_1pct, warm_counts.sessions,
+              warm_counts.copies_lo, warm_counts.copies_hi);
   std::printf("\n| workload | where the cold session's wall time went |\n| --- | --- |\n");
   for (const BenchWorkload& w : workloads) {
     std::printf("| %s | %s |\n", w.id.c_str(), sessions[w.id]["cold"].times.c_str());
