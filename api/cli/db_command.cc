@@ -36,6 +36,7 @@ struct DbOptions {
   std::string target;
   std::string format = "script";
   std::int64_t limit = 20;
+  std::string token_file;
 };
 
 // A mistyped path would otherwise become an empty database file.
@@ -44,6 +45,37 @@ void RequireDatabaseFile(const std::string& path) {
   if (!std::filesystem::exists(path, error)) {
     throw UsageError("no database file " + path + " (check the path; tunedb tune creates one)");
   }
+}
+
+// For the commands that work on the file itself: a server's URL gets what
+// to do instead, rather than "no database file http://...".
+void RequireNotAServer(const std::string& location, const std::string& instead) {
+  if (api::IsRemoteDatabase(location)) throw UsageError(location + " is a server: " + instead);
+}
+
+// `db merge OTHER --db DEST`. A server as DEST stores what is merged
+// through its write routes (POST /v1/workloads and /v1/records).
+void MergeInto(const DbOptions& o) {
+  std::unique_ptr<db::Database> from = OpenExistingDatabase(o.other);
+  std::int64_t added = 0, size = 0;
+  if (api::IsRemoteDatabase(o.db)) {
+    // Checked before anything is written: a server rebuilds a workload from
+    // its tunedb program, which a TVM workload does not have.
+    for (const db::WorkloadStats& w : from->Workloads()) {
+      if (w.workload.input.kind != "tunedb") {
+        throw UsageError(o.other + " holds workload " + w.workload.input.hash +
+                         ", imported from TVM, and a server stores only tunedb workloads: merge into a file instead");
+      }
+    }
+    api::RemoteDatabase into(o.db, o.token_file.empty() ? "" : ReadTokenFile(o.token_file));
+    added = db::Merge(into, *from);
+    size = into.Size();
+  } else {
+    db::SqliteDatabase into(o.db);
+    into.Transaction([&] { added = db::Merge(into, *from); });
+    size = into.Size();
+  }
+  fmt::print("merged {} new records from {} into {} ({} records now)\n", added, o.other, o.db, size);
 }
 
 // The workload hash named by --workload (spec or file) or --hash.
@@ -170,7 +202,9 @@ std::map<std::string, ir::PrimFunc> CheckWorkloads(db::SqliteDatabase& d, std::v
 // record's trace replayed onto its workload's program. Reports each damaged
 // row by id; exit code 1 when there is one. Changes nothing.
 void Check(const DbOptions& o) {
-  RequireDatabaseFile(o.db);  // the file's own checks need the file, not a server
+  // The file's own checks need the file.
+  RequireNotAServer(o.db, "db check reads the database file itself; run it where the server's file is, with --db FILE");
+  RequireDatabaseFile(o.db);
   db::SqliteDatabase d(o.db, db::SqliteDatabase::OpenMode::kReadOnly);
   std::vector<Problem> problems;
   std::string integrity = d.IntegrityCheck();
@@ -277,6 +311,7 @@ void AddDbCommands(CLI::App& app) {
   add_db(imp);
   imp->add_option("dir", o->dir, "Directory with database_workload.json and database_tuning_record.json")->required();
   imp->callback([o] {
+    RequireNotAServer(o->db, "db import-tvm imports into a file; import into one, then db merge it into the server");
     db::SqliteDatabase d(o->db);
     db::TvmImportStats s = db::ImportTvm(d, o->dir);
     fmt::print("imported {} workloads and {} records ({} duplicates skipped) into {}\n", s.workloads, s.records,
@@ -290,15 +325,10 @@ void AddDbCommands(CLI::App& app) {
     fmt::print("exported {} workloads and {} records to {}\n", s.workloads, s.records, o->dir);
   });
   CLI::App* merge = dbcmd->add_subcommand("merge", "Merge another database into this one (duplicates skipped)");
-  add_db(merge);
+  merge->add_option("--db", o->db, "The database to merge into: a file, or a tunedb server's URL")->capture_default_str();
+  merge->add_option("--token-file", o->token_file, "Bearer token for a server's write routes (to merge into it)");
   merge->add_option("other", o->other, "The database to merge from: a file, or a tunedb server's URL")->required();
-  merge->callback([o] {
-    std::unique_ptr<db::Database> from = OpenExistingDatabase(o->other);
-    db::SqliteDatabase into(o->db);
-    std::int64_t added = 0;
-    into.Transaction([&] { added = db::Merge(into, *from); });
-    fmt::print("merged {} new records from {} into {} ({} records now)\n", added, o->other, o->db, into.Size());
-  });
+  merge->callback([o] { MergeInto(*o); });
   CLI::App* stats = dbcmd->add_subcommand("stats", "Workloads, record counts and best times");
   add_readable_db(stats);
   stats->callback([o] { Stats(*o); });

@@ -68,6 +68,7 @@ json RecordToJson(const db::TuningRecord& r) {
             {"run_secs", r.run_secs},           {"status", db::StatusName(r.status)}, {"error", r.error},
             {"hardware", r.hardware}};
   if (r.session_id != 0) j["session_id"] = r.session_id;
+  if (r.created > 0) j["created"] = r.created;
   if (!r.target_json.empty()) j["target_json"] = r.target_json;
   if (!r.args_info.empty()) j["args_info"] = r.args_info;
   return j;
@@ -77,6 +78,10 @@ json RecordToJson(const db::TuningRecord& r) {
 
 struct RemoteDatabase::Impl {
   std::string url, host, port, token;
+  // The server's limits on a write (its health route; a server that does
+  // not say has the defaults).
+  std::size_t max_body_bytes = 8 << 20;
+  std::size_t max_records_per_post = kMaxRecordsPerPost;
   net::io_context ioc;
   std::optional<beast::tcp_stream> stream;
   beast::flat_buffer buffer;
@@ -160,7 +165,9 @@ RemoteDatabase::RemoteDatabase(const std::string& url, std::string token) : impl
   impl_->host = rest.substr(0, colon);
   impl_->port = colon == std::string::npos ? "80" : rest.substr(colon + 1);
   if (impl_->host.empty()) throw db::DatabaseError(url + ": expected http://HOST:PORT");
-  impl_->Call(http::verb::get, "/v1/health");  // fail now, not in the middle of a session
+  json health = impl_->Call(http::verb::get, "/v1/health");  // fail now, not in the middle of a session
+  impl_->max_body_bytes = health.value("max_body_bytes", impl_->max_body_bytes);
+  impl_->max_records_per_post = health.value("max_records_per_post", impl_->max_records_per_post);
 }
 
 RemoteDatabase::~RemoteDatabase() = default;
@@ -178,10 +185,34 @@ std::int64_t RemoteDatabase::CommitWorkload(const db::WorkloadInput& w) {
 }
 
 std::int64_t RemoteDatabase::CommitRecords(const std::vector<db::TuningRecord>& records) {
+  // Requests of as many records as fit the server's limits. A request's
+  // body is {"records":[r1,r2,...]}: its size is known from the records'
+  // own before it is sent.
+  static const std::size_t kWrapper = std::string(R"({"records":[]})").size();
+  std::int64_t added = 0;
   json list = json::array();
-  for (const db::TuningRecord& r : records) list.push_back(RecordToJson(r));
-  json body = {{"records", list}};
-  return impl_->Call(http::verb::post, "/v1/records", &body).at("added").get<std::int64_t>();
+  std::size_t body_bytes = kWrapper;
+  auto send = [&] {
+    if (list.empty()) return;
+    json body = {{"records", std::move(list)}};
+    added += impl_->Call(http::verb::post, "/v1/records", &body).at("added").get<std::int64_t>();
+    list = json::array();
+    body_bytes = kWrapper;
+  };
+  for (const db::TuningRecord& r : records) {
+    json j = RecordToJson(r);
+    std::size_t bytes = j.dump().size() + 1;  // and a comma
+    if (kWrapper + bytes > impl_->max_body_bytes) {
+      throw db::DatabaseError(impl_->url + ": a record of workload " + r.workload_hash + " takes " +
+                              std::to_string(bytes) + " bytes, more than the server takes in one request (" +
+                              std::to_string(impl_->max_body_bytes) + ")");
+    }
+    if (body_bytes + bytes > impl_->max_body_bytes || list.size() >= impl_->max_records_per_post) send();
+    list.push_back(std::move(j));
+    body_bytes += bytes;
+  }
+  send();
+  return added;
 }
 
 std::vector<db::TuningRecord> RemoteDatabase::TopK(const std::string& hash, const std::string& target, int k) {

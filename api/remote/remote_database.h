@@ -4,8 +4,13 @@
 // server).
 //
 // Each call is one HTTP request on a kept-alive connection (reconnected
-// when the server closed it). Failures - the server unreachable, an error
-// answer - throw db::DatabaseError naming the URL and the server's message.
+// when the server closed it), except CommitRecords, which splits a large
+// batch into requests within the limits the server's health route gives:
+// each request is committed on its own, so a failure part way leaves the
+// requests before it stored (committing the batch again adds only the
+// rest: the server skips duplicates). Failures - the server unreachable, an
+// error answer - throw db::DatabaseError naming the URL and the server's
+// message.
 //
 // Thread-safety: one RemoteDatabase per thread, as for every Database.
 #pragma once

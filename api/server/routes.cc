@@ -205,8 +205,8 @@ bool TokenMatches(const std::string& header, const std::string& token) {
 
 }  // namespace
 
-Routes::Routes(std::string token, bool read_only)
-    : token_(std::move(token)), read_only_(read_only), models_(std::make_unique<ModelCache>()) {}
+Routes::Routes(std::string token, bool read_only, std::size_t body_limit)
+    : token_(std::move(token)), read_only_(read_only), body_limit_(body_limit), models_(std::make_unique<ModelCache>()) {}
 Routes::~Routes() = default;
 
 std::string Routes::RouteName(const std::string& path) {
@@ -344,7 +344,9 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       return body + ",\"records\":" + list + "}";
     };
 
-    if (route == "/v1/health") return Json({{"status", "ok"}});
+    if (route == "/v1/health") {
+      return Json({{"status", "ok"}, {"max_body_bytes", body_limit_}, {"max_records_per_post", kMaxRecordsPerPost}});
+    }
 
     if (route == "/v1/workloads" && req.method == "GET") {
       std::int64_t limit = IntParam(req, "limit", 100, 1, 1000), after = IntParam(req, "after", 0, 0,
@@ -452,7 +454,9 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
     if (route == "/v1/records" && req.method == "POST") {
       json body = ParseBody(req);
       if (!body.contains("records") || !body["records"].is_array()) Fail(400, "records must be a list");
-      if (body["records"].size() > 10000) Fail(400, "at most 10000 records per request");
+      if (body["records"].size() > static_cast<std::size_t>(kMaxRecordsPerPost)) {
+        Fail(400, "at most " + std::to_string(kMaxRecordsPerPost) + " records per request");
+      }
       std::vector<db::TuningRecord> records;
       for (std::size_t i = 0; i < body["records"].size(); ++i) {
         const json& j = body["records"][i];
@@ -490,6 +494,14 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
         r.hardware = j.value("hardware", std::string());
         r.target_json = j.value("target_json", std::string());
         r.args_info = j.value("args_info", std::string());
+        if (j.contains("created")) {
+          // A record copied from another database keeps the time it was measured.
+          if (!j["created"].is_number() || !(j["created"].get<double>() > 0) ||
+              !std::isfinite(j["created"].get<double>())) {
+            Fail(400, at + ".created must be a positive number of seconds since 1970");
+          }
+          r.created = j["created"].get<double>();
+        }
         if (j.contains("session_id")) {
           if (!j["session_id"].is_number_integer()) Fail(400, at + ".session_id must be an integer");
           r.session_id = j["session_id"].get<std::int64_t>();

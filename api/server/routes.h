@@ -4,7 +4,7 @@
 // HTTP too.
 //
 // Routes (all JSON, see docs/API.md):
-//   GET  /v1/health
+//   GET  /v1/health                   (and the limits a client's writes must keep)
 //   GET  /v1/workloads?limit=&after=
 //   GET  /v1/workloads/{hash}
 //   GET  /v1/workloads/{hash}/best?target=T&k=K
@@ -34,13 +34,16 @@ namespace tunedb::api {
 // The most records the best route and /v1/query give at once (`k`). The
 // tuner's warm start asks for a fifth of its population (102 of 512).
 inline constexpr int kMaxBestRecords = 1000;
+// The most records POST /v1/records takes at once.
+inline constexpr int kMaxRecordsPerPost = 10000;
 
 class Routes {
  public:
   // token: the bearer token write routes require; empty: writes are open.
   // read_only: the database was opened read-only, and write routes answer
-  // 403 saying so.
-  Routes(std::string token, bool read_only);
+  // 403 saying so. body_limit: the server's largest request body, which
+  // the health route tells clients so that they can split their writes.
+  Routes(std::string token, bool read_only, std::size_t body_limit);
   ~Routes();
 
   HttpResponse Handle(const HttpRequest& request, db::Database& database);
@@ -52,6 +55,7 @@ class Routes {
   struct ModelCache;
   std::string token_;
   bool read_only_;
+  std::size_t body_limit_;
   std::unique_ptr<ModelCache> models_;
 };
 

@@ -97,7 +97,7 @@ struct Server::Impl {
 
   explicit Impl(ServerOptions o)
       : options(std::move(o)),
-        routes(options.token, options.read_only),
+        routes(options.token, options.read_only, options.body_limit),
         ioc(std::max(1, options.io_threads)),
         acceptor(ioc) {}
 

@@ -513,17 +513,18 @@ TEST(CliE2e, MlpRunsWithTunedKernelsAndTheSameOutput) {
 
 namespace {
 
-// `tunedb serve --read-only` on a file, on a free port: stops it (SIGTERM)
-// when it goes out of scope, and says whether it then exited cleanly.
-class ReadOnlyServer {
+// `tunedb serve` on a file, on a free port, read-only unless told other
+// flags: stops it (SIGTERM) when it goes out of scope, and says whether it
+// then exited cleanly.
+class ServedFile {
  public:
-  ReadOnlyServer(const std::string& db, const std::string& log) : log_(log) {
-    pid_ = StartTunedbUntil("", "serve --read-only --quiet --port 0 --db " + db, log, "listening on http://");
+  ServedFile(const std::string& db, const std::string& log, const std::string& flags = "--read-only") : log_(log) {
+    pid_ = StartTunedbUntil("", "serve " + flags + " --quiet --port 0 --db " + db, log, "listening on http://");
     std::string banner = ReadAll(log);
     std::size_t at = banner.find("http://");
     if (pid_ > 0 && at != std::string::npos) url_ = banner.substr(at, banner.find(' ', at) - at);
   }
-  ~ReadOnlyServer() { Stop(); }
+  ~ServedFile() { Stop(); }
   const std::string& url() const { return url_; }  // empty: it did not start
   bool Stop() {
     if (pid_ <= 0) return stopped_cleanly_;
@@ -558,7 +559,7 @@ TEST(CliDb, ReadingCommandsReadAServerAsTheyReadAFile) {
   ASSERT_EQ(RunTunedb("tune -w matmul:M=16,N=16,K=16 --trials 8 --no-baseline --db " + db + kSmallTune).exit_code, 0);
   ASSERT_EQ(RunTunedb("train --db " + db).exit_code, 0);
 
-  ReadOnlyServer server(db, log);
+  ServedFile server(db, log);
   ASSERT_FALSE(server.url().empty()) << server.log();
   const std::string& url = server.url();
 
@@ -599,13 +600,73 @@ TEST(CliDb, ReadingCommandsReadAServerAsTheyReadAFile) {
   EXPECT_TRUE(server.Stop()) << server.log();
 }
 
+// `db merge FILE --db http://...` pushes a file's records to a server
+// through its write routes (with the server's token), as a merge into a
+// file would store them; what a server cannot store is refused before
+// anything is written, and the commands that work on the file itself say
+// so for a server's URL.
+TEST(CliDb, MergesIntoAServer) {
+  std::string dir = ::testing::TempDir() + "/cli_merge_remote_" + std::to_string(::getpid());
+  std::string tuned = dir + "/tuned.sqlite", served = dir + "/served.sqlite", copy = dir + "/copy.sqlite";
+  std::system(("rm -rf " + dir + " && mkdir -p " + dir + "/tvm").c_str());
+  std::ofstream(dir + "/token") << "s3cret\n";
+  ASSERT_EQ(RunTunedb("tune -w matmul:M=16,N=16,K=16 --trials 8 --no-baseline --db " + tuned + kSmallTune).exit_code, 0);
+  ServedFile server(served, dir + "/serve.log", "--token-file " + dir + "/token");
+  ASSERT_FALSE(server.url().empty()) << server.log();
+  const std::string& url = server.url();
+
+  Result r = RunTunedb("db merge " + tuned + " --db " + url);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("HTTP 401"), std::string::npos) << r.out;
+  r = RunTunedb("db merge " + tuned + " --db " + url + " --token-file " + dir + "/token");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "merged 8 new records from " + tuned + " into " + url + " (8 records now)\n");
+  r = RunTunedb("db merge " + tuned + " --db " + url + " --token-file " + dir + "/token");
+  EXPECT_EQ(r.out, "merged 0 new records from " + tuned + " into " + url + " (8 records now)\n");
+  // The server holds what a file merged the same way holds.
+  ASSERT_EQ(RunTunedb("db merge " + tuned + " --db " + copy).exit_code, 0);
+  for (const std::string& command : {std::string("db records -w matmul:M=16,N=16,K=16 --limit 100"),
+                                     std::string("best -w matmul:M=16,N=16,K=16 --format json")}) {
+    Result from_copy = RunTunedb(command + " --db " + copy), from_server = RunTunedb(command + " --db " + url);
+    EXPECT_EQ(from_server.exit_code, 0) << command << "\n" << from_server.out;
+    EXPECT_EQ(from_server.out, from_copy.out) << command;
+  }
+
+  // A TVM workload has no program for the server to store: refused, and
+  // nothing of that file is merged.
+  std::ofstream(dir + "/tvm/database_workload.json") << "[\"77\", \"eJzz\"]\n";
+  std::ofstream(dir + "/tvm/database_tuning_record.json")
+      << "[0, [[[[\"GetBlock\", [], [\"C\", \"main\"], [\"b0\"]]], []], [0.002], "
+         "{\"kind\": \"llvm\", \"mcpu\": \"x\", \"num-cores\": 2}, [[\"TENSOR\", [8, 8], \"float32\"]]]]\n";
+  ASSERT_EQ(RunTunedb("db import-tvm " + dir + "/tvm --db " + copy).exit_code, 0);
+  r = RunTunedb("db merge " + copy + " --db " + url + " --token-file " + dir + "/token");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: " + copy +
+                       " holds workload 77, imported from TVM, and a server stores only tunedb workloads: merge into a "
+                       "file instead\n");
+  EXPECT_NE(RunTunedb("db stats --db " + url).out.find("records:   8\n"), std::string::npos);
+
+  r = RunTunedb("db check --db " + url);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: " + url +
+                       " is a server: db check reads the database file itself; run it where the server's file is, "
+                       "with --db FILE\n");
+  r = RunTunedb("db import-tvm " + dir + "/tvm --db " + url);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: " + url +
+                       " is a server: db import-tvm imports into a file; import into one, then db merge it into the "
+                       "server\n");
+  EXPECT_TRUE(server.Stop()) << server.log();
+  EXPECT_EQ(RunTunedb("db check --db " + served).exit_code, 0);
+}
+
 // e2e as a compiler would run it: the schedules of a small MLP tuned into
 // a file, then served read-only and taken from the server.
 TEST(CliE2e, TakesItsSchedulesFromAServer) {
   std::string db = TuneDb("cli_e2e_served.sqlite"), log = ::testing::TempDir() + "/cli_e2e_serve.log";
   std::string mlp = "e2e mlp --batch-size 16 --in 32 --hidden 16 --out 8 --repeat 2 ";
   ASSERT_EQ(RunTunedb(mlp + "--trials 8 --db " + db).exit_code, 0);
-  ReadOnlyServer server(db, log);
+  ServedFile server(db, log);
   ASSERT_FALSE(server.url().empty()) << server.log();
   Result r = RunTunedb(mlp + "--db " + server.url());
   EXPECT_EQ(r.exit_code, 0) << r.out;

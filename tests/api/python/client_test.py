@@ -44,7 +44,8 @@ class ClientTest(unittest.TestCase):
 
     def test_round_trip(self):
         c = self.client
-        self.assertEqual(c.health(), {"status": "ok"})
+        self.assertEqual(c.health()["status"], "ok")
+        self.assertGreater(c.health()["max_body_bytes"], 0)
         w = c.commit_workload(spec="matmul:M=8,N=8,K=16")
         h = w["hash"]
         self.assertEqual(c.workload(h)["name"], "matmul:M=8,N=8,K=16")

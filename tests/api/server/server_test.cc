@@ -17,6 +17,7 @@
 
 #include "api/remote/remote_database.h"
 #include "api/server/http.h"
+#include "api/server/routes.h"
 #include "costmodel/dataset.h"
 #include "costmodel/model.h"
 #include "db/sqlite_database.h"
@@ -151,6 +152,8 @@ TEST_F(ServerTest, HealthAndAccessLog) {
   Reply r = Call(port_, http::verb::get, "/v1/health");
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.Json()["status"], "ok");
+  EXPECT_EQ(r.Json()["max_body_bytes"], 8 << 20);
+  EXPECT_EQ(r.Json()["max_records_per_post"], kMaxRecordsPerPost);
   server_->Stop();
   ASSERT_EQ(log_.size(), 1u);
   EXPECT_NE(log_[0].find("GET /v1/health 200"), std::string::npos) << log_[0];
@@ -600,6 +603,58 @@ TEST_F(ServerTest, TuneThroughTheServer) {
   EXPECT_EQ(remote.TopK(hash, target, 5000).size(), local.TopK(hash, target, 5000).size());
   EXPECT_GE(remote.TopK(hash, target, 5000).size(), ok);
   EXPECT_TRUE(remote.TopK("1", target, 10).empty());
+}
+
+// A batch larger than the server takes in one request goes in several,
+// each within the limit its health route gives; each record keeps the time
+// it was measured. A record larger than the limit is a clear error.
+TEST_F(ServerTest, ARemoteCommitIsSplitWithinTheServersLimit) {
+  const std::size_t limit = 16 << 10;
+  StartServer("", limit);
+  RemoteDatabase remote("http://127.0.0.1:" + std::to_string(port_), "");
+  std::vector<db::TuningRecord> records;
+  std::size_t bytes = 0;
+  for (int i = 0; i < 60; ++i) {
+    db::TuningRecord r;
+    r.workload_hash = hash_;
+    r.target = "llvm -mcpu=other -num-cores=2";
+    r.trace = traces_[static_cast<std::size_t>(i) % traces_.size()];
+    r.run_secs = {1e-3 + 1e-6 * i};
+    r.created = 1.7e9 + i;
+    bytes += r.trace.size();
+    records.push_back(r);
+  }
+  ASSERT_GT(bytes, 2 * limit) << "the batch must need several requests";
+  EXPECT_EQ(remote.CommitRecords(records), 60);
+  EXPECT_EQ(remote.CommitRecords(records), 0) << "duplicates are skipped, request by request";
+  int posts = 0;
+  {
+    std::lock_guard<std::mutex> lock(log_mutex_);
+    for (const std::string& line : log_) {
+      if (line.find("POST /v1/records 201") != std::string::npos) ++posts;
+      EXPECT_EQ(line.find(" 413 "), std::string::npos) << line;
+    }
+  }
+  EXPECT_GE(posts, 2 * 3) << "two batches of more than twice the limit each";
+  db::SqliteDatabase local(path_);
+  db::RecordQuery q;
+  q.workload_hash = hash_;
+  q.target = "llvm -mcpu=other -num-cores=2";
+  q.limit = 1000;
+  std::vector<db::TuningRecord> stored = local.Records(q);
+  ASSERT_EQ(stored.size(), 60u);
+  for (std::size_t i = 0; i < stored.size(); ++i) EXPECT_EQ(stored[i].created, 1.7e9 + static_cast<double>(i));
+
+  db::TuningRecord huge = records[0];
+  huge.error = std::string(limit, 'x');
+  huge.status = db::RecordStatus::kRunError;
+  try {
+    remote.CommitRecords({huge});
+    FAIL() << "a record beyond the limit was sent";
+  } catch (const db::DatabaseError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than the server takes in one request (16384)"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(RemoteDatabaseTest, UnreachableServerIsAClearError) {
