@@ -194,7 +194,8 @@ std::int64_t RemoteDatabase::CommitRecords(const std::vector<db::TuningRecord>& 
   std::size_t body_bytes = kWrapper;
   auto send = [&] {
     if (list.empty()) return;
-    json body = {{"records", std::move(list)}};
+    json body = json::object();
+    body["records"] = std::move(list);
     added += impl_->Call(http::verb::post, "/v1/records", &body).at("added").get<std::int64_t>();
     list = json::array();
     body_bytes = kWrapper;
