@@ -36,6 +36,7 @@ class TunedbClient:
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
+        self._limits = None  # the server's write limits, from its health route when first needed
 
     # -- plumbing --------------------------------------------------------
     def _call(self, method, path, query=None, body=None):
@@ -95,7 +96,34 @@ class TunedbClient:
         return self._call("POST", "/v1/workloads", body=self._workload_body(spec, program, text))
 
     def commit_records(self, records):
-        return self._call("POST", "/v1/records", body={"records": list(records)})
+        """POST /v1/records. More records than the server takes in one request
+        (the limits its health route gives) go in several, each committed on
+        its own; the answer's "added" counts them all. After a failure part
+        way, committing the same records again adds only the rest: the server
+        skips duplicates."""
+        if self._limits is None:
+            health = self.health()
+            self._limits = (health.get("max_body_bytes", 8 << 20), health.get("max_records_per_post", 10000))
+        max_bytes, max_records = self._limits
+        wrapper = len('{"records": []}')
+        added, chunk, chunk_bytes = 0, [], wrapper
+
+        def send():
+            nonlocal added, chunk, chunk_bytes
+            if chunk:
+                added += self._call("POST", "/v1/records", body={"records": chunk})["added"]
+            chunk, chunk_bytes = [], wrapper
+
+        for record in records:
+            size = len(json.dumps(record).encode()) + 2  # and ", "
+            if wrapper + size > max_bytes:
+                raise ValueError(f"a record of {size} bytes is more than the server takes in one request ({max_bytes})")
+            if chunk_bytes + size > max_bytes or len(chunk) >= max_records:
+                send()
+            chunk.append(record)
+            chunk_bytes += size
+        send()
+        return {"added": added}
 
     def predict(self, workload_hash, traces):
         return self._call("POST", "/v1/predict", body={"workload": workload_hash, "traces": list(traces)})

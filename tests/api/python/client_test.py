@@ -3,7 +3,9 @@
 Usage (CTest runs it): client_test.py TUNEDB_BINARY CLIENT_DIR
 """
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,6 +17,7 @@ sys.path.insert(0, CLIENT_DIR)
 from tunedb_client import TunedbClient, TunedbDatabase, TunedbError  # noqa: E402
 
 TARGET = "llvm -mcpu=znver4 -num-cores=2"
+BODY_LIMIT = 32 << 10  # small, so that a few hundred records need several requests
 # A valid (tiny) trace in TVM's JSON layout.
 TRACE = [[["GetBlock", [], ["C", "main"], ["b0"]], ["GetLoops", ["b0"], [], ["l1", "l2", "l3"]],
           ["Vectorize", ["l2"], [], []]], []]
@@ -29,7 +32,7 @@ class ClientTest(unittest.TestCase):
             f.write("hunter2\n")
         cls.server = subprocess.Popen(
             [TUNEDB, "serve", "--db", os.path.join(cls.dir.name, "t.sqlite"), "--port", "0", "--token-file",
-             token_file, "--quiet"], stdout=subprocess.PIPE, text=True)
+             token_file, "--quiet", "--body-limit", str(BODY_LIMIT)], stdout=subprocess.PIPE, text=True)
         line = cls.server.stdout.readline()
         cls.url = line.split("listening on ")[1].split()[0]
         cls.client = TunedbClient(cls.url, token="hunter2")
@@ -48,6 +51,7 @@ class ClientTest(unittest.TestCase):
         self.assertGreater(c.health()["max_body_bytes"], 0)
         w = c.commit_workload(spec="matmul:M=8,N=8,K=16")
         h = w["hash"]
+        stored = int(re.search(r"^tunedb_records (\d+)$", c.metrics(), re.M).group(1))  # by the other tests
         self.assertEqual(c.workload(h)["name"], "matmul:M=8,N=8,K=16")
         added = c.commit_records([{"workload_hash": h, "target": TARGET, "trace": TRACE, "run_secs": [2e-6, 3e-6]}])
         self.assertEqual(added["added"], 1)
@@ -57,7 +61,7 @@ class ClientTest(unittest.TestCase):
         self.assertIn("sch.vectorize", best["records"][0]["script"])
         self.assertEqual(c.query(TARGET, spec="matmul:M=8,N=8,K=16")["workload_hash"], h)
         self.assertEqual(len(c.records(workload=h)["records"]), 1)
-        self.assertIn("tunedb_records 1", c.metrics())
+        self.assertIn(f"tunedb_records {stored + 1}\n", c.metrics())
         with self.assertRaises(TunedbError) as e:
             c.predict(h, [TRACE])
         self.assertEqual(e.exception.status, 409)
@@ -73,6 +77,22 @@ class ClientTest(unittest.TestCase):
             self.client.query(TARGET, spec="matmul:Q=1")
         self.assertEqual(e.exception.status, 400)
         self.assertIn("no parameter 'Q'", e.exception.message)
+
+    def test_many_records_go_in_requests_within_the_servers_limit(self):
+        c = self.client
+        self.assertEqual(c.health()["max_body_bytes"], BODY_LIMIT)
+        h = c.commit_workload(spec="matmul:M=8,N=8,K=8")["hash"]
+        records = [{"workload_hash": h, "target": TARGET, "trace": TRACE, "run_secs": [1e-6 * (i + 1)]}
+                   for i in range(400)]
+        self.assertGreater(len(json.dumps({"records": records})), 3 * BODY_LIMIT)
+        self.assertEqual(c.commit_records(records)["added"], 400)
+        self.assertEqual(c.commit_records(records)["added"], 0)
+        self.assertEqual(len(c.records(workload=h, limit=1000)["records"]), 400)
+        with self.assertRaises(TunedbError) as e:  # the route itself still refuses a body beyond the limit
+            c._call("POST", "/v1/records", body={"records": records})
+        self.assertEqual(e.exception.status, 413)
+        with self.assertRaises(ValueError):
+            c.commit_records([dict(records[0], error="x" * BODY_LIMIT)])
 
     def test_tvm_database_methods(self):
         db = TunedbDatabase(self.client, TARGET)
