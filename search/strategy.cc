@@ -1,7 +1,6 @@
 #include "search/strategy.h"
 
 #include <algorithm>
-#include <future>
 #include <map>
 #include <set>
 #include <type_traits>
@@ -163,14 +162,13 @@ class EvolutionarySearch : public SearchStrategy {
     for (Candidate& c : SampleRandom(context, n - static_cast<int>(batch.size()), picked, rng_)) {
       batch.push_back(std::move(c));
     }
-    // The pool's candidates are freed on another thread while the batch is
-    // measured: on this one, freeing them took a third of the search's
-    // serial time (profile of a matmul 128 round).
-    if (freeing_.valid()) freeing_.wait();
-    freeing_ = std::async(std::launch::async, [garbage = std::move(pool), memo = std::move(realized_)]() mutable {
-      garbage.clear();
-      memo.clear();
-    });
+    // The pool and the memo are freed here, before the batch is measured
+    // (40-60 ms a batch at matmul 128 to conv2d). Freed on another thread
+    // while the batch's first chunk was timed, they took a core from the
+    // two-thread kernels: 13 us matmul 128 kernels ran 300 us a run, and
+    // the slow cutoff kept that as their timing, a quarter of a warm
+    // session's first chunk recorded 24x too slow (bench/RESULTS.md,
+    // session 35). Timing runs alone (measure/runner.h).
     realized_.clear();
     return batch;
   }
@@ -402,7 +400,6 @@ class EvolutionarySearch : public SearchStrategy {
   std::unordered_map<std::uint64_t, SharedCandidate> realized_;
   std::unordered_set<std::uint64_t> unrealizable_;
   std::unordered_map<std::uint64_t, double> scores_;
-  std::future<void> freeing_;  // the last batch's pool; waited for on destruction
 };
 
 }  // namespace
