@@ -105,11 +105,13 @@ class Runner {
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
 
-  // slow_cutoff_secs > 0: a candidate whose verification run and then one
-  // more (warm) run both take longer is not timed further; the warm run is
-  // its only timing (run_secs has one entry). Tuning passes a multiple of
-  // its best time, so hopeless candidates cost two runs instead of
-  // `repeat` repeats.
+  // slow_cutoff_secs > 0: a candidate whose verification run and then the
+  // fastest of up to three more (warm) runs both take longer, and at least
+  // a millisecond, is not timed further; the warm run is its only timing
+  // (run_secs has one entry). Tuning passes a multiple of its best time, so
+  // hopeless candidates cost a few runs instead of `repeat` repeats. Runs
+  // shorter than a millisecond are never cut so: a stall of the machine
+  // covers a few of them (see worker.cc).
   // slow_factor > 0 (with spread repeats): after the first pass, a
   // candidate whose first timing is more than slow_factor times the call's
   // fastest first timing is not timed further either. The first chunk of a

@@ -34,6 +34,15 @@ using Clock = std::chrono::steady_clock;
 // were 0-7% slower than the runs after them.
 constexpr double kLongRunSecs = 0.1;
 
+// Runs shorter than this are never cut as hopeless. Three back-to-back
+// runs of a few microseconds fit in one stall of a vCPU: matmul 128's 13 us
+// kernels, on two threads, ran 290-350 us a run for seconds at a time in
+// session 35's warm sessions (and 13 us before and after), and up to half
+// of a chunk was kept 24x too slow. A run this long shrugs off such a
+// stall; a shorter candidate costs little more fully timed (its first
+// repeat, after which the call's own cut drops a slow one, runner.h).
+constexpr double kShortestCutRunSecs = 1e-3;
+
 class Worker {
  public:
   // `out` carries the replies, and the progress marks of a long run request.
@@ -219,14 +228,15 @@ class Worker {
     // code and for waking the parked thread pool, and a single run on this
     // shared VM is easily disturbed; one run cut 20 us kernels as 0.4-2 ms
     // ones. A long one is enough: those costs are a few percent of it, and
-    // each further run of a candidate that slow costs as much again.
+    // each further run of a candidate that slow costs as much again. Never
+    // one shorter than kShortestCutRunSecs.
     double slow_cutoff = r.value("slow_cutoff_secs", 0.0);
     if (verify && slow_cutoff > 0 && check_secs > slow_cutoff) {
       double warm_secs = check_secs;
       for (int attempt = 0; attempt < 3 && warm_secs > slow_cutoff && check_secs < kLongRunSecs; ++attempt) {
         warm_secs = std::min(warm_secs, TimeRuns(fn, 1));
       }
-      if (warm_secs > slow_cutoff) {
+      if (warm_secs > slow_cutoff && warm_secs >= kShortestCutRunSecs) {
         Release(id);
         reply["status"] = "ok";
         reply["run_secs"] = json::array({warm_secs});

@@ -56,19 +56,32 @@ TEST(RunnerTest, MeasuresAndVerifies) {
 }
 
 TEST(RunnerTest, SlowCandidatesAreTimedByOneRunOnly) {
-  PrimFunc f = BuildWorkload("matmul:M=32,N=32,K=32").func;
+  // The unscheduled 160 x 160 x 160 matmul: 8 MFLOP, milliseconds a run.
+  PrimFunc f = BuildWorkload("matmul:M=160,N=160,K=160").func;
   Runner runner(f, QuickConfig());
   // A cutoff no run can beat: one timing each, still verified and ok.
-  std::vector<MeasureResult> slow = runner.Measure({f, Tiled(f)}, 1e-12);
+  std::vector<MeasureResult> slow = runner.Measure({f, f}, 1e-12);
   for (const MeasureResult& r : slow) {
     EXPECT_EQ(r.status, MeasureStatus::kOk) << r.error;
-    EXPECT_EQ(r.run_secs.size(), 1u);
+    ASSERT_EQ(r.run_secs.size(), 1u);
+    EXPECT_GE(r.run_secs[0], 1e-3) << "too fast here for a run that may be cut";
   }
   // A generous cutoff changes nothing.
   for (const MeasureResult& r : runner.Measure({f}, 10.0)) EXPECT_EQ(r.run_secs.size(), 3u);
-  // A cutoff far above a warm run of a 32x32 matmul (microseconds) but
-  // within reach of a first run's start-up costs: fully timed.
-  for (const MeasureResult& r : runner.Measure({f, Tiled(f)}, 2e-3)) EXPECT_EQ(r.run_secs.size(), 3u);
+}
+
+// Runs of microseconds are never cut, whatever the cutoff: one stall of the
+// machine covers several of them, and a cut keeps its timing for good.
+// Within reach of a first run's start-up costs or not, they are fully timed.
+TEST(RunnerTest, CandidatesOfMicrosecondsAreNeverCutByTheirFirstRuns) {
+  PrimFunc f = BuildWorkload("matmul:M=32,N=32,K=32").func;
+  Runner runner(f, QuickConfig());
+  for (double cutoff : {1e-12, 2e-3}) {
+    for (const MeasureResult& r : runner.Measure({f, Tiled(f)}, cutoff)) {
+      EXPECT_EQ(r.status, MeasureStatus::kOk) << r.error;
+      EXPECT_EQ(r.run_secs.size(), 3u) << cutoff;
+    }
+  }
 }
 
 // A hopeless candidate whose verification run is long keeps that run as its
