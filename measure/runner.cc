@@ -370,80 +370,94 @@ struct Runner::Impl {
     for (int pass = 0; pass < passes; ++pass) {
       for (std::size_t i : which) {
         if (!standing[i]) continue;
-        WorkerProcess& w = *workers[static_cast<std::size_t>(call.worker_of[i])];
         bool verify = pass == 0 && !verified;
-        if (!Holds(i)) {
-          w.Send(BuildRequest(i));
-          RecordBuild(i, w, w.Receive(Clock::now() + Seconds(c.build_timeout_s)), results[i]);
-          if (!Holds(i)) {
-            standing[i] = false;
-            continue;
-          }
-          verify = true;
-        }
-        // The kernel stays built after its last run, for MeasureAgain.
-        w.Send({{"op", "run"},
-                {"id", i},
-                {"repeat", passes > 1 ? 1 : c.repeat},
-                {"number", call.number_of[i]},
-                {"min_repeat_ms", c.min_repeat_ms},
-                {"flush_cache", c.flush_cache},
-                {"slow_cutoff_secs", pass == 0 ? slow_cutoff_secs : 0.0},
-                {"verify", verify},
-                {"keep", true},
-                {"progress_secs", std::min(1.0, c.run_timeout_s / 4)}});
-        // The timeout is for one run: a progress mark (see worker.cc)
-        // starts it again.
-        Reply r = w.Receive(Clock::now() + Seconds(c.run_timeout_s));
-        while (r.kind == Reply::kOk && r.message.value("progress", false)) {
-          r = w.Receive(Clock::now() + Seconds(c.run_timeout_s));
-        }
-        MeasureResult& res = results[i];
-        standing[i] = false;
-        if (r.kind == Reply::kTimedOut) {
-          res.status = MeasureStatus::kTimeout;
-          res.error = "running took longer than " + SecondsText(c.run_timeout_s);
-          res.run_secs.clear();
-          w.Restart();
-        } else if (r.kind == Reply::kDied) {
-          res.status = MeasureStatus::kRunError;
-          res.error = r.why + " while running";
-          res.run_secs.clear();
-          w.Restart();
-        } else {
-          std::string status = r.message.value("status", "run_error");
-          res.status = status == "ok"             ? MeasureStatus::kOk
-                       : status == "wrong_result" ? MeasureStatus::kWrongResult
-                                                  : MeasureStatus::kRunError;
-          res.error = r.message.value("error", std::string());
-          bool cut = r.message.value("cut", false);
-          // The worker frees a kernel that computed wrong or was cut.
-          if (res.status != MeasureStatus::kOk || cut) call.built_in[i] = -1;
-          if (res.status == MeasureStatus::kOk) {
-            for (double secs : r.message.at("run_secs").get<std::vector<double>>()) res.run_secs.push_back(secs);
-            call.number_of[i] = r.message.value("number", c.number);
-            standing[i] = !cut;
-          } else {
-            res.run_secs.clear();
-          }
-        }
-        if (!w.init_error().empty()) throw std::runtime_error("a replaced worker failed to start: " + w.init_error());
+        standing[i] = TimeOnce(i, verify, passes > 1 ? 1 : c.repeat, call.number_of[i],
+                               pass == 0 ? slow_cutoff_secs : 0.0, results[i]);
       }
       if (pass == 0 && pass + 1 < passes && slow_factor > 0) CutSlowAfterFirstPass(which, results, slow_factor, standing);
     }
   }
 
+  // One run request for candidate i (rebuilt and verified first if its
+  // kernel is gone): its timings are added to `res`. Returns whether the
+  // candidate stands for more (ok, and not cut by the worker).
+  bool TimeOnce(std::size_t i, bool verify, int repeat, int number, double slow_cutoff_secs, MeasureResult& res) {
+    const MeasureConfig& c = config;
+    WorkerProcess& w = *workers[static_cast<std::size_t>(call.worker_of[i])];
+    if (!Holds(i)) {
+      w.Send(BuildRequest(i));
+      RecordBuild(i, w, w.Receive(Clock::now() + Seconds(c.build_timeout_s)), res);
+      if (!Holds(i)) return false;
+      verify = true;
+    }
+    // The kernel stays built after its last run, for MeasureAgain.
+    w.Send({{"op", "run"},
+            {"id", i},
+            {"repeat", repeat},
+            {"number", number},
+            {"min_repeat_ms", c.min_repeat_ms},
+            {"flush_cache", c.flush_cache},
+            {"slow_cutoff_secs", slow_cutoff_secs},
+            {"verify", verify},
+            {"keep", true},
+            {"progress_secs", std::min(1.0, c.run_timeout_s / 4)}});
+    // The timeout is for one run: a progress mark (see worker.cc) starts it
+    // again.
+    Reply r = w.Receive(Clock::now() + Seconds(c.run_timeout_s));
+    while (r.kind == Reply::kOk && r.message.value("progress", false)) {
+      r = w.Receive(Clock::now() + Seconds(c.run_timeout_s));
+    }
+    bool stands = false;
+    if (r.kind == Reply::kTimedOut) {
+      res.status = MeasureStatus::kTimeout;
+      res.error = "running took longer than " + SecondsText(c.run_timeout_s);
+      res.run_secs.clear();
+      w.Restart();
+    } else if (r.kind == Reply::kDied) {
+      res.status = MeasureStatus::kRunError;
+      res.error = r.why + " while running";
+      res.run_secs.clear();
+      w.Restart();
+    } else {
+      std::string status = r.message.value("status", "run_error");
+      res.status = status == "ok"             ? MeasureStatus::kOk
+                   : status == "wrong_result" ? MeasureStatus::kWrongResult
+                                              : MeasureStatus::kRunError;
+      res.error = r.message.value("error", std::string());
+      bool cut = r.message.value("cut", false);
+      // The worker frees a kernel that computed wrong or was cut.
+      if (res.status != MeasureStatus::kOk || cut) call.built_in[i] = -1;
+      if (res.status == MeasureStatus::kOk) {
+        for (double secs : r.message.at("run_secs").get<std::vector<double>>()) res.run_secs.push_back(secs);
+        if (number <= 0) call.number_of[i] = r.message.value("number", c.number);
+        stands = !cut;
+      } else {
+        res.run_secs.clear();
+      }
+    }
+    if (!w.init_error().empty()) throw std::runtime_error("a replaced worker failed to start: " + w.init_error());
+    return stands;
+  }
+
   // After the first pass: candidates more than slow_factor times slower
-  // than the call's fastest stop standing (see Runner::Measure).
-  void CutSlowAfterFirstPass(const std::vector<std::size_t>& which, const std::vector<MeasureResult>& results,
+  // than the call's fastest stop standing (see Runner::Measure), after a
+  // second, short look: a stall of the machine that covered a candidate's
+  // first repeat (a 14 us kernel kept at 453 us, session 35) does not
+  // cover both. A tenth of its first repeat's runs, after an untimed run.
+  void CutSlowAfterFirstPass(const std::vector<std::size_t>& which, std::vector<MeasureResult>& results,
                              double slow_factor, std::vector<bool>& standing) {
+    auto fastest_of = [&](const MeasureResult& r) { return *std::min_element(r.run_secs.begin(), r.run_secs.end()); };
     double fastest = std::numeric_limits<double>::infinity();
     for (std::size_t i : which) {
       const MeasureResult& r = results[i];
       if (r.status == MeasureStatus::kOk && !r.run_secs.empty()) fastest = std::min(fastest, r.run_secs.front());
     }
     for (std::size_t i : which) {
-      if (!standing[i] || results[i].run_secs.empty() || results[i].run_secs.front() <= slow_factor * fastest) continue;
+      if (!standing[i] || results[i].run_secs.empty() || fastest_of(results[i]) <= slow_factor * fastest) continue;
+      standing[i] = TimeOnce(i, false, 1, std::max(1, call.number_of[i] / 10), 0.0, results[i]);
+      if (!standing[i] || results[i].status != MeasureStatus::kOk || fastest_of(results[i]) <= slow_factor * fastest) {
+        continue;
+      }
       standing[i] = false;
       Release(i);  // it is not needed for the later passes, nor again
     }

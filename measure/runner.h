@@ -114,7 +114,8 @@ class Runner {
   // covers a few of them (see worker.cc).
   // slow_factor > 0 (with spread repeats): after the first pass, a
   // candidate whose first timing is more than slow_factor times the call's
-  // fastest first timing is not timed further either. The first chunk of a
+  // fastest first timing gets a second, short look (a tenth of the runs);
+  // if that is slower too, it is not timed further either (two timings). The first chunk of a
   // session has no best time to cut against, and its slowest candidates
   // (seconds per run at matmul 1024) cost more than all the others.
   std::vector<MeasureResult> Measure(const std::vector<ir::PrimFunc>& candidates, double slow_cutoff_secs = 0,

@@ -105,16 +105,18 @@ TEST(RunnerTest, ALongVerificationRunIsAHopelessCandidatesOneTiming) {
 TEST(RunnerTest, CandidatesFarSlowerThanTheCallsFastestGetNoMoreRepeats) {
   PrimFunc f = BuildWorkload("matmul:M=32,N=32,K=32").func;
   Runner runner(f, QuickConfig());
-  // slow_factor 1: after the first pass only the fastest stands (ties of
-  // nanosecond timings aside).
+  // slow_factor 1: after the first pass the fastest stands; each other
+  // candidate gets a second, short look, and stands only if that beats the
+  // fastest first timing (ties of nanosecond timings): two timings, or
+  // three repeats and the look.
   std::vector<MeasureResult> cut = runner.Measure({f, Tiled(f), f}, 0, 1);
-  int fully_timed = 0;
+  int untouched = 0;
   for (const MeasureResult& r : cut) {
     EXPECT_EQ(r.status, MeasureStatus::kOk) << r.error;
-    EXPECT_TRUE(r.run_secs.size() == 1u || r.run_secs.size() == 3u) << r.run_secs.size();
-    fully_timed += r.run_secs.size() == 3u;
+    EXPECT_TRUE(r.run_secs.size() == 2u || r.run_secs.size() == 3u || r.run_secs.size() == 4u) << r.run_secs.size();
+    untouched += r.run_secs.size() == 3u;
   }
-  EXPECT_EQ(fully_timed, 1);
+  EXPECT_EQ(untouched, 1) << "the call's fastest is timed as usual";
   // The cut kernels were released: the next call reuses their ids.
   for (const MeasureResult& r : runner.Measure({Tiled(f), f, Tiled(f)}, 0, 1e9)) {
     EXPECT_EQ(r.status, MeasureStatus::kOk) << r.error;
