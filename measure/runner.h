@@ -115,9 +115,10 @@ class Runner {
   // slow_factor > 0 (with spread repeats): after the first pass, a
   // candidate whose first timing is more than slow_factor times the call's
   // fastest first timing gets a second, short look (a tenth of the runs);
-  // if that is slower too, it is not timed further either (two timings). The first chunk of a
-  // session has no best time to cut against, and its slowest candidates
-  // (seconds per run at matmul 1024) cost more than all the others.
+  // if that is slower too, it is not timed further either (two timings).
+  // The first chunk of a session has no best time to cut against, and its
+  // slowest candidates (seconds per run at matmul 1024) cost more than all
+  // the others.
   std::vector<MeasureResult> Measure(const std::vector<ir::PrimFunc>& candidates, double slow_cutoff_secs = 0,
                                      double slow_factor = 0);
 
