@@ -80,8 +80,9 @@ std::optional<db::TuningRecord> BestUsableRecord(db::Database& database, const s
 
 // Reads a whole text file; UsageError when it cannot.
 std::string ReadTextFile(const std::string& path);
-// A bearer token from a file, without trailing whitespace; UsageError when
-// the file cannot be read or holds no token.
+// A bearer token from a file (--token-file), without trailing whitespace;
+// "" for an empty path (no --token-file given). UsageError when the file
+// cannot be read or holds no token.
 std::string ReadTokenFile(const std::string& path);
 
 }  // namespace tunedb::cli

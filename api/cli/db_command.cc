@@ -67,7 +67,7 @@ void MergeInto(const DbOptions& o) {
                          ", imported from TVM, and a server stores only tunedb workloads: merge into a file instead");
       }
     }
-    api::RemoteDatabase into(o.db, o.token_file.empty() ? "" : ReadTokenFile(o.token_file));
+    api::RemoteDatabase into(o.db, ReadTokenFile(o.token_file));
     added = db::Merge(into, *from);
     size = into.Size();
   } else {

@@ -103,7 +103,7 @@ void RunE2e(const E2eOptions& o) {
   // The best schedule of each layer: from the database, or tuned now.
   // A file, or a tunedb server (as a compiler would ask one).
   std::unique_ptr<db::Database> opened =
-      api::OpenDatabase(o.db, o.token_file.empty() ? "" : ReadTokenFile(o.token_file));
+      api::OpenDatabase(o.db, ReadTokenFile(o.token_file));
   db::Database& database = *opened;
   std::vector<std::optional<db::TuningRecord>> best;
   std::vector<std::string> missing;

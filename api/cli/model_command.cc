@@ -62,7 +62,7 @@ void Train(const ModelOptions& o) {
   train_options.seed = o.seed;
   train_options.max_rounds = o.rounds;
   std::unique_ptr<db::Database> opened = OpenExistingDatabase(
-      o.db, db::SqliteDatabase::OpenMode::kReadWrite, o.token_file.empty() ? "" : ReadTokenFile(o.token_file));
+      o.db, db::SqliteDatabase::OpenMode::kReadWrite, ReadTokenFile(o.token_file));
   db::Database& d = *opened;
   costmodel::Dataset data = Load(d, o.db);
   // Held-out records: a random fraction of every group.

@@ -20,6 +20,7 @@ std::string ReadTextFile(const std::string& path) {
 }
 
 std::string ReadTokenFile(const std::string& path) {
+  if (path.empty()) return "";
   std::string token = ReadTextFile(path);
   while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
   if (token.empty()) throw UsageError("the token file " + path + " is empty");

@@ -35,7 +35,7 @@ void RunServe(const ServeOptions& o) {
   s.worker_threads = o.threads;
   s.body_limit = o.body_limit;
   s.read_only = o.read_only;
-  if (!o.token_file.empty()) s.token = ReadTokenFile(o.token_file);
+  s.token = ReadTokenFile(o.token_file);
   static std::mutex log_mutex;
   if (!o.quiet) {
     s.access_log = [](const std::string& line) {

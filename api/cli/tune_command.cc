@@ -130,7 +130,7 @@ void RunTune(const TuneCliOptions& o) {
   }
   options.command = CommandKey(o, options.measure.target.ToString());
 
-  std::string token = o.token_file.empty() ? "" : ReadTokenFile(o.token_file);
+  std::string token = ReadTokenFile(o.token_file);
   std::unique_ptr<db::Database> opened = api::OpenDatabase(o.db, token);
   db::Database& database = *opened;
   bool tty = ::isatty(STDERR_FILENO) != 0;
