@@ -92,15 +92,18 @@ TEST(Tuner, TunesASmallMatmulIntoARealDatabaseAndResumesWithoutRemeasuring) {
     ASSERT_EQ(best.size(), 1u);
     EXPECT_FALSE(database.Models().empty()) << "the cost model is stored back";
     // Contenders for the best were timed twice (2 + 2 repeats), the best
-    // record always among them; the others were not (and those 10x slower
-    // than the best so far have one timing: the slow cutoff).
-    EXPECT_EQ(best[0].run_secs.size(), 4u);
+    // record always among them; the others were not. Those 4x slower than
+    // the best so far have one timing (the worker's slow cutoff); those 3x
+    // slower than the chunk's fastest first timing get a short second look
+    // (measure/runner.h) and keep two timings, or, if the look brings them
+    // back within reach, three, and five if that makes them contenders.
+    EXPECT_GE(best[0].run_secs.size(), 4u);
     int confirmed = 0;
     for (const db::TuningRecord& rec : AllRecords(database)) {
       if (rec.status != db::RecordStatus::kOk) continue;
-      EXPECT_TRUE(rec.run_secs.size() == 1u || rec.run_secs.size() == 2u || rec.run_secs.size() == 4u)
-          << rec.run_secs.size();
-      confirmed += rec.run_secs.size() == 4u;
+      EXPECT_GE(rec.run_secs.size(), 1u);
+      EXPECT_LE(rec.run_secs.size(), 5u);
+      confirmed += rec.run_secs.size() >= 4u;
     }
     EXPECT_GE(confirmed, 1);
     EXPECT_LT(confirmed, 24);
