@@ -106,13 +106,14 @@ struct RemoteDatabase::Impl {
   // One request; a kept-alive connection the server closed meanwhile is
   // reopened once. Returns the parsed JSON body of a 2xx answer.
   json Call(http::verb method, const std::string& target, const json* body = nullptr) {
-    std::optional<json> answer = CallOrNotFound(method, target, body);
-    if (!answer) Fail(std::string(http::to_string(method)) + " " + target + ": HTTP 404: not found");
+    std::optional<json> answer = CallOrNotFound(method, target, body, /*not_found_is_error=*/true);
     return *answer;
   }
 
-  // As Call, but a 404 answer (no such workload or model) is nullopt.
-  std::optional<json> CallOrNotFound(http::verb method, const std::string& target, const json* body = nullptr) {
+  // As Call, but a 404 answer (no such workload or model) is nullopt
+  // unless not_found_is_error.
+  std::optional<json> CallOrNotFound(http::verb method, const std::string& target, const json* body = nullptr,
+                                     bool not_found_is_error = false) {
     for (int attempt = 0; attempt < 2; ++attempt) {
       if (!stream) Connect();
       http::request<http::string_body> req(method, target, 11);
@@ -145,10 +146,14 @@ struct RemoteDatabase::Impl {
         Fail(std::string(http::to_string(method)) + " " + target + ": HTTP " + std::to_string(res.result_int()) +
              " with a body that is not JSON");
       }
-      if (res.result_int() == 404) return std::nullopt;
-      if (res.result_int() / 100 != 2) {
-        Fail(std::string(http::to_string(method)) + " " + target + ": HTTP " + std::to_string(res.result_int()) + ": " +
-             answer.value("error", std::string("?")));
+      int status = res.result_int();
+      if (status == 404 && !not_found_is_error) return std::nullopt;
+      if (status / 100 != 2) {
+        std::string why = answer.is_object() ? answer.value("error", std::string("?")) : std::string("?");
+        // The server's message says what the route needs; this says how a
+        // tunedb command gives it.
+        if (status == 401) why += " (give tunedb the server's token with --token-file FILE)";
+        Fail(std::string(http::to_string(method)) + " " + target + ": HTTP " + std::to_string(status) + ": " + why);
       }
       return answer;
     }

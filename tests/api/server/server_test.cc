@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <thread>
 
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it
@@ -655,6 +656,30 @@ TEST_F(ServerTest, ARemoteCommitIsSplitWithinTheServersLimit) {
     EXPECT_NE(std::string(e.what()).find("more than the server takes in one request (16384)"), std::string::npos)
         << e.what();
   }
+}
+
+// The server's answers to a refused remote call reach the user: a 401
+// says how a tunedb command gives the token, a 404 keeps the server's
+// reason.
+TEST_F(ServerTest, RemoteErrorsSayWhatTheServerSaid) {
+  StartServer("tok");
+  std::string url = "http://127.0.0.1:" + std::to_string(port_);
+  auto message_of = [](const std::function<void()>& call) {
+    try {
+      call();
+    } catch (const db::DatabaseError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  RemoteDatabase without_token(url, "");
+  std::string m = message_of([&] { without_token.StartSession(db::Session{}); });
+  EXPECT_NE(m.find("POST /v1/sessions: HTTP 401: this route needs Authorization: Bearer <token>"), std::string::npos)
+      << m;
+  EXPECT_NE(m.find("--token-file"), std::string::npos) << m;
+  RemoteDatabase with_token(url, "tok");
+  m = message_of([&] { with_token.EndSession(-5, 0); });
+  EXPECT_NE(m.find("POST /v1/sessions/-5/end: HTTP 404: no such id: -5"), std::string::npos) << m;
 }
 
 TEST(RemoteDatabaseTest, UnreachableServerIsAClearError) {
