@@ -103,17 +103,29 @@ struct RemoteDatabase::Impl {
     buffer.clear();
   }
 
-  // One request; a kept-alive connection the server closed meanwhile is
-  // reopened once. Returns the parsed JSON body of a 2xx answer.
+  // One request. Returns the parsed JSON body of a 2xx answer; any other
+  // answer fails with the server's reason.
   json Call(http::verb method, const std::string& target, const json* body = nullptr) {
-    std::optional<json> answer = CallOrNotFound(method, target, body, /*not_found_is_error=*/true);
-    return *answer;
+    std::optional<std::string> text;
+    if (body) text = body->dump();
+    return *Exchange(method, target, text ? &*text : nullptr, /*not_found_is_error=*/true);
   }
 
-  // As Call, but a 404 answer (no such workload or model) is nullopt
-  // unless not_found_is_error.
-  std::optional<json> CallOrNotFound(http::verb method, const std::string& target, const json* body = nullptr,
-                                     bool not_found_is_error = false) {
+  // As Call, with a body already serialized.
+  json CallWithText(http::verb method, const std::string& target, const std::string& body) {
+    return *Exchange(method, target, &body, /*not_found_is_error=*/true);
+  }
+
+  // As Call (without a body), but a 404 answer (no such workload or
+  // model) is nullopt.
+  std::optional<json> CallOrNotFound(http::verb method, const std::string& target) {
+    return Exchange(method, target, nullptr, /*not_found_is_error=*/false);
+  }
+
+  // The request itself (body: JSON text or none), on a kept-alive
+  // connection; one the server closed meanwhile is reopened once.
+  std::optional<json> Exchange(http::verb method, const std::string& target, const std::string* body,
+                               bool not_found_is_error) {
     for (int attempt = 0; attempt < 2; ++attempt) {
       if (!stream) Connect();
       http::request<http::string_body> req(method, target, 11);
@@ -122,7 +134,7 @@ struct RemoteDatabase::Impl {
       if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
       if (body) {
         req.set(http::field::content_type, "application/json");
-        req.body() = body->dump();
+        req.body() = *body;
       }
       req.prepare_payload();
       beast::error_code ec;
@@ -191,31 +203,31 @@ std::int64_t RemoteDatabase::CommitWorkload(const db::WorkloadInput& w) {
 
 std::int64_t RemoteDatabase::CommitRecords(const std::vector<db::TuningRecord>& records) {
   // Requests of as many records as fit the server's limits. A request's
-  // body is {"records":[r1,r2,...]}: its size is known from the records'
-  // own before it is sent.
-  static const std::size_t kWrapper = std::string(R"({"records":[]})").size();
+  // body is {"records":[r1,r2,...]}, put together from the records' own
+  // text: its size is known before it is sent.
+  static const std::string kHead = R"({"records":[)", kTail = "]}";
   std::int64_t added = 0;
-  json list = json::array();
-  std::size_t body_bytes = kWrapper;
+  std::string body = kHead;
+  std::size_t in_body = 0;
   auto send = [&] {
-    if (list.empty()) return;
-    json body = json::object();
-    body["records"] = std::move(list);
-    added += impl_->Call(http::verb::post, "/v1/records", &body).at("added").get<std::int64_t>();
-    list = json::array();
-    body_bytes = kWrapper;
+    if (in_body == 0) return;
+    body += kTail;
+    added += impl_->CallWithText(http::verb::post, "/v1/records", body).at("added").get<std::int64_t>();
+    body = kHead;
+    in_body = 0;
   };
   for (const db::TuningRecord& r : records) {
-    json j = RecordToJson(r);
-    std::size_t bytes = j.dump().size() + 1;  // and a comma
-    if (kWrapper + bytes > impl_->max_body_bytes) {
+    std::string text = RecordToJson(r).dump();
+    std::size_t bytes = text.size() + 1;  // and a comma
+    if (kHead.size() + bytes + kTail.size() > impl_->max_body_bytes) {
       throw db::DatabaseError(impl_->url + ": a record of workload " + r.workload_hash + " takes " +
                               std::to_string(bytes) + " bytes, more than the server takes in one request (" +
                               std::to_string(impl_->max_body_bytes) + ")");
     }
-    if (body_bytes + bytes > impl_->max_body_bytes || list.size() >= impl_->max_records_per_post) send();
-    list.push_back(std::move(j));
-    body_bytes += bytes;
+    if (body.size() + bytes + kTail.size() > impl_->max_body_bytes || in_body >= impl_->max_records_per_post) send();
+    if (in_body > 0) body += ',';
+    body += text;
+    ++in_body;
   }
   send();
   return added;
