@@ -1,8 +1,14 @@
 #include "ir/schedule/script.h"
 
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
 #include <gtest/gtest.h>
 
 #include "ir/printer.h"
+#include "ir/workload_lang.h"
 #include "ir/workloads.h"
 #include "tests/ir/schedule/schedule_test_util.h"
 
@@ -82,6 +88,43 @@ TEST(ScriptTest, ErrorsNameTheLine) {
   ExpectScriptError("b0 = sch.get_block(\"C\")\ni, j, k = sch.get_loops(b0)\nsch.parallel(k)\n",
                     "s.py:3: parallel: loop k drives the reduction variable v_k of block 'C'; only loops over spatial "
                     "variables can run in parallel or as vectors");
+}
+
+// The schedules shipped under bench/schedules, which the README and
+// bench/RESULTS.md point users to, still apply and still compute what
+// their workloads compute (at small shapes, for the interpreter). A script
+// added there needs a workload here.
+TEST(ScriptTest, TheBenchSchedulesComputeWhatTheirWorkloadsDo) {
+  const std::map<std::string, std::string> workload_of = {
+      {"dense_dot.py", "dense_bias_relu:B=16,IN=64,OUT=16"},
+      {"dense_packed.py", "dense_bias_relu:B=16,IN=64,OUT=16"},
+      {"elementwise_y.py", "input X: f32[8, 64]\nY[i, j] = 0.5 * X[i, j] * (1 + tanh(X[i, j]))"},
+      {"matmul_kblocked.py", "matmul:M=64,N=128,K=64"},
+      {"matmul_lecture.py", "matmul:M=32,N=32,K=32"},
+      {"matmul_tuned.py", "matmul:M=64,N=128,K=32"},
+      {"softmax_fused.py", "softmax:M=8,N=64"},
+  };
+  int scripts = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(TUNEDB_SOURCE_DIR) + "/bench/schedules")) {
+    if (entry.path().extension() != ".py") continue;
+    std::string name = entry.path().filename().string();
+    auto it = workload_of.find(name);
+    if (it == workload_of.end()) {
+      ADD_FAILURE() << "bench/schedules/" << name << " has no workload in this test";
+      continue;
+    }
+    // A built-in spec, or a program in the workload language.
+    PrimFunc f = it->second.rfind("input ", 0) == 0 ? ParseWorkloadText(it->second, name)
+                                                     : BuildWorkload(it->second).func;
+    std::ostringstream text;
+    text << std::ifstream(entry.path()).rdbuf();
+    Schedule sch(f, 0);
+    RunScheduleScript(sch, text.str(), name);
+    SCOPED_TRACE(name);
+    EXPECT_SAME_RESULT(f, sch);
+    ++scripts;
+  }
+  EXPECT_EQ(scripts, static_cast<int>(workload_of.size()));
 }
 
 }  // namespace
