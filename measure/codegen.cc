@@ -986,16 +986,43 @@ class Codegen {
     auto saved_vars = vars_;
     auto saved_buffers = buffers_;
     StartFunction(task);
-    in_parallel_ = true;
+    // The task unpacks the closure and calls the loop's own function, whose
+    // buffer parameters are noalias as the kernel body's are: pointers
+    // loaded from the closure carry no such promise, and without it LLVM
+    // must assume a store to one buffer may change another, so it keeps
+    // no value of a buffer in a register across a store (an accumulator
+    // written to its output each step; bench/RESULTS.md, session 36). The
+    // inliner turns the promise into alias scopes inside the task.
+    std::vector<llvm::Value*> loop_args;
+    std::vector<llvm::Type*> loop_types;
     slot = 0;
     llvm::Value* arg_closure = task->getArg(0);
-    for (const auto& [var, value] : captured_vars) {
-      vars_[var] = b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstGEP1_64(b_.getInt64Ty(), arg_closure, slot++));
+    for (std::size_t k = 0; k < captured_vars.size(); ++k) {
+      loop_args.push_back(b_.CreateLoad(b_.getInt64Ty(), b_.CreateConstGEP1_64(b_.getInt64Ty(), arg_closure, slot++)));
+      loop_types.push_back(b_.getInt64Ty());
     }
+    for (std::size_t k = 0; k < captured_buffers.size(); ++k) {
+      loop_args.push_back(b_.CreateLoad(b_.getPtrTy(), b_.CreateConstGEP1_64(b_.getInt64Ty(), arg_closure, slot++)));
+      loop_types.push_back(b_.getPtrTy());
+    }
+    loop_args.push_back(task->getArg(1));
+    loop_args.push_back(task->getArg(2));
+    loop_types.insert(loop_types.end(), {b_.getInt64Ty(), b_.getInt64Ty()});
+    llvm::Function* loop = llvm::Function::Create(llvm::FunctionType::get(b_.getVoidTy(), loop_types, false),
+                                                  llvm::Function::InternalLinkage, task->getName() + "_loop", mod_);
+    SetAttributes(loop);
+    b_.CreateCall(loop, loop_args);
+    b_.CreateRetVoid();
+
+    StartFunction(loop);
+    in_parallel_ = true;
+    unsigned arg = 0;
+    for (const auto& [var, value] : captured_vars) vars_[var] = loop->getArg(arg++);
     for (const auto& [buf, ptr] : captured_buffers) {
-      buffers_[buf] = b_.CreateLoad(b_.getPtrTy(), b_.CreateConstGEP1_64(b_.getInt64Ty(), arg_closure, slot++));
+      loop->getArg(arg)->addAttr(llvm::Attribute::NoAlias);
+      buffers_[buf] = loop->getArg(arg++);
     }
-    EmitCountedLoop(n.loop_var, task->getArg(1), task->getArg(2), [&] { EmitStmt(n.body); });
+    EmitCountedLoop(n.loop_var, loop->getArg(arg), loop->getArg(arg + 1), [&] { EmitStmt(n.body); });
     b_.CreateRetVoid();
     in_parallel_ = false;
     fn_ = saved_fn;
