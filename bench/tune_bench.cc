@@ -33,8 +33,9 @@
 // matrix), which favours OpenBLAS; both sides are counted at the GEMM's
 // 2 m n k FLOPs, so the ratio is a ratio of times.
 //
-// Writes DIR/tune_curves.csv and DIR/tune_curves.svg and prints a markdown
-// table for bench/RESULTS.md.
+// Writes DIR/tune_curves.csv and DIR/tune_curves.svg and prints the
+// machine (CPU model, cores, LLVM target) and markdown tables for
+// bench/RESULTS.md.
 //
 // Usage: tune_bench [--trials 64] [--only matmul128,matmul512,...] [--out DIR] [--warm-seeds N]
 //        (--only also takes the extra shapes: matmul127, matmul1000, matmul1021)
@@ -56,6 +57,7 @@
 #include "ir/structural.h"
 #include "ir/workloads.h"
 #include "measure/runner.h"
+#include "measure/target.h"
 #include "search/tuner.h"
 
 namespace {
@@ -328,6 +330,10 @@ int main(int argc, char** argv) {
     double copies_lo = 1e9, copies_hi = 0;  // range of the cold kernel's copies / each other
   } warm_counts;
   const int quarter = std::max(1, trials / 4);
+  // The machine a run was on is part of its figures: the VMs these runs go
+  // to change CPU between sessions (bench/RESULTS.md, session 37).
+  std::printf("machine: %s; target %s\n\n", tunedb::db::HardwareFingerprint().c_str(),
+              tunedb::measure::Target::Host().ToString().c_str());
   std::ofstream csv(out + "/tune_curves.csv");
   csv << "workload,mode,trial,elapsed_s,best_gflops\n";
   std::printf("| workload | cold best GFLOP/s @%d | cold wall s | random best @%d | evolutionary / random | warm trials to cold best (100%% / 95%%) | cold best timed beside the warm session | warm trials to that | best re-measured | OpenBLAS GFLOP/s (kernel) | best / OpenBLAS |\n",
