@@ -450,7 +450,7 @@ struct Runner::Impl {
     double fastest = std::numeric_limits<double>::infinity();
     for (std::size_t i : which) {
       const MeasureResult& r = results[i];
-      if (r.status == MeasureStatus::kOk && !r.run_secs.empty()) fastest = std::min(fastest, r.run_secs.front());
+      if (r.status == MeasureStatus::kOk && !r.run_secs.empty()) fastest = std::min(fastest, fastest_of(r));
     }
     for (std::size_t i : which) {
       if (!standing[i] || results[i].run_secs.empty() || fastest_of(results[i]) <= slow_factor * fastest) continue;

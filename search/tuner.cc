@@ -398,15 +398,14 @@ class Tuner {
       for (std::size_t i = begin; i < end; ++i) programs.push_back(batch[i].program);
       // Candidates 4x slower than the best so far (and a millisecond or more
       // a run, measure/runner.h) are timed by the fastest of a few warm
-      // runs: they cannot win (a shared VM's slow phases
-      // moved one kernel's timing by up to 2x, bench/RESULTS.md, session
-      // 25), and at matmul 1024 one of them can cost more run time than
-      // the rest of the chunk. Those 3x
-      // slower than the chunk's fastest first timing, taken within the same
-      // second or so, get one short second look, and keep those two timings
-      // if it is slow too. A near tie needs
-      // every repeat; a candidate that far behind is no contender, and one
-      // timing ranks it for the cost model as well.
+      // runs: they cannot win (a shared VM's slow phases moved one kernel's
+      // timing by up to 2x, bench/RESULTS.md, session 25), and at matmul
+      // 1024 one of them can cost more run time than the rest of the chunk.
+      // Those 3x slower than the chunk's fastest first timing, taken within
+      // the same second or so, get one short second look, and keep those
+      // two timings if it is slow too. A near tie needs every repeat; a
+      // candidate that far behind is no contender, and a timing or two rank
+      // it for the cost model as well.
       constexpr double kHopeless = 4;
       constexpr double kBehindTheChunk = 3;
       double cutoff = std::isfinite(status.best_secs) ? kHopeless * status.best_secs : 0;
