@@ -12,7 +12,7 @@
 //    reuse: every spatial loop is split in 4 and every reduction loop in 2
 //    by sample_perfect_tile (innermost factor <= 64), then reordered
 //    S0 S1 R0 S2 R1 S3. The space records a register block as these
-//    samples' decisions (RegisterBlockedTiles in space.cc); replaying the
+//    samples' decisions (RegisterBlockedTiles, search/rules/); replaying the
 //    space without decisions samples afresh. Three variants: no write
 //    cache, or a "local" accumulator (cache_write) reverse-computed at
 //    tile level 1 or 2; an elementwise consumer of the result is then

@@ -489,11 +489,11 @@ Y[i, j] = tanh(X[i, j])
   }
 }
 
-// Dense with the lanes along the batch (search/space.cc): X copied whole at
-// the root and laid out k-major by lowering, each W[j, k] broadcast, a batch
-// of a vector and a half, the accumulators written back in 8 x 8 blocks
-// that code generation transposes in registers, then bias and ReLU under
-// the same tile. Extents that leave partial blocks (IN = 20, OUT = 36).
+// Dense with the lanes along the batch (search/rules/register_block.cc): X
+// copied whole at the root and laid out k-major by lowering, each W[j, k]
+// broadcast, a batch of a vector and a half, the accumulators written back
+// in 8 x 8 blocks that code generation transposes in registers, then bias
+// and ReLU under the same tile. Extents that leave partial blocks (IN = 20, OUT = 36).
 TEST(CodegenTest, LanesAlongTheBatchWithATransposedWriteBack) {
   PrimFunc f = BuildWorkload("dense_bias_relu:B=24,IN=20,OUT=36").func;
   for (const char* rows : {"4", "6"}) {
