@@ -450,6 +450,13 @@ class Parser {
         return MakeNode(NodeKind::kIndex, t, t.text, std::move(args));
       }
       if (Accept("(")) {
+        // OP(k in N) here is a reduction inside a larger expression, which
+        // the language does not have (a stage is one reduction, whole).
+        if (Peek().kind == Tok::kIdent && PeekAt(1).kind == Tok::kIdent && PeekAt(1).text == "in") {
+          Fail(t, "a reduction '" + t.text + "(" + Peek().text +
+                      " in N) expr' must be the whole right-hand side of a stage; compute it as a stage of its "
+                      "own and use that stage here");
+        }
         std::vector<NodePtr> args;
         if (!IsPunct(")")) {
           do {

@@ -94,6 +94,13 @@ TEST(WorkloadLangTest, ErrorsNameLineColumnAndExpectation) {
   ExpectError("input A: f32[4]\ninput A: f32[4]\n", "w.tw:2:7: 'A' is already defined at line 1");
   ExpectError("input A: f32[4]\nB[i] = sum(k 4) A[k]\n",
               "w.tw:2:14: expected ')' to close the arguments of sum, found '4'");
+  // A reduction inside a larger expression.
+  ExpectError("input A: f32[4, 8]\nB[i] = max(sum(k in 8) A[i, k], 0.0)\n",
+              "w.tw:2:12: a reduction 'sum(k in N) expr' must be the whole right-hand side of a stage; compute it "
+              "as a stage of its own and use that stage here");
+  ExpectError("input A: f32[4, 8]\nB[i] = 2.0 * max(k in 8) A[i, k]\n",
+              "w.tw:2:14: a reduction 'max(k in N) expr' must be the whole right-hand side of a stage; compute it "
+              "as a stage of its own and use that stage here");
   ExpectError("input A: i32[4]\nB[i] = A[i] + 0.5\n", "w.tw:2:15: float literal 0.5 where an integer is expected");
   ExpectError("input A: f32[4]\nB[i] = A[i] + A[i] $ 2\n", "w.tw:2:20: unexpected character '$'");
   ExpectError("input A: f32[4]\nB[i] = A[i] + 1e999\n", "w.tw:2:15: number 1e999 is out of range for float32");
