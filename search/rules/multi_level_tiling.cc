@@ -42,6 +42,17 @@ void CopyInBlocks(Schedule& sch, BlockRV copy) {
 
 }  // namespace
 
+bool IsVectorOperand(const BlockNode& b, int read) {
+  const auto [extents, kinds] = IterShapeOf(b);
+  const int vectorized = VectorLoop(extents, kinds);
+  if (vectorized < 0) return false;
+  const ir::ExprNode* var = b.iter_vars[static_cast<std::size_t>(vectorized)].var.get();
+  for (const ir::Range& range : b.reads.at(static_cast<std::size_t>(read)).ranges) {
+    if (UsesVar(range.min, var)) return true;
+  }
+  return false;
+}
+
 // Blocks worth tiling: a reduction where some input is reused across a
 // spatial loop (matmul's A is reused across j). Reductions that read every
 // input once per iteration (a row sum) gain nothing from tiling.

@@ -40,6 +40,11 @@ bool ReducesAlongColumns(const BlockNode& b, const SpaceOptions& o);
 // spatial loop: the candidates for a packed read cache.
 std::vector<int> ReusedInputs(const BlockNode& b);
 
+// Whether the loop the postprocessor vectorizes moves input `read` (an
+// index among the block's reads): matmul's B, dense's W, the operand read
+// as vectors, where the other inputs are broadcast.
+bool IsVectorOperand(const BlockNode& b, int read);
+
 // One variant of the tiling rule.
 struct TilingVariant {
   int write_cache_level = 0;  // 0: none; 1 or 2: a local accumulator at that level

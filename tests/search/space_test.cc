@@ -41,8 +41,9 @@ const char* kSmallWorkloads[] = {
 };
 
 TEST(DesignSpace, MatmulHasSevenTilingVariants) {
-  // no write cache; a local accumulator at level 1 or 2; and the latter two
-  // with A or B packed per outer tile.
+  // A local accumulator at level 2 or 1, each with B (the operand read as
+  // vectors) packed per outer tile and without packing; then the two with A
+  // packed; no write cache last. A cold search measures them in this order.
   ir::Workload w = ir::BuildWorkload("matmul:M=64,N=64,K=64");
   SpaceOptions o;
   o.cores = 2;
@@ -56,9 +57,16 @@ TEST(DesignSpace, MatmulHasSevenTilingVariants) {
     EXPECT_NE(script.find("sample_perfect_tile"), std::string::npos) << script;
     EXPECT_NE(script.find("meta_schedule.unroll_explicit"), std::string::npos) << script;
   }
-  EXPECT_EQ(spaces[0].AsScript().find("cache_write"), std::string::npos);
-  EXPECT_NE(spaces[1].AsScript().find("cache_write"), std::string::npos);
-  EXPECT_NE(spaces[2].AsScript().find("reverse_compute_at"), std::string::npos);
+  auto has = [&](std::size_t v, const char* text) { return spaces[v].AsScript().find(text) != std::string::npos; };
+  EXPECT_TRUE(has(0, "cache_write") && has(0, "cache_read(block=b1, read_buffer_index=1"));
+  EXPECT_TRUE(has(1, "cache_write") && !has(1, "cache_read"));
+  EXPECT_TRUE(has(2, "cache_read(block=b1, read_buffer_index=1"));
+  EXPECT_TRUE(has(3, "reverse_compute_at") && !has(3, "cache_read"));
+  EXPECT_TRUE(has(4, "cache_read(block=b1, read_buffer_index=0") && has(5, "read_buffer_index=0"));
+  EXPECT_FALSE(has(6, "cache_write"));
+  // Level 2 first: the accumulator under the second spatial tile level.
+  EXPECT_NE(spaces[0].AsScript().find("reverse_compute_at(block=b25, loop=l18"), std::string::npos)
+      << spaces[0].AsScript();
 }
 
 // Extents without whole vectors or rows (primes) get the variants with a
@@ -430,7 +438,8 @@ TEST(DesignSpace, ElementwiseStagesAreInlinedAndFusedIntoTheWriteBack) {
   ir::Workload w = ir::BuildWorkload("dense_bias_relu:B=8,IN=12,OUT=16");
   std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, SpaceOptions{});
   ASSERT_FALSE(spaces.empty());
-  std::string script = spaces.back().AsScript();
+  std::string script = spaces.front().AsScript();
+  EXPECT_NE(script.find("cache_write"), std::string::npos) << script;
   EXPECT_NE(script.find("compute_inline"), std::string::npos) << script;
   EXPECT_NE(script.find("reverse_compute_inline"), std::string::npos) << script;
 }
