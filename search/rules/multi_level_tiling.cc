@@ -46,11 +46,8 @@ bool IsVectorOperand(const BlockNode& b, int read) {
   const auto [extents, kinds] = IterShapeOf(b);
   const int vectorized = VectorLoop(extents, kinds);
   if (vectorized < 0) return false;
-  const ir::ExprNode* var = b.iter_vars[static_cast<std::size_t>(vectorized)].var.get();
-  for (const ir::Range& range : b.reads.at(static_cast<std::size_t>(read)).ranges) {
-    if (UsesVar(range.min, var)) return true;
-  }
-  return false;
+  const ir::ExprNode* vector_var = b.iter_vars[static_cast<std::size_t>(vectorized)].var.get();
+  return ReadUses(b.reads.at(static_cast<std::size_t>(read)), vector_var);
 }
 
 // Blocks worth tiling: a reduction where some input is reused across a
@@ -61,9 +58,7 @@ bool NeedsMultiLevelTiling(const BlockNode& b) {
   for (const ir::BufferRegion& read : b.reads) {
     for (const ir::IterVar& iv : b.iter_vars) {
       if (iv.kind != IterKind::kSpatial || iv.extent == 1) continue;
-      bool used = false;
-      for (const ir::Range& r : read.ranges) used = used || UsesVar(r.min, iv.var.get());
-      if (!used) return true;
+      if (!ReadUses(read, iv.var.get())) return true;
     }
   }
   return false;
@@ -93,7 +88,7 @@ bool ReducesAlongColumns(const BlockNode& b, const SpaceOptions& o) {
         last_spatial = last_spatial || in_last;
       } else {
         last_reduce = last_reduce || in_last;
-        for (const ir::Range& range : read.ranges) reduced = reduced || UsesVar(range.min, iv.var.get());
+        reduced = reduced || ReadUses(read, iv.var.get());
       }
     }
     if (last_spatial && !last_reduce && reduced) return true;
@@ -109,9 +104,7 @@ std::vector<int> ReusedInputs(const BlockNode& b) {
     bool reused = false;
     for (const ir::IterVar& iv : b.iter_vars) {
       if (iv.kind != IterKind::kSpatial || iv.extent == 1) continue;
-      bool used = false;
-      for (const ir::Range& range : b.reads[r].ranges) used = used || UsesVar(range.min, iv.var.get());
-      reused = reused || !used;
+      reused = reused || !ReadUses(b.reads[r], iv.var.get());
     }
     bool is_output = !b.writes.empty() && b.reads[r].buffer.get() == b.writes[0].buffer.get();
     if (reused && !is_output) out.push_back(static_cast<int>(r));

@@ -38,6 +38,13 @@ std::optional<std::vector<IterKind>> LoopKinds(Schedule& sch, BlockRV b, const s
   return kinds;
 }
 
+bool ReadUses(const ir::BufferRegion& read, const ir::ExprNode* var) {
+  for (const ir::Range& range : read.ranges) {
+    if (UsesVar(range.min, var)) return true;
+  }
+  return false;
+}
+
 std::vector<bool> DimensionsMovingWith(const BlockNode& node, const ir::BufferRegion& read,
                                        const ir::ExprNode* loop_var) {
   std::vector<bool> moves(read.ranges.size(), false);

@@ -36,6 +36,10 @@ std::int64_t ExtentProduct(const BlockNode& b, IterKind kind);
 // (the block was already transformed) and tiling should leave it alone.
 std::optional<std::vector<IterKind>> LoopKinds(Schedule& sch, BlockRV b, const std::vector<LoopRV>& loops);
 
+// Whether some index of the region `read` uses the variable `var` (an
+// iteration variable of the block that reads it).
+bool ReadUses(const ir::BufferRegion& read, const ir::ExprNode* var);
+
 // Which dimensions of the region `read` of block `node` move with the loop
 // whose variable is `loop_var` (an untransformed loop, bound to one
 // iteration variable or to none); and whether any does.

@@ -231,9 +231,7 @@ std::pair<int, int> BatchLanesLoop(const BlockNode& b, const SpaceOptions& o) {
     for (std::size_t r = 0; r < b.reads.size(); ++r) {
       const ir::BufferRegion& read = b.reads[r];
       if (read.ranges.empty() || (!b.writes.empty() && read.buffer.get() == b.writes[0].buffer.get())) continue;
-      bool moves = false, last_moves = UsesVar(read.ranges.back().min, var);
-      for (const ir::Range& range : read.ranges) moves = moves || UsesVar(range.min, var);
-      if (!moves || last_moves) continue;
+      if (!ReadUses(read, var) || UsesVar(read.ranges.back().min, var)) continue;
       if (input < 0 || read.buffer->NumElements() > b.reads[static_cast<std::size_t>(input)].buffer->NumElements()) {
         input = static_cast<int>(r);
       }

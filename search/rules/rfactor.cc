@@ -80,10 +80,7 @@ int StreamedInput(const BlockNode& b, std::int64_t max_reuse) {
     if (read.ranges.empty() || !UsesVar(read.ranges.back().min, inner)) continue;
     std::int64_t reuse = 1;
     for (const ir::IterVar& iv : b.iter_vars) {
-      if (iv.kind != IterKind::kSpatial) continue;
-      bool used = false;
-      for (const ir::Range& range : read.ranges) used = used || UsesVar(range.min, iv.var.get());
-      if (!used) reuse *= iv.extent;
+      if (iv.kind == IterKind::kSpatial && !ReadUses(read, iv.var.get())) reuse *= iv.extent;
     }
     if (reuse <= max_reuse) return static_cast<int>(r);
   }

@@ -16,10 +16,7 @@ std::pair<int, int> TransposedLoops(const BlockNode& b) {
   const ir::ExprNode* last_var = b.iter_vars[static_cast<std::size_t>(last)].var.get();
   if (!UsesVar(b.writes[0].ranges.back().min, last_var)) return {-1, -1};
   for (const ir::BufferRegion& read : b.reads) {
-    if (read.ranges.size() < 2 || UsesVar(read.ranges.back().min, last_var)) continue;
-    bool moves_with_last = false;
-    for (const ir::Range& range : read.ranges) moves_with_last = moves_with_last || UsesVar(range.min, last_var);
-    if (!moves_with_last) continue;
+    if (read.ranges.size() < 2 || UsesVar(read.ranges.back().min, last_var) || !ReadUses(read, last_var)) continue;
     for (int a = last; a-- > 0;) {
       if (extents[static_cast<std::size_t>(a)] > 1 &&
           UsesVar(read.ranges.back().min, b.iter_vars[static_cast<std::size_t>(a)].var.get())) {
