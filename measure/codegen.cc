@@ -18,6 +18,7 @@
 #include <llvm/Support/raw_ostream.h>
 
 #include "ir/simplify.h"
+#include "measure/versioning.h"
 
 namespace tunedb::measure {
 namespace {
@@ -1059,7 +1060,7 @@ class Codegen {
 std::unique_ptr<llvm::Module> GenerateModule(const ir::PrimFunc& lowered, llvm::LLVMContext& ctx,
                                              const std::string& name, const CodegenOptions& options) {
   auto mod = std::make_unique<llvm::Module>(name, ctx);
-  Codegen(ctx, *mod, options).Generate(lowered, name);
+  Codegen(ctx, *mod, options).Generate(VersionBoundsChecks(lowered, options.vector_bits), name);
   std::string errors;
   llvm::raw_string_ostream os(errors);
   if (llvm::verifyModule(*mod, &os)) throw std::runtime_error("codegen produced invalid LLVM IR: " + os.str());

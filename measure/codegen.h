@@ -1,4 +1,5 @@
-// Code generation: a lowered program (lower.h) becomes an LLVM module.
+// Code generation: a lowered program (lower.h) becomes an LLVM module,
+// after its bounds checks are versioned (versioning.h).
 // Internal to tunedb_jit: the only header of the project that includes LLVM.
 //
 // The module defines `void <name>(ptr args)`, where args points to one data

@@ -1,0 +1,449 @@
+#include "measure/versioning.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "ir/simplify.h"
+
+namespace tunedb::measure {
+namespace {
+
+using namespace ir;
+
+bool IsTrue(const Expr& e) {
+  std::int64_t v = 0;
+  return AsConstInt(e, &v) && v != 0;
+}
+
+bool IsBoundCheck(const Expr& e) {
+  switch (e->kind) {
+    case ExprKind::kLt: case ExprKind::kLe: case ExprKind::kGt: case ExprKind::kGe:
+      return IsInt(e->operands[0]->dtype) && e->operands[0]->dtype == e->operands[1]->dtype;
+    default: return false;
+  }
+}
+
+bool Mentions(const Expr& e, const ExprNode* var) {
+  bool found = false;
+  VisitExpr(e, [&](const Expr& x) { found = found || x.get() == var; });
+  return found;
+}
+
+// Loads and calls make a check depend on data, not only on where it is.
+bool OnlyArithmetic(const Expr& e) {
+  bool ok = true;
+  VisitExpr(e, [&](const Expr& x) { ok = ok && x->kind != ExprKind::kLoad && x->kind != ExprKind::kCall; });
+  return ok;
+}
+
+// The checks of a statement, in order of appearance, each node once: the
+// comparisons of if-conditions and select conditions, alone or under `and`.
+class CheckCollector {
+ public:
+  std::vector<Expr> checks;
+
+  void Collect(const Stmt& s) {
+    VisitStmt(s, [&](const Stmt& n) {
+      if (n->kind == StmtKind::kIf) {
+        const auto& i = static_cast<const IfNode&>(*n);
+        Condition(i.condition);
+        Selects(i.condition);
+      } else if (n->kind == StmtKind::kStore) {
+        const auto& st = static_cast<const StoreNode&>(*n);
+        for (const Expr& index : st.indices) Selects(index);
+        Selects(st.value);
+      }
+    });
+  }
+
+  void Condition(const Expr& c) {
+    if (c->kind == ExprKind::kAnd) {
+      for (const Expr& operand : c->operands) Condition(operand);
+    } else if (IsBoundCheck(c) && seen_.insert(c.get()).second) {
+      checks.push_back(c);
+    }
+  }
+
+ private:
+  std::set<const ExprNode*> seen_;
+
+  void Selects(const Expr& e) {
+    VisitExpr(e, [&](const Expr& x) {
+      if (x->kind == ExprKind::kSelect) Condition(x->operands[0]);
+    });
+  }
+};
+
+std::set<const ExprNode*> LoopVarsIn(const Stmt& s) {
+  std::set<const ExprNode*> vars;
+  VisitStmt(s, [&](const Stmt& n) {
+    if (n->kind == StmtKind::kFor) vars.insert(static_cast<const ForNode&>(*n).loop_var.get());
+  });
+  return vars;
+}
+
+// e with the nodes of `checks` replaced by true, and what that decides
+// folded: `true and x` is x, select(true, a, b) is a.
+Expr WithChecksTrue(const Expr& e, const std::set<const ExprNode*>& checks) {
+  if (checks.count(e.get())) return BoolImm(true);
+  if (e->operands.empty()) return e;
+  std::vector<Expr> operands;
+  bool changed = false;
+  for (const Expr& o : e->operands) {
+    operands.push_back(WithChecksTrue(o, checks));
+    changed = changed || operands.back() != o;
+  }
+  if (!changed) return e;
+  if (e->kind == ExprKind::kAnd && IsTrue(operands[0])) return operands[1];
+  if (e->kind == ExprKind::kAnd && IsTrue(operands[1])) return operands[0];
+  if (e->kind == ExprKind::kSelect && IsTrue(operands[0])) return operands[1];
+  return WithOperands(*e, std::move(operands));
+}
+
+// An if whose condition became true is its then-branch.
+Stmt FoldTrueIfs(const Stmt& s) {
+  if (!s) return s;
+  switch (s->kind) {
+    case StmtKind::kFor: {
+      auto& n = static_cast<ForNode&>(*s);
+      n.body = FoldTrueIfs(n.body);
+      return s;
+    }
+    case StmtKind::kSeq:
+      for (Stmt& c : static_cast<SeqNode&>(*s).stmts) c = FoldTrueIfs(c);
+      return s;
+    case StmtKind::kIf: {
+      auto& n = static_cast<IfNode&>(*s);
+      n.then_case = FoldTrueIfs(n.then_case);
+      n.else_case = FoldTrueIfs(n.else_case);
+      if (IsTrue(n.condition)) return n.then_case ? n.then_case : MakeSeq({});
+      return s;
+    }
+    case StmtKind::kStore: return s;
+    case StmtKind::kBlock: {
+      auto& n = static_cast<BlockNode&>(*s);
+      n.body = FoldTrueIfs(n.body);
+      return s;
+    }
+  }
+  return s;
+}
+
+// How often each statement runs per iteration of a loop: the checks that
+// run about as often as the loop's busiest store are the ones worth a
+// version (a padded matmul's register block: yes; its write-back, 1/100 as
+// often: no). A vectorized loop counts once, as its checks run once; but a
+// check that differs between its lanes keeps code generation from
+// vectorizing the loop at all (codegen.h), which makes it worth a version
+// however rarely it runs (a padded copy of B, per column panel). And a
+// check the same for all lanes of a loop wider than one vector register is
+// shared by several multiply-adds: a 3 x 3 convolution's input checks,
+// in blocks of 4 x 64 lanes, cost nothing measurable, and versions of them
+// added half to its compile time (bench/RESULTS.md, session 39).
+struct Weights {
+  explicit Weights(int vector_bits) : vector_bits_(vector_bits) {}
+
+  std::int64_t busiest_store = 0;
+  std::unordered_map<const ExprNode*, std::int64_t> check_runs;
+  std::set<const ExprNode*> per_lane;  // checks that differ between a vectorized loop's lanes
+
+  void Add(const Stmt& s, std::int64_t runs) {
+    if (!s) return;
+    switch (s->kind) {
+      case StmtKind::kFor: {
+        const auto& n = static_cast<const ForNode&>(*s);
+        if (n.for_kind == ForKind::kVectorized) lanes_.push_back(&n);
+        Add(n.body, n.for_kind == ForKind::kVectorized ? runs : runs * n.extent);
+        if (n.for_kind == ForKind::kVectorized) lanes_.pop_back();
+        return;
+      }
+      case StmtKind::kSeq:
+        for (const Stmt& c : static_cast<const SeqNode&>(*s).stmts) Add(c, runs);
+        return;
+      case StmtKind::kIf: {
+        const auto& n = static_cast<const IfNode&>(*s);
+        CheckCollector collector;
+        collector.Condition(n.condition);
+        Count(collector.checks, runs, n.then_case);
+        Add(n.then_case, runs);
+        Add(n.else_case, runs);
+        return;
+      }
+      case StmtKind::kStore: {
+        busiest_store = std::max(busiest_store, runs);
+        CheckCollector collector;
+        collector.Collect(s);
+        Count(collector.checks, runs, s);
+        return;
+      }
+      case StmtKind::kBlock: Add(static_cast<const BlockNode&>(*s).body, runs); return;
+    }
+  }
+
+  std::int64_t Runs(const Expr& check) const {
+    auto it = check_runs.find(check.get());
+    return it == check_runs.end() ? 0 : it->second;
+  }
+  bool Hot(const Expr& check) const { return per_lane.count(check.get()) || Runs(check) * 8 >= busiest_store; }
+
+ private:
+  int vector_bits_;
+  std::vector<const ForNode*> lanes_;  // the vectorized loops around
+
+  // `guarded`: the statement the checks guard (an if's then-branch, or the
+  // store whose selects they are).
+  void Count(const std::vector<Expr>& checks, std::int64_t runs, const Stmt& guarded) {
+    for (const Expr& c : checks) {
+      bool differs = false;
+      for (const ForNode* lane : lanes_) differs = differs || Mentions(c, lane->loop_var.get());
+      if (differs) {
+        per_lane.insert(c.get());
+      } else if (!lanes_.empty() && lanes_.back()->extent * ElementBits(guarded) > vector_bits_) {
+        continue;  // shared by the registers of a wide vector
+      }
+      std::int64_t& n = check_runs[c.get()];
+      n = std::max(n, runs);
+    }
+  }
+
+  static std::int64_t ElementBits(const Stmt& s) {
+    std::int64_t bits = 32;
+    VisitStmt(s, [&](const Stmt& n) {
+      if (n->kind == StmtKind::kStore) bits = 8 * DataTypeBytes(static_cast<const StoreNode&>(*n).buffer->dtype);
+    });
+    return bits;
+  }
+};
+
+class Versioner {
+ public:
+  Versioner(const Stmt& root, int vector_bits) : vector_bits_(vector_bits) {
+    VisitStmt(root, [&](const Stmt& s) {
+      if (s->kind == StmtKind::kFor) ranges_[static_cast<ForNode&>(*s).loop_var.get()] = static_cast<ForNode&>(*s).extent;
+    });
+    std::vector<const ForNode*> loops;
+    PlanLevels(root, loops);
+  }
+
+  // Versions the loops of s. `pending`: checks of loops around s to be
+  // versioned in s; `depth`: versions around s already.
+  Stmt Visit(const Stmt& s, const std::set<const ExprNode*>& pending, int depth) {
+    if (!s) return s;
+    switch (s->kind) {
+      case StmtKind::kFor: {
+        auto& n = static_cast<ForNode&>(*s);
+        if (n.for_kind == ForKind::kVectorized) return s;  // its body is lanes, not iterations
+        std::set<const ExprNode*> hot = pending;
+        if (depth < kMaxVersionDepth) {
+          Weights weights(vector_bits_);
+          weights.Add(n.body, 1);
+          CheckCollector collector;
+          collector.Collect(n.body);
+          for (const Expr& c : collector.checks) {
+            auto level = level_.find(c.get());
+            if (level != level_.end() && level->second == n.loop_var.get() && weights.Hot(c)) hot.insert(c.get());
+          }
+        }
+        n.body = Place(n.body, hot, depth);
+        return s;
+      }
+      case StmtKind::kSeq:
+        for (Stmt& c : static_cast<SeqNode&>(*s).stmts) c = Visit(c, pending, depth);
+        return s;
+      case StmtKind::kIf: {
+        auto& n = static_cast<IfNode&>(*s);
+        n.then_case = Visit(n.then_case, pending, depth);
+        n.else_case = Visit(n.else_case, pending, depth);
+        return s;
+      }
+      case StmtKind::kStore: return s;
+      case StmtKind::kBlock: {
+        auto& n = static_cast<BlockNode&>(*s);
+        n.body = Visit(n.body, pending, depth);
+        return s;
+      }
+    }
+    return s;
+  }
+
+ private:
+  int vector_bits_;
+  VarRanges ranges_;
+  // Each check's loop: the one whose iterations get versions for it.
+  std::unordered_map<const ExprNode*, const ExprNode*> level_;
+
+  // Picks each check's loop among the loops around it whose variable it
+  // uses (neither vectorized nor unrolled, with a loop between it and the
+  // check, so that a version holds a loop): the outermost one at whose edge
+  // few of its iterations lie (the reduction's last 4 of 132: versioning
+  // at its outer loop leaves 1 of 33 iterations checked), else the
+  // innermost (the last 16 of 128 rows, tiled 4 x 2 x 16: per iteration of
+  // the loop of 2, not of both the 4 and the 2, which would make three
+  // copies of the register block where two do).
+  void PlanLevels(const Stmt& s, std::vector<const ForNode*>& loops) {
+    if (!s) return;
+    switch (s->kind) {
+      case StmtKind::kFor: {
+        const auto& n = static_cast<const ForNode&>(*s);
+        loops.push_back(&n);
+        PlanLevels(n.body, loops);
+        loops.pop_back();
+        return;
+      }
+      case StmtKind::kSeq:
+        for (const Stmt& c : static_cast<const SeqNode&>(*s).stmts) PlanLevels(c, loops);
+        return;
+      case StmtKind::kIf: {
+        const auto& n = static_cast<const IfNode&>(*s);
+        CheckCollector collector;
+        collector.Condition(n.condition);
+        for (const Expr& c : collector.checks) PlanCheck(c, loops);
+        PlanLevels(n.then_case, loops);
+        PlanLevels(n.else_case, loops);
+        return;
+      }
+      case StmtKind::kStore: {
+        CheckCollector collector;
+        collector.Collect(s);
+        for (const Expr& c : collector.checks) PlanCheck(c, loops);
+        return;
+      }
+      case StmtKind::kBlock: PlanLevels(static_cast<const BlockNode&>(*s).body, loops); return;
+    }
+  }
+
+  void PlanCheck(const Expr& check, const std::vector<const ForNode*>& loops) {
+    if (level_.count(check.get())) return;
+    const ExprNode* chosen = nullptr;
+    for (std::size_t i = 0; i < loops.size(); ++i) {
+      const ForNode& loop = *loops[i];
+      if (loop.for_kind == ForKind::kVectorized || loop.for_kind == ForKind::kUnrolled || loop.extent < 2) continue;
+      if (!Mentions(check, loop.loop_var.get())) continue;
+      std::set<const ExprNode*> inner;
+      bool loop_inside = false;
+      for (std::size_t j = i + 1; j < loops.size(); ++j) {
+        inner.insert(loops[j]->loop_var.get());
+        loop_inside = loop_inside || loops[j]->for_kind != ForKind::kVectorized;
+      }
+      if (!loop_inside) continue;
+      std::optional<Hold> hold = HoldsThroughout(check, inner, loop.loop_var.get());
+      if (!hold) continue;
+      chosen = loop.loop_var.get();
+      if (!hold->edge_is_wide) break;
+    }
+    level_[check.get()] = chosen;
+  }
+
+  // Versions the statements of a loop body for the `hot` checks, each
+  // statement on its own (through sequences and allocation scopes), so that
+  // the multiply-adds' checks do not duplicate a packing copy beside them.
+  // A loop whose `hot` checks run far less often than its busiest store is
+  // entered, and the version made closer to them: a write-back's column
+  // check, versioned around the write-back's loop and not around the
+  // register block beside it.
+  Stmt Place(const Stmt& s, const std::set<const ExprNode*>& hot, int depth) {
+    if (!s) return s;
+    if (s->kind == StmtKind::kSeq) {
+      for (Stmt& c : static_cast<SeqNode&>(*s).stmts) c = Place(c, hot, depth);
+      return s;
+    }
+    if (s->kind == StmtKind::kBlock) {
+      auto& n = static_cast<BlockNode&>(*s);
+      n.body = Place(n.body, hot, depth);
+      return s;
+    }
+    CheckCollector collector;
+    collector.Collect(s);
+    std::vector<Expr> checks;
+    for (const Expr& c : collector.checks) {
+      if (hot.count(c.get())) checks.push_back(c);
+    }
+    // A statement without a loop would trade each check for a branch.
+    if (checks.empty() || s->kind != StmtKind::kFor) return Visit(s, {}, depth);
+    if (static_cast<const ForNode&>(*s).for_kind != ForKind::kUnrolled && Minor(s, checks)) {
+      std::set<const ExprNode*> pending;
+      for (const Expr& c : checks) pending.insert(c.get());
+      return Visit(s, pending, depth);
+    }
+    std::set<const ExprNode*> inner = LoopVarsIn(s);
+    std::set<const ExprNode*> removed;
+    std::vector<Expr> holds;
+    for (const Expr& check : checks) {
+      std::optional<Hold> h = HoldsThroughout(check, inner, nullptr);
+      std::int64_t value = 0;
+      if (!h || (AsConstInt(h->condition, &value) && value == 0)) continue;
+      removed.insert(check.get());
+      if (IsTrue(h->condition)) continue;
+      bool known = false;
+      for (const Expr& other : holds) known = known || ExprEqual(other, h->condition);
+      if (!known) holds.push_back(h->condition);
+    }
+    if (removed.empty()) return Visit(s, {}, depth);
+    Stmt clean = Clone(s);
+    RewriteExprs(clean, [&](const Expr& e) { return WithChecksTrue(e, removed); });
+    clean = Visit(FoldTrueIfs(clean), {}, depth + 1);
+    if (holds.empty()) return clean;
+    Expr condition = holds[0];
+    for (std::size_t k = 1; k < holds.size(); ++k) condition = condition && holds[k];
+    // The checked copy runs at the edges only, and stays as it is: versions
+    // of it too would double the code at each level for a small share of
+    // the work (a padded matmul's candidates compiled 1.6x slower so).
+    return MakeIf(condition, clean, Visit(s, {}, kMaxVersionDepth));
+  }
+
+  // Whether `checks` run less than 1/8 as often as the busiest store of s.
+  bool Minor(const Stmt& s, const std::vector<Expr>& checks) const {
+    Weights weights(vector_bits_);
+    weights.Add(s, 1);
+    std::int64_t runs = 0;
+    for (const Expr& c : checks) runs = std::max(runs, weights.Runs(c));
+    return runs * 8 < weights.busiest_store;
+  }
+
+  struct Hold {
+    Expr condition;
+    bool edge_is_wide = true;  // more than 1/8 of the loop's iterations may fail it
+  };
+
+  // The condition, over the variables outside the loops `inner`, under
+  // which `check` holds in every iteration of those loops; nullopt when the
+  // check is not affine in them (or depends on data). `var`, when given:
+  // the loop around them, whose iterations at the edge fail the condition.
+  std::optional<Hold> HoldsThroughout(const Expr& check, const std::set<const ExprNode*>& inner,
+                                      const ExprNode* var) {
+    Expr difference = check->operands[0] - check->operands[1];
+    std::optional<AffineSplit> split = SplitAffine(difference, inner, ranges_);
+    if (!split || !OnlyArithmetic(split->fixed)) return std::nullopt;
+    // fixed + free OP 0 for every free in [min, max]: its worst case.
+    bool upper = check->kind == ExprKind::kLt || check->kind == ExprKind::kLe;
+    std::int64_t worst = upper ? split->free.max : split->free.min;
+    Expr bound = IntImm(split->fixed->dtype, -worst);
+    Hold hold{Simplify(Binary(check->kind, split->fixed, bound), ranges_)};
+    if (!var) return hold;
+    // The iterations of `var` where the inner range (free.max - free.min +
+    // 1 wide) straddles the bound: at most that width over var's step,
+    // rounded up.
+    auto coefficients = LinearCoefficients(split->fixed, {var}, ranges_);
+    if (coefficients && coefficients->size() == 1) {
+      std::int64_t step = std::abs(coefficients->front().second);
+      std::int64_t edge = (split->free.max - split->free.min + step) / step;
+      hold.edge_is_wide = edge * 8 > ranges_.at(var);
+    }
+    return hold;
+  }
+};
+
+}  // namespace
+
+PrimFunc VersionBoundsChecks(const PrimFunc& lowered, int vector_bits) {
+  PrimFunc f = Clone(lowered);
+  f.body = Versioner(f.body, vector_bits).Visit(f.body, {}, 0);
+  return f;
+}
+
+}  // namespace tunedb::measure

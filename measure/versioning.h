@@ -1,0 +1,38 @@
+// Loop versioning of bounds checks: the last rewrite of a lowered program
+// (lower.h) before code generation. Features are read from the program
+// before it (costmodel/features.h), so the cost model never sees it.
+//
+// Padding (pad_einsum's, a convolution's zero border) leaves checks such as
+// `i < 127 and k < 131` on the loads of a register block. In a vectorized
+// loop each checked load becomes a selected address, a scalar load and a
+// broadcast where an unchecked one folds into the multiply-add, and the
+// checks hold almost everywhere: a matmul padded from 127 x 129 x 131 ran at
+// 35-57 us where the same schedule of 128 x 144 x 132 runs at 24 us
+// (bench/RESULTS.md, session 39). So a loop whose variable a check uses
+// gets its body twice (TVM's LoopPartition splits the range instead):
+//
+//   for i_1 in range(2):
+//     if i_0 * 32 + i_1 * 16 + 15 < 127:   # the check holds in the whole body
+//       <body, the check replaced by true>
+//     else:
+//       <body as it was>
+//
+// so only the iterations at the edge run checked. A check is an integer
+// comparison (<, <=, >, >=) in a select's or an if's condition, alone or
+// under `and`, affine in the loop variables with the loops inside the
+// versioned one bounded. The copies cost compile time, so only the checks
+// worth it are versioned (versioning.cc says which), the checked copy is
+// not versioned again, and versions nest at most kMaxVersionDepth deep.
+#pragma once
+
+#include "ir/stmt.h"
+
+namespace tunedb::measure {
+
+inline constexpr int kMaxVersionDepth = 3;
+
+// A copy of `lowered` with its bounds checks versioned; computes the same.
+// `vector_bits`: the target's vector registers (Target::VectorBits).
+ir::PrimFunc VersionBoundsChecks(const ir::PrimFunc& lowered, int vector_bits);
+
+}  // namespace tunedb::measure

@@ -1,0 +1,202 @@
+// Loop versioning of bounds checks, in the interpreter (the versioned
+// program on its own) and through the JIT (which versions every program).
+#include "measure/versioning.h"
+
+#include <gtest/gtest.h>
+
+#include "ir/interpreter.h"
+#include "ir/printer.h"
+#include "ir/schedule/schedule.h"
+#include "ir/schedule/script.h"
+#include "ir/workloads.h"
+#include "measure/lower.h"
+#include "tests/ir/schedule/random_scheduler.h"
+#include "tests/measure/test_util.h"
+
+namespace tunedb::measure {
+namespace {
+
+using namespace tunedb::ir;
+
+// Vector registers so wide that no check counts as shared by a vector's
+// registers: every check that can be versioned is.
+constexpr int kVersionEverything = 1 << 20;
+
+std::string VersionedKeepsTheResult(const PrimFunc& workload, const PrimFunc& scheduled, std::uint64_t seed,
+                                    int vector_bits) {
+  std::vector<NDArray> expected = MakeArguments(workload, seed);
+  Interpret(workload, expected);
+  PrimFunc versioned = VersionBoundsChecks(Lower(scheduled), vector_bits);
+  std::vector<NDArray> args;
+  for (const NDArray& a : MakeArguments(workload, seed)) args.push_back(testing::Flat(a));
+  try {
+    Interpret(versioned, args);
+  } catch (const IrError& e) {
+    return std::string("interpreter: ") + e.what() + "\n" + PrintProgram(versioned);
+  }
+  std::string why = testing::CompareOutputs(workload, expected, args);
+  return why.empty() ? "" : why + "\n" + PrintProgram(versioned);
+}
+
+std::string CompiledKeepsTheResult(const PrimFunc& workload, const PrimFunc& scheduled, std::uint64_t seed) {
+  std::vector<NDArray> expected = MakeArguments(workload, seed), args = expected;
+  Interpret(workload, expected);
+  std::vector<void*> pointers;
+  for (NDArray& a : args) pointers.push_back(a.data());
+  Kernel k = SharedJit().Compile(Lower(scheduled));
+  k.fn(pointers.data());
+  SharedJit().Release(k);
+  return testing::CompareOutputs(workload, expected, args);
+}
+
+// The register block of a matmul padded from 31 x 33 x 35 to 32 x 48 x 36
+// (pad_einsum), 16 rows by one vector of 16 columns, with B packed: a tuned
+// schedule of 127 x 129 x 131 at a small shape.
+const char* kPaddedMatmul = R"(
+b0 = sch.get_block("C")
+sch.pad_einsum(b0, padding=[4, 16, 4])
+b1 = sch.get_block("C")
+i, j, k = sch.get_loops(b1)
+i0, i1, i2, i3 = sch.split(i, factors=[2, 1, 1, 16])
+j0, j1, j2, j3 = sch.split(j, factors=[3, 1, 1, 16])
+k0, k1 = sch.split(k, factors=[9, 4])
+sch.reorder(j0, i0, i1, j1, k0, i2, j2, k1, i3, j3)
+c = sch.cache_write(b1, 0, "local")
+sch.reverse_compute_at(c, j1, preserve_unit_loops=True)
+p = sch.cache_read(b1, 1, "global")
+sch.compute_at(p, j0, preserve_unit_loops=True)
+sch.reverse_compute_inline(sch.get_block("C_unpad"))
+sch.compute_inline(sch.get_block("A_pad"))
+sch.compute_inline(sch.get_block("B_pad"))
+sch.decompose_reduction(b1, k0)
+sch.parallel(j0)
+q0, a0, a1 = sch.get_loops(sch.get_block("B_pad_global"))
+sch.vectorize(a1)
+sch.vectorize(j3)
+w0, w1, w2, w3, w4, w5 = sch.get_loops(c)
+sch.vectorize(w5)
+)";
+
+TEST(VersioningTest, APaddedRegisterBlockGetsACopyWithoutChecks) {
+  PrimFunc f = BuildWorkload("matmul:M=31,N=33,K=35").func;
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, kPaddedMatmul);
+  PrimFunc versioned = VersionBoundsChecks(Lower(sch.func()), 512);
+  std::string text = PrintProgram(versioned);
+  // Rows and columns of one block, then the reduction's last 4 steps: per
+  // step of its outer loop, 1 of whose 9 steps is at the edge.
+  EXPECT_NE(text.find("if i_0 * 16 - 31 < -15 and j_0 * 16 - 33 < -15:"), std::string::npos) << text;
+  // ... inside the copy without row and column checks only: the checked
+  // copy, at the edges, is not versioned again.
+  std::size_t k_check = text.find("if k_0 * 4 - 35 < -3:");
+  EXPECT_NE(k_check, std::string::npos) << text;
+  EXPECT_EQ(text.find("if k_0 * 4 - 35 < -3:", k_check + 1), std::string::npos) << text;
+  // The copy for the inside of the matrices reads A without a check.
+  EXPECT_NE(text.find("= C_pad_local[i_2 * 256 + i_3 * 16 + j_2 * 16 + j_3] + A["), std::string::npos) << text;
+  for (std::uint64_t seed : {1, 2, 3}) {
+    EXPECT_EQ(VersionedKeepsTheResult(f, sch.func(), seed, 512), "") << seed;
+    EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), seed), "") << seed;
+  }
+}
+
+// Four rows by 64 lanes: one check of a row serves four vector registers'
+// multiply-adds, and a copy of the block without it would cost compile time
+// for nothing. The checks that differ between lanes (B's and the
+// write-back's last columns) are still versioned: with them the loops are
+// scalar code.
+TEST(VersioningTest, AChecksSharedByAWideVectorStays) {
+  PrimFunc f = BuildWorkload("matmul:M=31,N=127,K=35").func;
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+b0 = sch.get_block("C")
+sch.pad_einsum(b0, padding=[4, 64, 4])
+b1 = sch.get_block("C")
+i, j, k = sch.get_loops(b1)
+i0, i1 = sch.split(i, factors=[8, 4])
+j0, j1 = sch.split(j, factors=[2, 64])
+sch.reorder(j0, i0, k, i1, j1)
+c = sch.cache_write(b1, 0, "local")
+sch.reverse_compute_at(c, i0, preserve_unit_loops=True)
+sch.reverse_compute_inline(sch.get_block("C_unpad"))
+sch.compute_inline(sch.get_block("A_pad"))
+sch.compute_inline(sch.get_block("B_pad"))
+sch.decompose_reduction(b1, k)
+sch.vectorize(j1)
+w0, w1, w2, w3 = sch.get_loops(c)
+sch.vectorize(w3)
+)");
+  PrimFunc lowered = Lower(sch.func());
+  std::string before = PrintProgram(lowered), after = PrintProgram(VersionBoundsChecks(lowered, 512));
+  auto count = [](const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  const std::string unchecked_a = "+ A[i_0 * 140 + i_1 * 35 + k] *";
+  EXPECT_EQ(count(before, "C[i_0 * 508"), 1u) << before;
+  EXPECT_EQ(count(after, "C[i_0 * 508"), 2u) << after;  // the last 64 columns apart
+  EXPECT_EQ(count(after, unchecked_a), 0u) << after;
+  EXPECT_EQ(VersionedKeepsTheResult(f, sch.func(), 4, 512), "");
+  // With registers as wide as the loop, the rows and the reduction are
+  // versioned too.
+  std::string wide = PrintProgram(VersionBoundsChecks(lowered, 2048));
+  EXPECT_NE(count(wide, unchecked_a), 0u) << wide;
+  EXPECT_EQ(VersionedKeepsTheResult(f, sch.func(), 4, 2048), "");
+}
+
+// Convolutions check their zero border from both sides (1 <= h + kh - 1 <
+// 7 + 1), and the checks use loops outside and inside the versioned one.
+TEST(VersioningTest, AConvolutionsBorderFromBothSides) {
+  PrimFunc f = BuildWorkload("conv2d_nhwc:N=1,H=7,W=9,CI=3,CO=16,KH=3,KW=3,stride=1,pad=1").func;
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+sch.compute_inline(sch.get_block("PaddedInput"))
+b = sch.get_block("Conv2dOutput")
+nn, yy, xx, ff, ry, rx, rc = sch.get_loops(b)
+x0, x1 = sch.split(xx, factors=[None, 3])
+sch.reorder(nn, yy, x0, ry, rx, rc, x1, ff)
+c = sch.cache_write(b, 0, "local")
+sch.reverse_compute_at(c, x0, preserve_unit_loops=True)
+sch.vectorize(ff)
+sch.decompose_reduction(b, ry)
+)");
+  std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), kVersionEverything));
+  EXPECT_NE(text.find("if yy + ry - 1 >= 0 and yy + ry - 8 < 0:"), std::string::npos) << text;
+  for (std::uint64_t seed : {5, 6}) {
+    EXPECT_EQ(VersionedKeepsTheResult(f, sch.func(), seed, kVersionEverything), "") << seed;
+    EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), seed), "") << seed;
+  }
+}
+
+// Random schedules leave checks of every kind (split predicates, inlined
+// padding, reductions of uneven tiles); every one that can be versioned is.
+TEST(VersioningTest, RandomSchedulesComputeTheSame) {
+  const char* specs[] = {"matmul:M=13,N=10,K=7", "dense_bias_relu:B=6,IN=10,OUT=5",
+                         "conv2d_nhwc:N=1,H=6,W=5,CI=3,CO=4,KH=3,KW=3,stride=1,pad=1",
+                         "depthwise_conv2d_nhwc:N=1,H=7,W=6,C=3,KH=3,KW=3,stride=2,pad=1", "softmax:M=5,N=12",
+                         "batch_matmul:B=2,M=6,N=5,K=5"};
+  int versioned = 0, programs = 0;
+  for (const char* spec : specs) {
+    PrimFunc f = BuildWorkload(spec).func;
+    for (std::uint64_t seed = 0; seed < 16; ++seed) {
+      Schedule sch(f, seed);
+      ir::testing::RandomScheduler random(sch, seed);
+      for (int step = 0; step < 10; ++step) {
+        try {
+          random.Step();
+        } catch (const ScheduleError&) {
+        }
+      }
+      ASSERT_EQ(VersionedKeepsTheResult(f, sch.func(), seed, kVersionEverything), "")
+          << spec << " seed " << seed << "\n" << sch.trace().AsScript();
+      PrimFunc lowered = Lower(sch.func());
+      ++programs;
+      if (PrintProgram(VersionBoundsChecks(lowered, kVersionEverything)) != PrintProgram(lowered)) ++versioned;
+    }
+  }
+  // Not a test of nothing: a fair share of the programs had a version.
+  EXPECT_GE(versioned * 2, programs) << versioned << " of " << programs;
+}
+
+}  // namespace
+}  // namespace tunedb::measure
