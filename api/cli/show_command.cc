@@ -10,6 +10,9 @@
 #include "ir/printer.h"
 #include "ir/structural.h"
 #include "ir/workloads.h"
+#include "measure/lower.h"
+#include "measure/target.h"
+#include "measure/versioning.h"
 
 namespace tunedb::cli {
 namespace {
@@ -17,6 +20,7 @@ namespace {
 struct ShowOptions {
   ProgramSource source;
   bool json = false;
+  bool lowered = false;
 };
 
 void RunShow(const ShowOptions& options) {
@@ -34,8 +38,10 @@ void RunShow(const ShowOptions& options) {
     fmt::print("{}\n", out.dump(2));
     return;
   }
+  // What code generation compiles: lowered, its bounds checks versioned.
+  const ir::PrimFunc shown = options.lowered ? measure::VersionBoundsChecks(measure::Lower(p.program), measure::Target::Host().VectorBits()) : p.program;
   fmt::print("# workload: {}\n# hash:     {}\n# flops:    {}\n\n{}", p.workload.spec, hash, flops,
-             ir::PrintProgram(p.program));
+             ir::PrintProgram(shown));
   if (scheduled) fmt::print("\n# trace:\n{}", p.trace_script);
 }
 
@@ -46,6 +52,9 @@ void AddShowCommand(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("show", "Print a workload's program (optionally scheduled), hash and FLOP count");
   AddProgramSourceOptions(cmd, &options->source);
   cmd->add_flag("--json", options->json, "Print JSON: the program in tunedb's exact form and the trace in TVM's");
+  cmd->add_flag("--lowered", options->lowered,
+                "Print the program as code generation compiles it: lowered (flat buffers, compacted caches) and "
+                "its bounds checks versioned");
   cmd->callback([options] { RunShow(*options); });
 }
 

@@ -144,6 +144,22 @@ TEST(CliTest, ShowAppliesAScheduleScriptAndReplaysItsTrace) {
   EXPECT_NE(text.out.find("# trace:\nb0 = sch.get_block(name=\"C\", func_name=\"main\")"), std::string::npos) << text.out;
 }
 
+// --lowered: what code generation compiles. A convolution with its padding
+// inlined checks the border on every read; the rows inside the border get
+// a copy of the loop nest without the check (per step of the kernel row).
+TEST(CliTest, ShowLoweredPrintsTheFlatProgramWithItsChecksVersioned) {
+  Result r = RunTunedb("show --workload matmul:M=8,N=8,K=8 --lowered");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("C[i * 8 + j] = C[i * 8 + j] + A[i * 8 + k] * B[k * 8 + j]"), std::string::npos) << r.out;
+  std::string script = ::testing::TempDir() + "/cli_test_inline_padding.py";
+  std::ofstream(script) << "sch.compute_inline(sch.get_block(\"PaddedInput\"))\n";
+  r = RunTunedb("show --workload conv2d_nhwc:N=1,H=6,W=6,CI=2,CO=4,KH=3,KW=3,stride=1,pad=1 --schedule " + script +
+                " --lowered");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("if yy + ry - 1 >= 0 and yy + ry - 7 < 0:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("else:"), std::string::npos) << r.out;
+}
+
 TEST(CliTest, ScheduleErrorsAreOneLineWithTheLine) {
   std::string script = ::testing::TempDir() + "/cli_test_bad_schedule.py";
   std::ofstream(script) << "b0 = sch.get_block(\"C\")\ni, j, k = sch.get_loops(b0)\nsch.parallel(k)\n";
