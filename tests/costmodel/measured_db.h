@@ -35,12 +35,7 @@ inline void BuildMeasuredDatabase(const std::string& path, const std::vector<std
     for (int seed = 0; seed < per_workload; ++seed) {
       ir::Schedule sch(w.func, static_cast<std::uint64_t>(seed));
       ir::testing::RandomScheduler random(sch, static_cast<std::uint64_t>(seed));
-      for (int step = 0; step < 6; ++step) {
-        try {
-          random.Step();
-        } catch (const ir::ScheduleError&) {
-        }
-      }
+      random.Steps(6);
       programs.push_back(sch.func());
       traces.push_back(sch.trace().ToJson().dump());
     }

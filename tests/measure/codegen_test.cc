@@ -296,17 +296,7 @@ std::string IRAfterAFencedRun(const PrimFunc& f, const char* script, std::uint64
 // speed of the same tiles fully unrolled (bench/RESULTS.md, session 21).
 TEST(CodegenTest, APaddingCheckSelectsTheAddressAndNeverReadsOutside) {
   PrimFunc f = BuildWorkload("conv2d_nhwc:N=1,H=8,W=8,CI=16,CO=32,KH=3,KW=3,stride=1,pad=1").func;
-  std::string ir = IRAfterAFencedRun(f, R"(
-sch.compute_inline(sch.get_block("PaddedInput"))
-b = sch.get_block("Conv2dOutput")
-nn, yy, xx, ff, ry, rx, rc = sch.get_loops(b)
-x0, x1 = sch.split(xx, factors=[None, 4])
-sch.reorder(nn, yy, x0, ry, rx, rc, x1, ff)
-c = sch.cache_write(b, 0, "local")
-sch.reverse_compute_at(c, x0, preserve_unit_loops=True)
-sch.vectorize(ff)
-sch.decompose_reduction(b, ry)
-)", 9);
+  std::string ir = IRAfterAFencedRun(f, testing::kPaddedConvRegisterBlock, 9);
   EXPECT_NE(ir.find("select i1"), std::string::npos) << ir;
   EXPECT_NE(ir.find("@tunedb.zero_cell"), std::string::npos) << ir;
   EXPECT_EQ(ir.find("sel.then"), std::string::npos) << ir;
@@ -540,12 +530,7 @@ TEST(CodegenTest, RandomSchedulesOfEveryWorkloadCompile) {
     for (std::uint64_t seed = 0; seed < 12; ++seed) {
       Schedule sch(f, seed);
       ir::testing::RandomScheduler random(sch, seed);
-      for (int step = 0; step < 10; ++step) {
-        try {
-          random.Step();
-        } catch (const ScheduleError&) {
-        }
-      }
+      random.Steps(10);
       ASSERT_EQ(CompiledKeepsTheResult(f, sch.func(), seed), "") << spec << " seed " << seed << "\n"
                                                                 << sch.trace().AsScript() << PrintProgram(Lower(sch.func()));
     }

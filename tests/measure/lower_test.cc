@@ -19,18 +19,7 @@ using namespace tunedb::ir;
 // Lowered programs still run in the interpreter, on flat arrays: the oracle
 // for lowering on its own.
 std::string LoweringKeepsTheResult(const PrimFunc& workload, const PrimFunc& scheduled, std::uint64_t seed) {
-  std::vector<NDArray> expected = MakeArguments(workload, seed);
-  Interpret(workload, expected);
-  PrimFunc lowered = Lower(scheduled);
-  std::vector<NDArray> args;
-  for (const NDArray& a : MakeArguments(workload, seed)) args.push_back(testing::Flat(a));
-  try {
-    Interpret(lowered, args);
-  } catch (const IrError& e) {
-    return std::string("interpreter: ") + e.what() + "\n" + PrintProgram(lowered);
-  }
-  std::string why = testing::CompareOutputs(workload, expected, args);
-  return why.empty() ? "" : why + "\n" + PrintProgram(lowered);
+  return testing::InterpretedKeepsTheResult(workload, Lower(scheduled), seed);
 }
 
 TEST(LowerTest, UnscheduledWorkloads) {
@@ -179,12 +168,7 @@ TEST(LowerTest, RandomSchedulesOfEveryWorkload) {
     for (std::uint64_t seed = 0; seed < 30; ++seed) {
       Schedule sch(f, seed);
       ir::testing::RandomScheduler random(sch, seed);
-      for (int step = 0; step < 10; ++step) {
-        try {
-          random.Step();
-        } catch (const ScheduleError&) {
-        }
-      }
+      random.Steps(10);
       ASSERT_EQ(LoweringKeepsTheResult(f, sch.func(), seed), "") << spec << " seed " << seed << "\n"
                                                                  << sch.trace().AsScript();
     }

@@ -2,12 +2,15 @@
 // compare with the interpreter.
 #pragma once
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "ir/error.h"
 #include "ir/interpreter.h"
 #include "ir/ndarray.h"
+#include "ir/printer.h"
 #include "ir/stmt.h"
 #include "measure/jit.h"
 #include "measure/target.h"
@@ -55,6 +58,39 @@ inline std::string CompareOutputs(const ir::PrimFunc& reference, const std::vect
   }
   return "";
 }
+
+// Whether `program`, a lowered program (flat buffers), computes in the
+// interpreter what `workload` computes on MakeArguments(workload, seed):
+// "" or why not, with the program printed.
+inline std::string InterpretedKeepsTheResult(const ir::PrimFunc& workload, const ir::PrimFunc& program,
+                                             std::uint64_t seed) {
+  std::vector<ir::NDArray> expected = ir::MakeArguments(workload, seed);
+  ir::Interpret(workload, expected);
+  std::vector<ir::NDArray> args;
+  for (const ir::NDArray& a : ir::MakeArguments(workload, seed)) args.push_back(Flat(a));
+  try {
+    ir::Interpret(program, args);
+  } catch (const ir::IrError& e) {
+    return std::string("interpreter: ") + e.what() + "\n" + ir::PrintProgram(program);
+  }
+  std::string why = CompareOutputs(workload, expected, args);
+  return why.empty() ? "" : why + "\n" + ir::PrintProgram(program);
+}
+
+// A register block of a padded NHWC convolution: the padding inlined (a
+// check on every read of the input), 4 output columns by the vectorized
+// output channels, the reduction a loop around them.
+inline constexpr const char* kPaddedConvRegisterBlock = R"(
+sch.compute_inline(sch.get_block("PaddedInput"))
+b = sch.get_block("Conv2dOutput")
+nn, yy, xx, ff, ry, rx, rc = sch.get_loops(b)
+x0, x1 = sch.split(xx, factors=[None, 4])
+sch.reorder(nn, yy, x0, ry, rx, rc, x1, ff)
+c = sch.cache_write(b, 0, "local")
+sch.reverse_compute_at(c, x0, preserve_unit_loops=True)
+sch.vectorize(ff)
+sch.decompose_reduction(b, ry)
+)";
 
 }  // namespace testing
 }  // namespace tunedb::measure

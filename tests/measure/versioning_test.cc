@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include "ir/interpreter.h"
 #include "ir/printer.h"
 #include "ir/schedule/schedule.h"
 #include "ir/schedule/script.h"
@@ -24,18 +23,7 @@ constexpr int kVersionEverything = 1 << 20;
 
 std::string VersionedKeepsTheResult(const PrimFunc& workload, const PrimFunc& scheduled, std::uint64_t seed,
                                     int vector_bits) {
-  std::vector<NDArray> expected = MakeArguments(workload, seed);
-  Interpret(workload, expected);
-  PrimFunc versioned = VersionBoundsChecks(Lower(scheduled), vector_bits);
-  std::vector<NDArray> args;
-  for (const NDArray& a : MakeArguments(workload, seed)) args.push_back(testing::Flat(a));
-  try {
-    Interpret(versioned, args);
-  } catch (const IrError& e) {
-    return std::string("interpreter: ") + e.what() + "\n" + PrintProgram(versioned);
-  }
-  std::string why = testing::CompareOutputs(workload, expected, args);
-  return why.empty() ? "" : why + "\n" + PrintProgram(versioned);
+  return testing::InterpretedKeepsTheResult(workload, VersionBoundsChecks(Lower(scheduled), vector_bits), seed);
 }
 
 std::string CompiledKeepsTheResult(const PrimFunc& workload, const PrimFunc& scheduled, std::uint64_t seed) {
@@ -149,17 +137,7 @@ sch.vectorize(w3)
 TEST(VersioningTest, AConvolutionsBorderFromBothSides) {
   PrimFunc f = BuildWorkload("conv2d_nhwc:N=1,H=7,W=9,CI=3,CO=16,KH=3,KW=3,stride=1,pad=1").func;
   Schedule sch(f, 0);
-  RunScheduleScript(sch, R"(
-sch.compute_inline(sch.get_block("PaddedInput"))
-b = sch.get_block("Conv2dOutput")
-nn, yy, xx, ff, ry, rx, rc = sch.get_loops(b)
-x0, x1 = sch.split(xx, factors=[None, 3])
-sch.reorder(nn, yy, x0, ry, rx, rc, x1, ff)
-c = sch.cache_write(b, 0, "local")
-sch.reverse_compute_at(c, x0, preserve_unit_loops=True)
-sch.vectorize(ff)
-sch.decompose_reduction(b, ry)
-)");
+  RunScheduleScript(sch, testing::kPaddedConvRegisterBlock);
   std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), kVersionEverything));
   EXPECT_NE(text.find("if yy + ry - 1 >= 0 and yy + ry - 8 < 0:"), std::string::npos) << text;
   for (std::uint64_t seed : {5, 6}) {
@@ -181,12 +159,7 @@ TEST(VersioningTest, RandomSchedulesComputeTheSame) {
     for (std::uint64_t seed = 0; seed < 16; ++seed) {
       Schedule sch(f, seed);
       ir::testing::RandomScheduler random(sch, seed);
-      for (int step = 0; step < 10; ++step) {
-        try {
-          random.Step();
-        } catch (const ScheduleError&) {
-        }
-      }
+      random.Steps(10);
       ASSERT_EQ(VersionedKeepsTheResult(f, sch.func(), seed, kVersionEverything), "")
           << spec << " seed " << seed << "\n" << sch.trace().AsScript();
       PrimFunc lowered = Lower(sch.func());

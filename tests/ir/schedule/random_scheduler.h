@@ -15,6 +15,16 @@ class RandomScheduler {
  public:
   RandomScheduler(Schedule& sch, std::uint64_t seed) : sch_(sch), rng_(seed) {}
 
+  // Tries `steps` random primitives; the refused ones leave no trace.
+  void Steps(int steps) {
+    for (int step = 0; step < steps; ++step) {
+      try {
+        Step();
+      } catch (const ScheduleError&) {
+      }
+    }
+  }
+
   // Tries one random primitive on one random block; returns its name.
   std::string Step() {
     std::vector<BlockNode*> blocks = CollectBlocks(sch_.func());
