@@ -223,8 +223,14 @@ struct Weights {
 class Versioner {
  public:
   Versioner(const Stmt& root, int vector_bits) : vector_bits_(vector_bits) {
+    // A variable of two loops (none that lowering makes, but nothing
+    // forbids it) gets the larger range: a check that holds throughout a
+    // larger range holds throughout the smaller one.
     VisitStmt(root, [&](const Stmt& s) {
-      if (s->kind == StmtKind::kFor) ranges_[static_cast<ForNode&>(*s).loop_var.get()] = static_cast<ForNode&>(*s).extent;
+      if (s->kind != StmtKind::kFor) return;
+      const auto& n = static_cast<const ForNode&>(*s);
+      std::int64_t& extent = ranges_[n.loop_var.get()];
+      extent = std::max(extent, n.extent);
     });
     std::vector<const ForNode*> loops;
     PlanLevels(root, loops);

@@ -7,9 +7,10 @@
 // loop each checked load becomes a selected address, a scalar load and a
 // broadcast where an unchecked one folds into the multiply-add, and the
 // checks hold almost everywhere: a matmul padded from 127 x 129 x 131 ran at
-// 35-57 us where the same schedule of 128 x 144 x 132 runs at 24 us
-// (bench/RESULTS.md, session 39). So a loop whose variable a check uses
-// gets its body twice (TVM's LoopPartition splits the range instead):
+// 35-57 us where the same schedule of 128 x 144 x 132 runs at 24-25 us
+// (bench/RESULTS.md, session 39). So in a loop whose variable a check
+// uses, the statement that holds the check is there twice (TVM's
+// LoopPartition splits the loop's range instead):
 //
 //   for i_1 in range(2):
 //     if i_0 * 32 + i_1 * 16 + 15 < 127:   # the check holds in the whole body
