@@ -240,6 +240,15 @@ bool AsConstInt(const Expr& e, std::int64_t* value) {
   return true;
 }
 
+bool UsesVar(const Expr& e, const ExprNode* var) {
+  if (!e) return false;
+  if (e.get() == var) return true;
+  for (const Expr& operand : e->operands) {
+    if (UsesVar(operand, var)) return true;
+  }
+  return false;
+}
+
 Expr WithOperands(const ExprNode& e, std::vector<Expr> operands) {
   auto n = std::make_shared<ExprNode>();
   n->kind = e.kind;

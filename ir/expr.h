@@ -106,6 +106,9 @@ Expr Max(const Expr& a, const Expr& b);
 // Constant value if the expression is an int immediate.
 bool AsConstInt(const Expr& e, std::int64_t* value);
 
+// Whether the variable node `var` occurs in e (false for a null e).
+bool UsesVar(const Expr& e, const ExprNode* var);
+
 // Replaces variables by expressions (keyed by variable node).
 using VarMap = std::unordered_map<const ExprNode*, Expr>;
 Expr Substitute(const Expr& e, const VarMap& map);

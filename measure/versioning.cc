@@ -28,12 +28,6 @@ bool IsBoundCheck(const Expr& e) {
   }
 }
 
-bool Mentions(const Expr& e, const ExprNode* var) {
-  bool found = false;
-  VisitExpr(e, [&](const Expr& x) { found = found || x.get() == var; });
-  return found;
-}
-
 // Loads and calls make a check depend on data, not only on where it is.
 bool OnlyArithmetic(const Expr& e) {
   bool ok = true;
@@ -200,7 +194,7 @@ struct Weights {
   void Count(const std::vector<Expr>& checks, std::int64_t runs, const Stmt& guarded) {
     for (const Expr& c : checks) {
       bool differs = false;
-      for (const ForNode* lane : lanes_) differs = differs || Mentions(c, lane->loop_var.get());
+      for (const ForNode* lane : lanes_) differs = differs || UsesVar(c, lane->loop_var.get());
       if (differs) {
         per_lane.insert(c.get());
       } else if (!lanes_.empty() && lanes_.back()->extent * ElementBits(guarded) > vector_bits_) {
@@ -329,7 +323,7 @@ class Versioner {
     for (std::size_t i = 0; i < loops.size(); ++i) {
       const ForNode& loop = *loops[i];
       if (loop.for_kind == ForKind::kVectorized || loop.for_kind == ForKind::kUnrolled || loop.extent < 2) continue;
-      if (!Mentions(check, loop.loop_var.get())) continue;
+      if (!UsesVar(check, loop.loop_var.get())) continue;
       std::set<const ExprNode*> inner;
       bool loop_inside = false;
       for (std::size_t j = i + 1; j < loops.size(); ++j) {

@@ -10,11 +10,7 @@
 
 namespace tunedb::search::internal {
 
-inline bool UsesVar(const ir::Expr& e, const ir::ExprNode* var) {
-  bool used = false;
-  ir::VisitExpr(e, [&](const ir::Expr& n) { used = used || n.get() == var; });
-  return used;
-}
+using ir::UsesVar;
 
 inline bool HasReduction(const ir::BlockNode& b) {
   for (const ir::IterVar& iv : b.iter_vars) {

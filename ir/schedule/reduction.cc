@@ -15,12 +15,6 @@ using sched::Ref;
 
 namespace {
 
-bool Uses(const Expr& e, const ExprNode* var) {
-  bool used = false;
-  if (e) VisitExpr(e, [&](const Expr& x) { used |= x.get() == var; });
-  return used;
-}
-
 // Which kinds of iteration variables a loop drives in a block.
 struct LoopUse {
   bool spatial = false;
@@ -29,7 +23,7 @@ struct LoopUse {
 LoopUse UseOf(const BlockNode& b, const ForNode& loop) {
   LoopUse u;
   for (std::size_t k = 0; k < b.iter_vars.size(); ++k) {
-    if (!Uses(b.bindings[k], loop.loop_var.get())) continue;
+    if (!UsesVar(b.bindings[k], loop.loop_var.get())) continue;
     (b.iter_vars[k].kind == IterKind::kSpatial ? u.spatial : u.reduce) = true;
   }
   return u;
