@@ -441,6 +441,11 @@ class Versioner {
 }  // namespace
 
 PrimFunc VersionBoundsChecks(const PrimFunc& lowered, int vector_bits) {
+  // Most candidates (every unpadded matmul's) have no check: they are
+  // compiled as they are, without a copy or a look at each loop.
+  CheckCollector collector;
+  collector.Collect(lowered.body);
+  if (collector.checks.empty()) return lowered;
   PrimFunc f = Clone(lowered);
   f.body = Versioner(f.body, vector_bits).Visit(f.body, {}, 0);
   return f;
