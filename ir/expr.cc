@@ -249,6 +249,14 @@ bool UsesVar(const Expr& e, const ExprNode* var) {
   return false;
 }
 
+std::vector<Expr> Conjuncts(const Expr& e) {
+  if (!e) return {};
+  if (e->kind != ExprKind::kAnd) return {e};
+  std::vector<Expr> out = Conjuncts(e->operands[0]);
+  for (Expr& c : Conjuncts(e->operands[1])) out.push_back(std::move(c));
+  return out;
+}
+
 Expr WithOperands(const ExprNode& e, std::vector<Expr> operands) {
   auto n = std::make_shared<ExprNode>();
   n->kind = e.kind;

@@ -109,6 +109,10 @@ bool AsConstInt(const Expr& e, std::int64_t* value);
 // Whether the variable node `var` occurs in e (false for a null e).
 bool UsesVar(const Expr& e, const ExprNode* var);
 
+// The terms of a conjunction, `a and (b and c)` as a, b, c; any other e as
+// itself, and none for a null e (a block without a predicate).
+std::vector<Expr> Conjuncts(const Expr& e);
+
 // Replaces variables by expressions (keyed by variable node).
 using VarMap = std::unordered_map<const ExprNode*, Expr>;
 Expr Substitute(const Expr& e, const VarMap& map);

@@ -53,14 +53,13 @@ std::vector<Access> StoresOf(BlockNode* b, const BufferNode* buffer) {
   return out;
 }
 
-// The region of `buffer` the accesses touch in one iteration of `loop`.
-// Dimensions that cannot be analysed are nullopt.
-std::vector<std::optional<DimRegion>> RegionPerIteration(const PrimFunc& f, const ForNode* loop,
-                                                        const std::vector<Access>& accesses, const Buffer& buffer) {
-  std::vector<RegionAccess> in_loop_vars;
+// The accesses as one iteration of `loop` sees them: indices over loop
+// variables, the loops strictly inside `loop` on the way to each accessing
+// block free.
+std::vector<RegionAccess> PerIteration(const PrimFunc& f, const ForNode* loop, const std::vector<Access>& accesses) {
+  std::vector<RegionAccess> out;
   for (const Access& a : accesses) {
     RegionAccess r;
-    // Loops strictly inside `loop` on the way to the accessing block vary.
     bool inside = false;
     for (ForNode* l : sched::LoopsAbove(f, a.block)) {
       if (inside) r.free_vars.insert(l->loop_var.get());
@@ -71,9 +70,16 @@ std::vector<std::optional<DimRegion>> RegionPerIteration(const PrimFunc& f, cons
       to_loops[a.block->iter_vars[k].var.get()] = a.block->bindings[k];
     }
     for (const Expr& index : a.indices) r.indices.push_back(Substitute(index, to_loops));
-    in_loop_vars.push_back(std::move(r));
+    out.push_back(std::move(r));
   }
-  return UnionRegion(in_loop_vars, buffer->shape.size(), sched::LoopRanges(f));
+  return out;
+}
+
+// The region of `buffer` the accesses touch in one iteration of `loop`.
+// Dimensions that cannot be analysed are nullopt.
+std::vector<std::optional<DimRegion>> RegionPerIteration(const PrimFunc& f, const ForNode* loop,
+                                                        const std::vector<Access>& accesses, const Buffer& buffer) {
+  return UnionRegion(PerIteration(f, loop, accesses), buffer->shape.size(), sched::LoopRanges(f));
 }
 
 // For a block storing buffer X at indices that are distinct iteration
@@ -118,23 +124,22 @@ bool SubtreeHasAny(const Stmt& s, const std::vector<BlockNode*>& blocks) {
   return false;
 }
 
-// The terms of a conjunction (a block predicate, built by AndPredicate).
-void Conjuncts(const Expr& e, std::vector<Expr>& out) {
-  if (e->kind == ExprKind::kAnd) {
-    Conjuncts(e->operands[0], out);
-    Conjuncts(e->operands[1], out);
-  } else {
-    out.push_back(e);
-  }
-}
+// What a conjunct of producer `w`'s predicate that mentions loops inside
+// the target loop (those not in `fixed`) does to the region w writes in
+// one iteration.
+enum class ConditionEffect {
+  // It holds wherever a write is inside its buffer (HoldsInBounds, for a
+  // dimension of a store), which a reader inside the buffer never sees.
+  kNone,
+  // Its inner loops move no written index (a split reduction's `k_0 * 3 +
+  // k_1 < 20` skips steps, not elements): it says only whether the
+  // iteration writes at all.
+  kWhetherAny,
+  // It narrows what an iteration writes further.
+  kNarrows,
+};
 
-// Whether `condition` (a conjunct of producer `w`'s predicate, over loops)
-// leaves the region w writes as the indices alone give it: its loops move
-// no written index (a split reduction's `k_0 * 3 + k_1 < 20` skips steps,
-// not elements), or it holds wherever a write is inside its buffer (index
-// + k < c with c >= extent + k, or index + k >= 0 with k >= 0, for a
-// dimension of a store), which a reader inside the buffer never sees.
-bool KeepsWritesInBounds(const BlockNode& w, const Expr& condition, const std::set<const ExprNode*>& fixed,
+ConditionEffect EffectOf(const BlockNode& w, const Expr& condition, const std::set<const ExprNode*>& fixed,
                          const VarRanges& ranges) {
   VarMap to_loops;
   for (std::size_t k = 0; k < w.iter_vars.size(); ++k) to_loops[w.iter_vars[k].var.get()] = w.bindings[k];
@@ -154,18 +159,11 @@ bool KeepsWritesInBounds(const BlockNode& w, const Expr& condition, const std::s
   }
   bool moves = false;
   VisitExpr(condition, [&](const Expr& x) { moves = moves || moving.count(x.get()); });
-  if (!moves) return true;
-  std::int64_t bound = 0;
-  if ((condition->kind != ExprKind::kLt && condition->kind != ExprKind::kGe) ||
-      !AsConstInt(condition->operands[1], &bound)) {
-    return false;
-  }
+  if (!moves) return ConditionEffect::kWhetherAny;
   for (const Written& wr : written) {
-    std::int64_t k = 0;
-    if (!AsConstInt(Simplify(condition->operands[0] - wr.index, ranges), &k)) continue;
-    if (condition->kind == ExprKind::kLt ? bound >= wr.extent + k : k >= bound) return true;
+    if (HoldsInBounds(condition, wr.index, wr.extent, ranges)) return ConditionEffect::kNone;
   }
-  return false;
+  return ConditionEffect::kNarrows;
 }
 
 // Takes the block's loop nest out and puts a new one, over the given
@@ -263,6 +261,7 @@ void ReverseComputeAtImpl(Schedule::State& s, BlockRV block_rv, LoopRV loop_rv, 
     if (!WritersOf(s.func, buf, block.get()).empty()) Fail(p, where + ": buffer " + buf->name + " has other writers");
   }
 
+  const VarRanges ranges = sched::LoopRanges(s.func);
   std::vector<Expr> mins(block->iter_vars.size());
   std::vector<std::int64_t> extents(block->iter_vars.size(), 0);
   std::vector<BlockNode*> producers;
@@ -285,7 +284,16 @@ void ReverseComputeAtImpl(Schedule::State& s, BlockRV block_rv, LoopRV loop_rv, 
         if (st->buffer.get() == buf) buffer = st->buffer;
       }
     }
-    std::vector<std::optional<DimRegion>> region = RegionPerIteration(s.func, loop.get(), written, buffer);
+    std::vector<RegionAccess> per_iteration = PerIteration(s.func, loop.get(), written);
+    std::vector<std::optional<DimRegion>> region = UnionRegion(per_iteration, buffer->shape.size(), ranges);
+    // The block will read all of that region in each iteration; elements
+    // inside it that the iteration does not write (a stride, a gap between
+    // two writes) would be another iteration's, unfinished or, once
+    // lowering keeps one iteration's region of the buffer, nobody's.
+    if (!TouchesWholeRegion(per_iteration, ranges)) {
+      Fail(p, where + ": one iteration does not write all of the region of " + buf->name +
+                  " it touches (a stride or a gap), so the block would read elements other iterations write");
+    }
     for (const Access& a : LoadsOf(block.get(), buf)) {
       for (std::size_t d = 0; d < a.indices.size(); ++d) {
         if (!region[d]) Fail(p, where + ": cannot tell which part of " + buf->name + " one iteration produces");
@@ -347,30 +355,44 @@ void ReverseComputeAtImpl(Schedule::State& s, BlockRV block_rv, LoopRV loop_rv, 
   // the first of two): the block takes it, since in the other iterations
   // there is nothing for it to read, and lowering, which keeps only one
   // iteration's region of a buffer, would hand it another iteration's (or
-  // no) data. A condition over loops inside may only keep the writes in
-  // the buffer's bounds, which the block's own reads respect; one that
-  // narrows what an iteration writes further is refused, as the region
-  // would claim elements nobody wrote.
+  // no) data. A condition over loops inside may skip steps that write no
+  // other element (then the block takes where some step writes), or keep
+  // the writes in the buffer's bounds, which the block's own reads
+  // respect; one that narrows what an iteration writes further is
+  // refused, as the region would claim elements nobody wrote.
   std::set<const ExprNode*> fixed;
   for (ForNode* l : sched::LoopsAbove(s.func, loop.get())) fixed.insert(l->loop_var.get());
   fixed.insert(loop->loop_var.get());
-  std::optional<VarRanges> ranges;  // only for a condition over inner loops
   Expr produced_here;
   for (BlockNode* w : producers) {
     if (!w->predicate) continue;
-    std::vector<Expr> conjuncts;
-    Conjuncts(w->predicate, conjuncts);
-    for (const Expr& c : conjuncts) {
+    for (const Expr& c : Conjuncts(w->predicate)) {
       bool over_fixed = true;
       VisitExpr(c, [&](const Expr& x) { over_fixed = over_fixed && (x->kind != ExprKind::kVar || fixed.count(x.get())); });
       if (over_fixed) {
         produced_here = sched::AndPredicate(produced_here, c);
         continue;
       }
-      if (!ranges) ranges = sched::LoopRanges(s.func);
-      if (!KeepsWritesInBounds(*w, c, fixed, *ranges)) {
-        Fail(p, where + ": producer '" + w->name + "' writes only where " + PrintExpr(c) +
-                    ", so one iteration writes less than its region");
+      switch (EffectOf(*w, c, fixed, ranges)) {
+        case ConditionEffect::kNone: break;
+        case ConditionEffect::kWhetherAny: {
+          // Over the loop too, it may leave whole iterations without a
+          // write (the last steps of a padded reduction split around the
+          // loop): the block takes where some inner iteration writes.
+          bool over_inner_only = true;
+          VisitExpr(c, [&](const Expr& x) { over_inner_only = over_inner_only && !fixed.count(x.get()); });
+          if (over_inner_only) break;
+          std::optional<Expr> some = HoldsForSome(c, fixed, ranges);
+          if (!some) {
+            Fail(p, where + ": producer '" + w->name + "' writes only where " + PrintExpr(c) +
+                        ", and which iterations of the loop write cannot be told");
+          }
+          produced_here = sched::AndPredicate(produced_here, *some);
+          break;
+        }
+        case ConditionEffect::kNarrows:
+          Fail(p, where + ": producer '" + w->name + "' writes only where " + PrintExpr(c) +
+                      ", so one iteration writes less than its region");
       }
     }
   }

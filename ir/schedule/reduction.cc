@@ -29,16 +29,6 @@ LoopUse UseOf(const BlockNode& b, const ForNode& loop) {
   return u;
 }
 
-std::vector<Expr> Conjuncts(const Expr& e) {
-  if (!e) return {};
-  if (e->kind == ExprKind::kAnd) {
-    std::vector<Expr> a = Conjuncts(e->operands[0]), b = Conjuncts(e->operands[1]);
-    a.insert(a.end(), b.begin(), b.end());
-    return a;
-  }
-  return {e};
-}
-
 }  // namespace
 
 BlockRV Schedule::DecomposeReduction(BlockRV block_rv, LoopRV loop_rv) {

@@ -228,6 +228,29 @@ i, j, ka, kb = sch.get_loops(rf)
                 "T_matmul_NT_rf along the reduction over vk_1");
 }
 
+// Rows split 2 x 4 and visited i_1 outer: one iteration of i_1 writes rows
+// i_1 and i_1 + 4. A write-back moved there would copy rows i_1 to i_1 + 4,
+// three of them not yet summed (with the loop parallel, or the buffer kept
+// per iteration by lowering, never): refused. Under i_0, one row each.
+TEST(BlockMotionTest, ReverseComputeAtRefusesARegionWithGaps) {
+  PrimFunc f = BuildWorkload("reduce_sum:M=8,N=10").func;
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+b0 = sch.get_block("A_red")
+i, k = sch.get_loops(b0)
+i0, i1 = sch.split(i, factors=[2, 4])
+sch.reorder(i1, i0, k)
+)");
+  BlockRV wb = sch.CacheWrite(sch.GetBlock("A_red"), 0, "global");
+  std::vector<LoopRV> loops = sch.GetLoops(sch.GetBlock("A_red"));
+  ExpectRefused(sch, [&] { sch.ReverseComputeAt(wb, loops[0], true); },
+                "reverse_compute_at: block 'A_red_global' at loop i_1: one iteration does not write all of the "
+                "region of A_red_global it touches (a stride or a gap), so the block would read elements other "
+                "iterations write");
+  sch.ReverseComputeAt(wb, loops[1], true);
+  EXPECT_SAME_RESULT(f, sch);
+}
+
 // After pad_einsum, inlining the copy back to the real shape leaves the
 // padded block writing B, whose 8 rows are fewer than the block's 9: its
 // domain narrows to 8. Moving the block builds its loops anew from the
