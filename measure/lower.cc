@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "ir/error.h"
+#include "ir/region.h"
 #include "ir/simplify.h"
 
 namespace tunedb::measure {
@@ -146,7 +147,13 @@ Stmt RemoveBlocks(const Stmt& s, const VarRanges& ranges) {
 //  (a) every block that accumulates into X (an init, or a read of its own
 //      output) has all its reduction loops inside L, so a whole reduction
 //      happens within one iteration;
-//  (b) within one iteration, what is read of X lies inside what is written.
+//  (b) within one iteration, what is read of X lies inside what is written;
+//  (c) in an iteration where a block that reads X runs, the blocks that
+//      write X write: a writer's predicate over L and the loops around it
+//      (a split's `j_0 * 5 + j_1 < 12`, held at j_0 = 2 while j_1 runs)
+//      may skip whole iterations, whose readers would find nothing in a
+//      buffer allocated anew (in the program as scheduled they read what
+//      an earlier iteration left, which the blocks may rely on).
 // The plan is made on the blocked program, where iteration kinds are known,
 // and applied after the blocks are gone.
 struct CompactionPlan {
@@ -204,8 +211,10 @@ struct LoopPath {
 };
 
 struct BlockAccess {
+  const BlockNode* block;
   const LoopPath* path;
-  std::vector<AffineIndex> indices;  // over loop variables
+  std::vector<Expr> exprs;           // the indices over loop variables
+  std::vector<AffineIndex> indices;  // the same, analysed
   bool is_write;
 };
 
@@ -277,20 +286,15 @@ std::optional<Span> Union(const std::vector<Span>& spans) {
 bool CoversBox(const BlockAccess& a, std::size_t depth, const VarRanges& ranges) {
   std::set<const ExprNode*> used;
   for (const AffineIndex& index : a.indices) {
-    std::vector<std::pair<std::int64_t, std::int64_t>> terms;  // |coefficient|, extent
+    std::vector<Step> steps;
     for (const IndexTerm& t : index.terms) {
       bool free = false;
       for (const ExprNode* v : t.vars) free = free || IsFree(a, v, depth);
       if (!free) continue;
       if (t.atom->kind != ExprKind::kVar || !used.insert(t.atom.get()).second) return false;
-      terms.emplace_back(t.coeff < 0 ? -t.coeff : t.coeff, ranges.at(t.atom.get()));
+      steps.push_back({t.coeff < 0 ? -t.coeff : t.coeff, ranges.at(t.atom.get())});
     }
-    std::sort(terms.begin(), terms.end());
-    std::int64_t reach = 0;  // values 0..reach are covered so far
-    for (const auto& [c, extent] : terms) {
-      if (c > reach + 1) return false;
-      reach += c * (extent - 1);
-    }
+    if (!LeavesNoGap(std::move(steps))) return false;
   }
   return true;
 }
@@ -378,6 +382,53 @@ std::vector<std::size_t> VectorFriendlyOrder(const std::vector<BlockAccess>& acc
   return order;
 }
 
+// Condition (c) for the loops `held` (L and those around it): every
+// writer's condition on the held loops (where some iteration of the others
+// satisfies its predicate) is also each reader's. Compared as written,
+// after simplification: a reader that reverse_compute_at put under a
+// writer's loop carries the writer's condition (see block_motion.cc).
+bool ReadersRunWhereWritersWrite(const std::vector<BlockAccess>& accesses, const Buffer& buffer,
+                                 const std::set<const ExprNode*>& held, const VarRanges& ranges) {
+  // The held part of each conjunct of a block's predicate that depends on
+  // the held loops; false when one cannot be told. `written`: the block's
+  // write, whose conditions that only keep it inside the buffer are left
+  // out (a padded input's copy writes the rows inside the input, and its
+  // readers read no others).
+  auto held_conditions = [&](const BlockNode& b, const BlockAccess* written, std::vector<Expr>& out) {
+    for (const Expr& c : Conjuncts(b.predicate)) {
+      bool depends = false;
+      for (const ExprNode* v : held) depends = depends || UsesVar(c, v);
+      if (!depends) continue;
+      bool in_bounds = false;
+      for (std::size_t d = 0; written && d < written->exprs.size(); ++d) {
+        in_bounds = in_bounds || HoldsInBounds(c, written->exprs[d], buffer->shape[d], ranges);
+      }
+      if (in_bounds) continue;
+      std::optional<Expr> h = HoldsForSome(c, held, ranges);
+      if (!h) return false;
+      std::int64_t value = 0;
+      if (!AsConstInt(*h, &value) || value == 0) out.push_back(*h);
+    }
+    return true;
+  };
+  std::vector<Expr> required;
+  for (const BlockAccess& a : accesses) {
+    if (a.is_write && a.block->predicate && !held_conditions(*a.block, &a, required)) return false;
+  }
+  if (required.empty()) return true;
+  for (const BlockAccess& a : accesses) {
+    if (a.is_write) continue;
+    std::vector<Expr> has;
+    if (!held_conditions(*a.block, nullptr, has)) return false;
+    for (const Expr& r : required) {
+      bool found = false;
+      for (const Expr& h : has) found = found || ExprEqual(h, r);
+      if (!found) return false;
+    }
+  }
+  return true;
+}
+
 std::vector<CompactionPlan> PlanCompaction(const PrimFunc& f, const VarRanges& ranges) {
   const auto& root = static_cast<const BlockNode&>(*f.body);
   std::vector<std::pair<BlockNode*, std::vector<ForNode*>>> blocks;
@@ -401,8 +452,11 @@ std::vector<CompactionPlan> PlanCompaction(const PrimFunc& f, const VarRanges& r
     for (std::size_t b = 0; b < blocks.size(); ++b) {
       BlockNode* block = blocks[b].first;
       auto add = [&](const std::vector<Expr>& indices, bool is_write) {
-        BlockAccess a{&paths[b], {}, is_write};
-        for (const Expr& i : indices) a.indices.push_back(Analyze(Substitute(i, to_loops[b]), ranges));
+        BlockAccess a{block, &paths[b], {}, {}, is_write};
+        for (const Expr& i : indices) {
+          a.exprs.push_back(Substitute(i, to_loops[b]));
+          a.indices.push_back(Analyze(a.exprs.back(), ranges));
+        }
         accesses.push_back(std::move(a));
       };
       bool writes = false, reads = false;
@@ -448,6 +502,11 @@ std::vector<CompactionPlan> PlanCompaction(const PrimFunc& f, const VarRanges& r
       bool ok = true;
       for (std::size_t k = 0; k < depth && ok; ++k) ok = !accumulation_loops.count(first[k]->loop_var.get());
       for (const BlockAccess& a : accesses) ok = ok && (!a.is_write || CoversBox(a, depth, ranges));
+      if (ok) {
+        std::set<const ExprNode*> held;
+        for (std::size_t k = 0; k < depth; ++k) held.insert(first[k]->loop_var.get());
+        ok = ReadersRunWhereWritersWrite(accesses, buf, held, ranges);
+      }
       if (!ok) continue;
       CompactionPlan plan{buf, first[depth - 1], {}, {}, {}};
       std::int64_t elements = 1;
