@@ -6,6 +6,7 @@
 #include "ir/printer.h"
 #include "ir/schedule/schedule.h"
 #include "ir/schedule/script.h"
+#include "ir/workload_lang.h"
 #include "ir/workloads.h"
 #include "tests/ir/schedule/random_scheduler.h"
 #include "tests/ir/schedule/schedule_test_util.h"
@@ -179,6 +180,35 @@ sch.reverse_compute_at(wb, f1, preserve_unit_loops=True)
 wb2 = sch.cache_write(wb, 0, "local")
 sch.reverse_compute_at(wb2, f0, preserve_unit_loops=True)
 )");
+  for (std::uint64_t seed : {1, 2}) EXPECT_EQ(LoweringKeepsTheResult(f, sch.func(), seed), "") << seed;
+}
+
+// The row maximum M is recomputed in every step of E's split loop, and
+// rfactor leaves the split's condition on the partial maxima M_rf alone:
+// in the last three steps (j_0 * 5 + j_1 >= 12) M_rf is not written, while
+// the write-back still reads it and stores M, an output. M_rf must then
+// keep the values of step 11, so it is allocated around j_1, not in it.
+TEST(LowerTest, NoFreshBufferWhereItsWriterSkipsAStepItsReaderTakes) {
+  PrimFunc f = ParseWorkloadText(R"(
+input A: f32[4, 12]
+M[i] = max(k in 12) A[i, k]
+E[i, j] = A[i, j] - M[i]
+output E, M
+)");
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+e = sch.get_block("E")
+i, j = sch.get_loops(e)
+m = sch.get_block("M")
+sch.compute_at(m, j)
+j0, j1 = sch.split(j, factors=[None, 5])
+l0, l1, l2, k = sch.get_loops(m)
+sch.rfactor(k, factor_axis=0)
+)");
+  std::string text = PrintProgram(Lower(sch.func()));
+  std::size_t alloc = text.find("M_rf = T.alloc_buffer((12,))"), inner = text.find("for j_1 in");
+  ASSERT_NE(alloc, std::string::npos) << text;
+  EXPECT_LT(alloc, inner) << text;
   for (std::uint64_t seed : {1, 2}) EXPECT_EQ(LoweringKeepsTheResult(f, sch.func(), seed), "") << seed;
 }
 
