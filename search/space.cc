@@ -100,19 +100,20 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
       // cache first) and after: dense_bias_relu 128 x 784 x 128 38.0 ->
       // 201.7 GFLOP/s, matmul 1024 179.9 -> 208.7, matmul 127 x 129 x 131
       // 57.5 -> 91.3 (bench/RESULTS.md, session 38).
-      std::vector<int> vector_operands, other_inputs;
+      std::vector<std::string> vector_operands, other_inputs;
       for (int input : ReusedInputs(node)) {
-        (IsVectorOperand(node, input) ? vector_operands : other_inputs).push_back(input);
+        const std::string& buffer = node.reads[static_cast<std::size_t>(input)].buffer->name;
+        (IsVectorOperand(node, input) ? vector_operands : other_inputs).push_back(buffer);
       }
       std::vector<TilingVariant> variants;
       for (int level : {2, 1}) {
-        for (int input : vector_operands) variants.push_back({level, input});
-        variants.push_back({level, -1});
+        for (const std::string& input : vector_operands) variants.push_back({level, input});
+        variants.push_back({level, ""});
       }
       for (int level : {2, 1}) {
-        for (int input : other_inputs) variants.push_back({level, input});
+        for (const std::string& input : other_inputs) variants.push_back({level, input});
       }
-      variants.push_back({0, -1});
+      variants.push_back({0, ""});
       // With padding, the variants with a write cache again on the padded
       // block (the accumulator's write-back is where the padding is cut
       // off), first: a cold search measures the first spaces' own register
@@ -129,7 +130,8 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
       // packing most of what the block reads.
       const auto [lanes_loop, lanes_input] = BatchLanesLoop(node, options);
       if (lanes_loop >= 0) {
-        variants.insert(variants.begin(), {{1, lanes_input, false, lanes_loop}, {2, lanes_input, false, lanes_loop}});
+        const std::string& input = node.reads[static_cast<std::size_t>(lanes_input)].buffer->name;
+        variants.insert(variants.begin(), {{1, input, false, lanes_loop}, {2, input, false, lanes_loop}});
       }
       // A matrix-vector product's vector rfactor (-1) goes first too, after
       // them, for the same reason.

@@ -40,6 +40,16 @@ void CopyInBlocks(Schedule& sch, BlockRV copy) {
   sch.Unroll(c[1]);
 }
 
+// The index among b's reads of `input`, or of pad_einsum's padded copy of
+// it; a ScheduleError when b reads neither.
+std::size_t PackedRead(const BlockNode& b, const std::string& input) {
+  for (std::size_t i = 0; i < b.reads.size(); ++i) {
+    const std::string& name = b.reads[i].buffer->name;
+    if (name == input || name == input + "_pad") return i;
+  }
+  throw ScheduleError("multi-level tiling: block " + b.name + " does not read " + input);
+}
+
 }  // namespace
 
 bool IsVectorOperand(const BlockNode& b, int read) {
@@ -156,9 +166,10 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
   for (LoopRV l : loops) extents.push_back(sch.Get(l).extent);
   std::vector<bool> packed_moves(loops.size(), false);
   bool packing_transposes = false;
-  if (variant.read_cache >= 0) {
+  const bool packs = !variant.read_cache.empty();
+  if (packs) {
     const BlockNode& node = sch.Get(b);
-    const ir::BufferRegion& read = node.reads.at(static_cast<std::size_t>(variant.read_cache));
+    const ir::BufferRegion& read = node.reads[PackedRead(node, variant.read_cache)];
     for (std::size_t i = 0; i < loops.size(); ++i) {
       packed_moves[i] = ReadMovesWith(node, read, sch.Get(loops[i]).loop_var.get());
     }
@@ -202,7 +213,7 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
     std::rotate(inner.begin() + static_cast<std::ptrdiff_t>(at), inner.begin() + static_cast<std::ptrdiff_t>(at) + 1,
                 inner.end());
   }
-  if (variant.read_cache >= 0 && outer_moving == 0) {
+  if (packs && outer_moving == 0) {
     throw ScheduleError("multi-level tiling: the packed input of " + name + " moves with no outer loop");
   }
   std::vector<LoopRV> order;
@@ -213,8 +224,9 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
   if (at_level.empty()) throw ScheduleError("multi-level tiling: no spatial loop to put the write cache under");
   BlockRV cache = sch.CacheWrite(b, 0, "local");
   sch.ReverseComputeAt(cache, at_level.back(), /*preserve_unit_loops=*/true);
-  if (variant.read_cache >= 0) {
-    BlockRV packed = sch.CacheRead(b, variant.read_cache, "global");
+  if (packs) {
+    int read = static_cast<int>(PackedRead(sch.Get(b), variant.read_cache));
+    BlockRV packed = sch.CacheRead(b, read, "global");
     // With the lanes along the batch, the packed input is the small one: it
     // is copied whole, once, in a parallel loop of its own before the
     // product's. (Under the batch's outer tile, often one iteration, that

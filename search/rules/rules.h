@@ -48,7 +48,11 @@ bool IsVectorOperand(const BlockNode& b, int read);
 // One variant of the tiling rule.
 struct TilingVariant {
   int write_cache_level = 0;  // 0: none; 1 or 2: a local accumulator at that level
-  int read_cache = -1;        // read buffer index packed per outer tile, or -1
+  // The input packed per outer tile, by its buffer's name (or "" for none):
+  // an index among the block's reads would not survive pad_einsum, whose
+  // recomputed reads merge identical ones, or another start of the space
+  // where a producer was inlined into the block.
+  std::string read_cache;
   bool padded = false;        // pad_einsum first (RegisterBlockPadding)
   int vector_loop = -1;       // the loop to vectorize, -1: the last spatial one (BatchLanesLoop)
 };

@@ -492,6 +492,10 @@ const char* kSmallWrittenWorkloads[] = {
     "input X: f32[20, 12]\nY[i, j] = X[j, i]\n",                            // blocks of 4
     "input X: f32[2, 32, 48]\nY[b, i, j] = X[b, j, i] * 0.5\n",               // of 16, not a plain copy
     "input X: f32[2, 8, 3, 5]\nY[n, h, w, c] = X[n, c, h, w]\n",              // NCHW -> NHWC, no common block
+    // Y[k % 16] is two reads of the block, which padding merges into one:
+    // a packed variant that named its input by its index among the reads
+    // asked for a third read that was gone.
+    "input X: f32[17, 14]\ninput Y: f32[16]\nS[i] = sum(k in 16) X[i, k % 14] + Y[k % 16] - Y[k % 16] * 0.5\n",
 };
 
 TEST(DesignSpace, SamplesOfWrittenWorkloadsMatchTheInterpreter) {
