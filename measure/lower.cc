@@ -542,7 +542,13 @@ std::vector<CompactionPlan> PlanCompaction(const PrimFunc& f, const VarRanges& r
         elements *= plan.shape.back();
       }
       if (!ok) continue;
-      if (elements < buf->NumElements()) {
+      // Inside a parallel loop the buffer moves in even when it shrinks
+      // nowhere: allocated at the root, it would be one buffer that every
+      // thread writes at once (a reduction recomputed in each iteration of
+      // the parallel loop, its init racing another thread's sums).
+      bool in_parallel = false;
+      for (std::size_t k = 0; k < depth; ++k) in_parallel = in_parallel || first[k]->for_kind == ForKind::kParallel;
+      if (elements < buf->NumElements() || in_parallel) {
         plan.order = VectorFriendlyOrder(accesses, rank);
         plans.push_back(plan);
       }
@@ -712,6 +718,43 @@ Stmt SimplifyStmt(const Stmt& s, const VarRanges& ranges) {
 
 }  // namespace
 
+// A parallel loop whose iterations all store to the same elements of a
+// buffer they share runs serially instead: the threads would race on
+// them. The buffer is shared unless compaction allocates it inside the
+// loop, which it does wherever each iteration writes what it reads (so
+// this is left for stores that no iteration can own, such as an output
+// written again in every iteration).
+void SerializeRacingParallelLoops(const PrimFunc& f, const std::vector<CompactionPlan>& plans) {
+  const auto& root = static_cast<const BlockNode&>(*f.body);
+  std::vector<std::pair<BlockNode*, std::vector<ForNode*>>> blocks;
+  std::vector<ForNode*> loops;
+  CollectLeafBlocks(root.body, loops, &blocks);
+  std::unordered_map<const BufferNode*, const ForNode*> allocated_in;
+  for (const CompactionPlan& plan : plans) allocated_in[plan.from.get()] = plan.loop;
+  for (const auto& [block, path] : blocks) {
+    VarMap to_loops;
+    for (std::size_t k = 0; k < block->iter_vars.size(); ++k) to_loops[block->iter_vars[k].var.get()] = block->bindings[k];
+    for (const Stmt* part : {&block->init, &block->body}) {
+      VisitStmt(*part, [&](const Stmt& st) {
+        if (st->kind != StmtKind::kStore) return;
+        const auto& store = static_cast<const StoreNode&>(*st);
+        // Each iteration of the loops down to the one the buffer is
+        // allocated in has its own; the loops inside that one share it.
+        auto scope = allocated_in.find(store.buffer.get());
+        bool shared = scope == allocated_in.end() || scope->second == nullptr;
+        for (ForNode* loop : path) {
+          if (shared && loop->for_kind == ForKind::kParallel && loop->extent > 1) {
+            bool moves = false;
+            for (const Expr& index : store.indices) moves = moves || UsesVar(Substitute(index, to_loops), loop->loop_var.get());
+            if (!moves) loop->for_kind = ForKind::kSerial;
+          }
+          shared = shared || loop == scope->second;
+        }
+      });
+    }
+  }
+}
+
 ir::PrimFunc Lower(const ir::PrimFunc& func) {
   PrimFunc f = CloneWithoutRegions(func);  // blocks are removed below; their regions are never read
   VarRanges ranges;
@@ -720,6 +763,7 @@ ir::PrimFunc Lower(const ir::PrimFunc& func) {
   });
   ApplyUnrollPragmas(f.body);
   std::vector<CompactionPlan> plans = PlanCompaction(f, ranges);
+  SerializeRacingParallelLoops(f, plans);
   f.body = RemoveBlocks(f.body, ranges);
   Rebindings compacted = ApplyCompaction(f, plans);
   FlattenBuffers(f, compacted, ranges);

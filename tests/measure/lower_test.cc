@@ -212,6 +212,53 @@ sch.rfactor(k, factor_axis=0)
   for (std::uint64_t seed : {1, 2}) EXPECT_EQ(LoweringKeepsTheResult(f, sch.func(), seed), "") << seed;
 }
 
+// S is recomputed whole in each iteration of the parallel loop a: it
+// shrinks nowhere, but allocated at the root it would be one buffer that
+// every thread zeroes and sums into at once. Found by a design-space hunt
+// over written workloads, as a wrong result now and then.
+TEST(LowerTest, ABufferEachParallelIterationWritesWholeIsItsOwn) {
+  PrimFunc f = ParseWorkloadText("input X: f32[6, 5]\nS[i in 6] = sum(k in 5) X[i, k]\nT[a in 4, c in 6] = S[c] * 2.0\n");
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+t = sch.get_block("T")
+a, c = sch.get_loops(t)
+s = sch.get_block("S")
+sch.compute_at(s, a)
+l0, i, k = sch.get_loops(s)
+sch.decompose_reduction(s, k)
+sch.parallel(a)
+)");
+  std::string text = PrintProgram(Lower(sch.func()));
+  std::size_t loop = text.find("for a in T.parallel(4):"), alloc = text.find("S = T.alloc_buffer((6,))");
+  ASSERT_NE(loop, std::string::npos) << text;
+  EXPECT_LT(loop, alloc) << text;
+  EXPECT_EQ(LoweringKeepsTheResult(f, sch.func(), 1), "");
+}
+
+// Every iteration of j stores the row maximum M[i], an output, which no
+// iteration can have to itself: j runs serially.
+TEST(LowerTest, AParallelLoopWhoseIterationsStoreTheSameOutputRunsSerially) {
+  PrimFunc f = ParseWorkloadText(R"(
+input A: f32[4, 12]
+M[i] = max(k in 12) A[i, k]
+E[i, j] = A[i, j] - M[i]
+output E, M
+)");
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+e = sch.get_block("E")
+i, j = sch.get_loops(e)
+m = sch.get_block("M")
+sch.compute_at(m, j)
+l0, l1, k = sch.get_loops(m)
+sch.decompose_reduction(m, k)
+sch.parallel(j)
+)");
+  std::string text = PrintProgram(Lower(sch.func()));
+  EXPECT_EQ(text.find("T.parallel"), std::string::npos) << text;
+  EXPECT_EQ(LoweringKeepsTheResult(f, sch.func(), 1), "");
+}
+
 TEST(LowerTest, RandomSchedulesOfEveryWorkload) {
   const char* specs[] = {"matmul:M=12,N=10,K=8", "dense_bias_relu:B=6,IN=10,OUT=4",
                          "conv2d_nhwc:N=1,H=6,W=5,CI=3,CO=4,KH=3,KW=3,stride=1,pad=1",
