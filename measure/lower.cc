@@ -744,8 +744,16 @@ void SerializeRacingParallelLoops(const PrimFunc& f, const std::vector<Compactio
         bool shared = scope == allocated_in.end() || scope->second == nullptr;
         for (ForNode* loop : path) {
           if (shared && loop->for_kind == ForKind::kParallel && loop->extent > 1) {
+            // Whether an index uses the loop, directly or through a binding.
             bool moves = false;
-            for (const Expr& index : store.indices) moves = moves || UsesVar(Substitute(index, to_loops), loop->loop_var.get());
+            for (const Expr& index : store.indices) {
+              VisitExpr(index, [&](const Expr& x) {
+                if (x->kind != ExprKind::kVar) return;
+                auto bound = to_loops.find(x.get());
+                moves = moves || x.get() == loop->loop_var.get() ||
+                        (bound != to_loops.end() && UsesVar(bound->second, loop->loop_var.get()));
+              });
+            }
             if (!moves) loop->for_kind = ForKind::kSerial;
           }
           shared = shared || loop == scope->second;
