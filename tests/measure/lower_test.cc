@@ -183,24 +183,30 @@ sch.reverse_compute_at(wb2, f0, preserve_unit_loops=True)
   for (std::uint64_t seed : {1, 2}) EXPECT_EQ(LoweringKeepsTheResult(f, sch.func(), seed), "") << seed;
 }
 
+// The row maximum of A, an output itself and read by E, and the schedule
+// that computes it again for every column j of E.
+constexpr const char* kRowMaximumKeptAsAnOutput = R"(
+input A: f32[4, 12]
+M[i] = max(k in 12) A[i, k]
+E[i, j] = A[i, j] - M[i]
+output E, M
+)";
+constexpr const char* kRowMaximumComputedPerColumn = R"(
+e = sch.get_block("E")
+i, j = sch.get_loops(e)
+m = sch.get_block("M")
+sch.compute_at(m, j)
+)";
+
 // The row maximum M is recomputed in every step of E's split loop, and
 // rfactor leaves the split's condition on the partial maxima M_rf alone:
 // in the last three steps (j_0 * 5 + j_1 >= 12) M_rf is not written, while
 // the write-back still reads it and stores M, an output. M_rf must then
 // keep the values of step 11, so it is allocated around j_1, not in it.
 TEST(LowerTest, NoFreshBufferWhereItsWriterSkipsAStepItsReaderTakes) {
-  PrimFunc f = ParseWorkloadText(R"(
-input A: f32[4, 12]
-M[i] = max(k in 12) A[i, k]
-E[i, j] = A[i, j] - M[i]
-output E, M
-)");
+  PrimFunc f = ParseWorkloadText(kRowMaximumKeptAsAnOutput);
   Schedule sch(f, 0);
-  RunScheduleScript(sch, R"(
-e = sch.get_block("E")
-i, j = sch.get_loops(e)
-m = sch.get_block("M")
-sch.compute_at(m, j)
+  RunScheduleScript(sch, std::string(kRowMaximumComputedPerColumn) + R"(
 j0, j1 = sch.split(j, factors=[None, 5])
 l0, l1, l2, k = sch.get_loops(m)
 sch.rfactor(k, factor_axis=0)
@@ -238,18 +244,9 @@ sch.parallel(a)
 // Every iteration of j stores the row maximum M[i], an output, which no
 // iteration can have to itself: j runs serially.
 TEST(LowerTest, AParallelLoopWhoseIterationsStoreTheSameOutputRunsSerially) {
-  PrimFunc f = ParseWorkloadText(R"(
-input A: f32[4, 12]
-M[i] = max(k in 12) A[i, k]
-E[i, j] = A[i, j] - M[i]
-output E, M
-)");
+  PrimFunc f = ParseWorkloadText(kRowMaximumKeptAsAnOutput);
   Schedule sch(f, 0);
-  RunScheduleScript(sch, R"(
-e = sch.get_block("E")
-i, j = sch.get_loops(e)
-m = sch.get_block("M")
-sch.compute_at(m, j)
+  RunScheduleScript(sch, std::string(kRowMaximumComputedPerColumn) + R"(
 l0, l1, k = sch.get_loops(m)
 sch.decompose_reduction(m, k)
 sch.parallel(j)
