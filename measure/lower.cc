@@ -429,11 +429,18 @@ bool ReadersRunWhereWritersWrite(const std::vector<BlockAccess>& accesses, const
   return true;
 }
 
-std::vector<CompactionPlan> PlanCompaction(const PrimFunc& f, const VarRanges& ranges) {
-  const auto& root = static_cast<const BlockNode&>(*f.body);
-  std::vector<std::pair<BlockNode*, std::vector<ForNode*>>> blocks;
+// Each computation block with the loops around it, outermost first.
+using LeafBlocks = std::vector<std::pair<BlockNode*, std::vector<ForNode*>>>;
+
+LeafBlocks LeafBlocksOf(const PrimFunc& f) {
+  LeafBlocks blocks;
   std::vector<ForNode*> loops;
-  CollectLeafBlocks(root.body, loops, &blocks);
+  CollectLeafBlocks(static_cast<const BlockNode&>(*f.body).body, loops, &blocks);
+  return blocks;
+}
+
+std::vector<CompactionPlan> PlanCompaction(const PrimFunc& f, const LeafBlocks& blocks, const VarRanges& ranges) {
+  const auto& root = static_cast<const BlockNode&>(*f.body);
   std::vector<LoopPath> paths(blocks.size());
   for (std::size_t b = 0; b < blocks.size(); ++b) {
     paths[b].loops = blocks[b].second;
@@ -716,19 +723,13 @@ Stmt SimplifyStmt(const Stmt& s, const VarRanges& ranges) {
   return s;
 }
 
-}  // namespace
-
 // A parallel loop whose iterations all store to the same elements of a
 // buffer they share runs serially instead: the threads would race on
 // them. The buffer is shared unless compaction allocates it inside the
 // loop, which it does wherever each iteration writes what it reads (so
 // this is left for stores that no iteration can own, such as an output
 // written again in every iteration).
-void SerializeRacingParallelLoops(const PrimFunc& f, const std::vector<CompactionPlan>& plans) {
-  const auto& root = static_cast<const BlockNode&>(*f.body);
-  std::vector<std::pair<BlockNode*, std::vector<ForNode*>>> blocks;
-  std::vector<ForNode*> loops;
-  CollectLeafBlocks(root.body, loops, &blocks);
+void SerializeRacingParallelLoops(const LeafBlocks& blocks, const std::vector<CompactionPlan>& plans) {
   std::unordered_map<const BufferNode*, const ForNode*> allocated_in;
   for (const CompactionPlan& plan : plans) allocated_in[plan.from.get()] = plan.loop;
   for (const auto& [block, path] : blocks) {
@@ -763,6 +764,8 @@ void SerializeRacingParallelLoops(const PrimFunc& f, const std::vector<Compactio
   }
 }
 
+}  // namespace
+
 ir::PrimFunc Lower(const ir::PrimFunc& func) {
   PrimFunc f = CloneWithoutRegions(func);  // blocks are removed below; their regions are never read
   VarRanges ranges;
@@ -770,8 +773,9 @@ ir::PrimFunc Lower(const ir::PrimFunc& func) {
     if (s->kind == StmtKind::kFor) ranges[static_cast<ForNode&>(*s).loop_var.get()] = static_cast<ForNode&>(*s).extent;
   });
   ApplyUnrollPragmas(f.body);
-  std::vector<CompactionPlan> plans = PlanCompaction(f, ranges);
-  SerializeRacingParallelLoops(f, plans);
+  const LeafBlocks blocks = LeafBlocksOf(f);
+  std::vector<CompactionPlan> plans = PlanCompaction(f, blocks, ranges);
+  SerializeRacingParallelLoops(blocks, plans);
   f.body = RemoveBlocks(f.body, ranges);
   Rebindings compacted = ApplyCompaction(f, plans);
   FlattenBuffers(f, compacted, ranges);

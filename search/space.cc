@@ -100,10 +100,10 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
       // cache first) and after: dense_bias_relu 128 x 784 x 128 38.0 ->
       // 201.7 GFLOP/s, matmul 1024 179.9 -> 208.7, matmul 127 x 129 x 131
       // 57.5 -> 91.3 (bench/RESULTS.md, session 38).
+      auto name_of = [&](int read) { return node.reads[static_cast<std::size_t>(read)].buffer->name; };
       std::vector<std::string> vector_operands, other_inputs;
       for (int input : ReusedInputs(node)) {
-        const std::string& buffer = node.reads[static_cast<std::size_t>(input)].buffer->name;
-        (IsVectorOperand(node, input) ? vector_operands : other_inputs).push_back(buffer);
+        (IsVectorOperand(node, input) ? vector_operands : other_inputs).push_back(name_of(input));
       }
       std::vector<TilingVariant> variants;
       for (int level : {2, 1}) {
@@ -130,7 +130,7 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
       // packing most of what the block reads.
       const auto [lanes_loop, lanes_input] = BatchLanesLoop(node, options);
       if (lanes_loop >= 0) {
-        const std::string& input = node.reads[static_cast<std::size_t>(lanes_input)].buffer->name;
+        const std::string input = name_of(lanes_input);
         variants.insert(variants.begin(), {{1, input, false, lanes_loop}, {2, input, false, lanes_loop}});
       }
       // A matrix-vector product's vector rfactor (-1) goes first too, after
