@@ -138,11 +138,15 @@ void RunTune(const TuneCliOptions& o) {
   auto observer = [&](const search::TuneEvent& e, const std::vector<search::TaskStatus>& tasks) {
     switch (e.kind) {
       case search::TuneEvent::kSetup: {
-        int history = 0;
-        for (const auto& t : tasks) history += t.history;
+        int history = 0, transferred = 0;
+        for (const auto& t : tasks) {
+          history += t.history;
+          transferred += t.transferred;
+        }
         fmt::print("tuning {} workload(s) for {} trials: {} search, target \"{}\"\n", tasks.size(), e.trials_total,
                    o.strategy, options.measure.target.ToString());
-        fmt::print("database {}: {} earlier records of these workloads on this target{}\n", o.db, history,
+        fmt::print("database {}: {} earlier records of these workloads on this target{}{}\n", o.db, history,
+                   transferred > 0 ? fmt::format("; {} designs from other shapes", transferred) : "",
                    e.trials_done > 0 ? fmt::format("; resuming a session with {} trials done", e.trials_done) : "");
         fmt::print("{}\n", e.message);
         std::fflush(stdout);

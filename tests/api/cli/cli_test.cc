@@ -365,6 +365,13 @@ TEST(CliTune, PrintsTheTableAndTheBestSchedule) {
   EXPECT_NE(r.out.find("(unscheduled program timed in an earlier session)"), std::string::npos) << r.out;
   stats = RunTunedb("db stats --db " + db);
   EXPECT_NE(stats.out.find("records:   17\n"), std::string::npos) << stats.out;
+  EXPECT_EQ(r.out.find("designs from other shapes"), std::string::npos) << r.out;
+  // Another shape of the same computation starts from this one's best.
+  r = RunTunedb("tune --workload matmul:M=24,N=32,K=32 --trials 4 --batch 4 --db " + db + kSmallTune);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("0 earlier records of these workloads on this target; 4 designs from other shapes\n"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(CliTune, BadOptionsAreOneLineErrors) {
