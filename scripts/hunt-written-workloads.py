@@ -193,11 +193,14 @@ def main():
             fields = task.split()
             if len(fields) < 4 or not fields[0].isdigit():
                 continue
-            records = subprocess.run([args.tunedb, 'db', 'records', '--db', db, '-w', fields[1], '--limit', '100000'],
-                                     capture_output=True, text=True).stdout.splitlines()[1:]
+            # By hash: the stats table shortens long workload names.
+            records = subprocess.run([args.tunedb, 'db', 'records', '--db', db, '--hash', fields[0], '--limit',
+                                      '100000'], capture_output=True, text=True).stdout.splitlines()[1:]
             for r in records:
                 statuses[r.split()[1]] = statuses.get(r.split()[1], 0) + 1
         bad = {s: n for s, n in statuses.items() if s not in ('ok', 'timeout')}
+        if not statuses:
+            bad = {'no records found': 0}  # a session that stored nothing checked nothing
         timeouts += statuses.get('timeout', 0)
         if tune.returncode != 0 or bad:
             failed += 1
