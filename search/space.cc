@@ -18,32 +18,7 @@ namespace tunedb::search {
 
 // The rules, and the names they use (search/rules/rules.h).
 using namespace rules;
-
-namespace {
-
-// Runs `rule` on a copy of each partial schedule; keeps the copies it
-// accepted. When it accepts none, the schedule goes on unchanged.
-template <typename Rule>
-std::vector<Schedule> Branch(const std::vector<Schedule>& partial, const std::vector<int>& variants, bool keep_original,
-                             Rule&& rule) {
-  std::vector<Schedule> out;
-  for (const Schedule& s : partial) {
-    std::size_t before = out.size();
-    if (keep_original) out.push_back(s);
-    for (int v : variants) {
-      Schedule copy = s;
-      try {
-        rule(copy, v);
-        out.push_back(std::move(copy));
-      } catch (const ScheduleError&) {
-      }
-    }
-    if (out.size() == before) out.push_back(s);
-  }
-  return out;
-}
-
-}  // namespace
+using internal::Branch;
 
 SpaceOptions SpaceOptionsFor(int cores, int vector_bits) {
   SpaceOptions o;
@@ -79,6 +54,7 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
   // among its consumer's (already tiled) loops.
   for (auto it = names.rbegin(); it != names.rend(); ++it) {
     const std::string& name = *it;
+    const std::string where = "block '" + name + "'";  // in a rule's bug report
     // Inlined (into its consumer's write-back, by an earlier rule), or kept
     // only in the start that keeps shared stages.
     auto holder = std::find_if(partial.begin(), partial.end(), [&](const Schedule& s) { return has_block(s, name); });
@@ -140,7 +116,7 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
       if (StreamedInput(node, options.accumulator_vectors) >= 0) {
         indices.insert(indices.begin() + (lanes_loop >= 0 ? 2 : 0), -1);
       }
-      partial = Branch(partial, indices, false, [&](Schedule& s, int v) {
+      partial = Branch(partial, indices, false, "multi-level tiling of " + where, [&](Schedule& s, int v) {
         if (v < 0) {
           MatrixVectorRFactor(s, name, options);
           return;
@@ -164,7 +140,7 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
       std::vector<int> variants;
       if (NeedsRFactor(node, options)) variants = {0, 1};
       if (NeedsVectorRFactor(node)) variants.push_back(2);
-      partial = Branch(partial, variants, true, [&](Schedule& s, int v) {
+      partial = Branch(partial, variants, true, "rfactor of " + where, [&](Schedule& s, int v) {
         if (v == 2) {
           // A row reduction streams its input as a matrix-vector product
           // does: its rows' partial sums go in registers the same way.
@@ -182,7 +158,7 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
     } else if (TransposedLoops(node).first >= 0 && IsParam(probe.func(), node.writes[0].buffer)) {
       // An output that transposes (an intermediate one is computed where
       // its consumer reads it, below, or inlined).
-      partial = Branch(partial, {0}, false, [&](Schedule& s, int) {
+      partial = Branch(partial, {0}, false, "transposes in blocks of " + where, [&](Schedule& s, int) {
         if (has_block(s, name)) TransposeInBlocks(s, name, options);
       });
     } else {

@@ -1,10 +1,14 @@
 // Small program queries shared by the schedule rules and the
-// postprocessors. Private to search/.
+// postprocessors, and the design space's branching on a rule's variants.
+// Private to search/.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "ir/schedule/error.h"
+#include "ir/schedule/schedule.h"
 #include "ir/schedule/trace.h"
 #include "ir/stmt.h"
 
@@ -33,6 +37,34 @@ inline std::vector<std::string> BlockNames(const ir::PrimFunc& func) {
     if (b != &func.root()) names.push_back(b->name);
   }
   return names;
+}
+
+// Runs `rule` on a copy of each partial schedule; keeps the copies it
+// accepted. When it accepts none, the schedule goes on unchanged. A
+// ScheduleError is the rule declining; any other exception is a bug in it,
+// which ends the design space with `what` (the rule and its block) in the
+// message rather than a bare "vector::_M_range_check".
+template <typename Rule>
+std::vector<ir::Schedule> Branch(const std::vector<ir::Schedule>& partial, const std::vector<int>& variants,
+                                 bool keep_original, const std::string& what, Rule&& rule) {
+  std::vector<ir::Schedule> out;
+  for (const ir::Schedule& s : partial) {
+    std::size_t before = out.size();
+    if (keep_original) out.push_back(s);
+    for (int v : variants) {
+      ir::Schedule copy = s;
+      try {
+        rule(copy, v);
+        out.push_back(std::move(copy));
+      } catch (const ir::ScheduleError&) {
+      } catch (const std::exception& e) {
+        throw std::logic_error("design space: " + what + ", variant " + std::to_string(v) + ": " + e.what() +
+                               " (a bug in tunedb's schedule rules)");
+      }
+    }
+    if (out.size() == before) out.push_back(s);
+  }
+  return out;
 }
 
 }  // namespace tunedb::search::internal

@@ -473,6 +473,36 @@ void ExpectSamplesMatchTheInterpreter(const ir::PrimFunc& workload) {
   EXPECT_GE(realized, 20);
 }
 
+// A rule declines a schedule with a ScheduleError, and the schedule goes
+// on as it was; anything else it raises is a bug, reported with the rule
+// and block it came from (session 41's std::out_of_range ended a tuning
+// session with nothing but "vector::_M_range_check").
+TEST(DesignSpace, ARuleThatDeclinesIsSkippedAndARuleThatBreaksIsNamed) {
+  ir::Workload w = ir::BuildWorkload("matmul:M=8,N=8,K=8");
+  std::vector<ir::Schedule> start{ir::Schedule(w.func, /*seed=*/0)};
+  auto decline_odd = [](ir::Schedule& s, int v) {
+    if (v % 2 == 1) throw ir::ScheduleError("variant does not apply");
+    s.Split(s.GetLoops(s.GetBlock("C"))[0], {std::monostate{}, std::int64_t{2 + v}});
+  };
+  std::vector<ir::Schedule> out = internal::Branch(start, {0, 1, 2}, false, "a test rule", decline_odd);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_NE(out[0].trace().AsScript().find("factors=[None, 2]"), std::string::npos) << out[0].trace().AsScript();
+  EXPECT_NE(out[1].trace().AsScript().find("factors=[None, 4]"), std::string::npos) << out[1].trace().AsScript();
+  out = internal::Branch(start, {1}, false, "a test rule", decline_odd);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_TRUE(out[0].trace().insts.empty());
+  try {
+    internal::Branch(start, {0, 7}, true, "tiling of block 'C'", [](ir::Schedule&, int v) {
+      if (v == 7) std::vector<int>{}.at(3);
+    });
+    FAIL() << "expected the rule's bug to end the design space";
+  } catch (const std::logic_error& e) {
+    std::string what = e.what();
+    EXPECT_EQ(what.rfind("design space: tiling of block 'C', variant 7: ", 0), 0u) << what;
+    EXPECT_NE(what.find("a bug in tunedb's schedule rules"), std::string::npos) << what;
+  }
+}
+
 TEST(DesignSpace, SamplesOfEveryWorkloadMatchTheInterpreter) {
   for (const char* spec : kSmallWorkloads) {
     SCOPED_TRACE(spec);
