@@ -503,10 +503,12 @@ void Schedule::ReverseComputeInline(BlockRV block_rv) {
       producer = writers[0];
     }
     if (!buf) Fail(p, "block '" + consumer->name + "' reads no intermediate buffer produced by another block");
+    // First: a reduction producer reads its own buffer, and would be
+    // reported as another reader of it.
+    StoreNode* pstore = CheckElementwise(*producer, p);
     if (ReadersOf(s.func, buf, consumer.get()).size() != 0) {
       Fail(p, "buffer " + buf->name + " is read by blocks other than '" + consumer->name + "'");
     }
-    StoreNode* pstore = CheckElementwise(*producer, p);
     std::vector<int> pdims = StoreDimsToIters(*producer, pstore->indices, p);
     std::vector<Access> loads = LoadsOf(consumer.get(), buf);
     std::vector<int> cdims = StoreDimsToIters(*consumer, loads[0].indices, p, "reads " + buf->name);

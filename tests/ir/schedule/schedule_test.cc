@@ -324,6 +324,9 @@ TEST(BlockMotionTest, Refusals) {
   ExpectRefused(sch, [&] { sch.ComputeInline(mm); }, "compute_inline: block 'T_matmul_NT' is a reduction");
   ExpectRefused(sch, [&] { sch.ComputeInline(relu); },
                 "compute_inline: block 'T_relu' writes the function output T_relu");
+  BlockRV add = sch.GetBlock("T_add");
+  ExpectRefused(sch, [&] { sch.ReverseComputeInline(add); },
+                "reverse_compute_inline: block 'T_matmul_NT' is a reduction");
   auto relu_loops = sch.GetLoops(relu);
   ExpectRefused(sch, [&] { sch.ComputeAt(mm, relu_loops[0]); },
                 "compute_at: block 'T_matmul_NT' at loop i: consumer 'T_add' is not under the loop");
