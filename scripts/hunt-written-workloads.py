@@ -21,6 +21,8 @@ import random
 import subprocess
 import sys
 
+from hunt_common import record_statuses, wrong
+
 
 def pointwise_chain(rng):
     """Stages over random extents whose indices wrap (`i % n`), reverse,
@@ -187,20 +189,8 @@ def main():
         tune = subprocess.run([args.tunedb, 'tune', '-w', path, '--trials', args.trials, '--db', db, '--strategy',
                                strategy, '--seed', str(seed), '--repeat', '1', '--min-repeat-ms', '1',
                                '--no-baseline'], capture_output=True, text=True)
-        statuses = {}
-        for task in subprocess.run([args.tunedb, 'db', 'stats', '--db', db], capture_output=True,
-                                   text=True).stdout.splitlines():
-            fields = task.split()
-            if len(fields) < 4 or not fields[0].isdigit():
-                continue
-            # By hash: the stats table shortens long workload names.
-            records = subprocess.run([args.tunedb, 'db', 'records', '--db', db, '--hash', fields[0], '--limit',
-                                      '100000'], capture_output=True, text=True).stdout.splitlines()[1:]
-            for r in records:
-                statuses[r.split()[1]] = statuses.get(r.split()[1], 0) + 1
-        bad = {s: n for s, n in statuses.items() if s not in ('ok', 'timeout')}
-        if not statuses:
-            bad = {'no records found': 0}  # a session that stored nothing checked nothing
+        statuses = record_statuses(args.tunedb, db)
+        bad = wrong(statuses)
         timeouts += statuses.get('timeout', 0)
         if tune.returncode != 0 or bad:
             failed += 1
