@@ -142,7 +142,8 @@ void Best(const DbOptions& o) {
   if (!best) {
     std::string targets;
     for (const std::string& t : d.Targets(hash)) targets += (targets.empty() ? "" : ", ") + t;
-    throw UsageError("no valid record for workload " + hash + " on target '" + target + "'" +
+    std::string named = o.workload.empty() ? "workload " + hash : o.workload + " (workload " + hash + ")";
+    throw UsageError("no valid record for " + named + " on target '" + target + "'" +
                      (targets.empty() ? std::string(" (the database has no record of this workload)")
                                       : " (targets with records: " + targets + ")"));
   }

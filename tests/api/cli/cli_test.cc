@@ -276,6 +276,11 @@ TEST(CliTest, DatabaseCommands) {
   r = RunTunedb("best --hash 77 --db " + db);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find("(targets with records: llvm -mcpu=x -num-cores=2)"), std::string::npos) << r.out;
+  // A workload given by name is named back, with its hash.
+  r = RunTunedb("best -w matmul:M=8,N=8,K=8 --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out.rfind("tunedb: error: no valid record for matmul:M=8,N=8,K=8 (workload ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("(the database has no record of this workload)"), std::string::npos) << r.out;
   std::ofstream(dir + "/database_tuning_record.json", std::ios::app) << "[0, [oops\n";
   r = RunTunedb("db import-tvm " + dir + " --db " + db);
   EXPECT_EQ(r.exit_code, 2);
