@@ -65,6 +65,18 @@ void InsertAtRoot(PrimFunc& f, const StmtNode* anchor, Stmt s, bool after) {
   sched::InsertAt(&root.body, pos, std::move(s));
 }
 
+// Another block in `block`'s root-level loop nest that writes `buffer`
+// (or reads it): a copy of the whole buffer beside that nest would run
+// before that writer (or after that reader), never between them.
+const BlockNode* SharingTheNest(const PrimFunc& f, const BlockNode& block, const BufferNode* buffer, bool writes) {
+  const StmtNode* top = sched::RootLevelStmt(f, &block);
+  for (const BlockNode* other : sched::LeafBlocks(f)) {
+    if (other == &block || sched::RootLevelStmt(f, other) != top) continue;
+    if ((writes ? sched::StoredBuffers(*other) : sched::LoadedBuffers(*other)).count(buffer)) return other;
+  }
+  return nullptr;
+}
+
 Buffer StageBuffer(const Buffer& of, const std::string& scope) {
   return MakeBuffer(of->name + "_" + scope, of->shape, of->dtype, scope);
 }
@@ -83,6 +95,11 @@ BlockRV Schedule::CacheRead(BlockRV block_rv, int read_buffer_index, const std::
                   " read region(s); read_buffer_index " + std::to_string(read_buffer_index) + " is out of range");
     }
     Buffer src = block->reads[read_buffer_index].buffer;
+    if (const BlockNode* producer = SharingTheNest(s.func, *block, src.get(), /*writes=*/true)) {
+      Fail(p, "block '" + producer->name + "' writes " + src->name + " in the loop nest of block '" + block->name +
+                  "', so a copy of the whole buffer beside that nest would run before it (stage the read before "
+                  "the compute_at)");
+    }
     Buffer cache = StageBuffer(src, storage_scope);
     auto copy = CopyBlock(s.func, src, cache, cache);
     for (const Stmt* part : {&block->init, &block->body}) {
@@ -115,6 +132,11 @@ BlockRV Schedule::CacheWrite(BlockRV block_rv, int write_buffer_index, const std
       if (other != block.get() && sched::StoredBuffers(*other).count(dst.get())) {
         Fail(p, "buffer " + dst->name + " is also written by block '" + other->name + "'");
       }
+    }
+    if (const BlockNode* reader = SharingTheNest(s.func, *block, dst.get(), /*writes=*/false)) {
+      Fail(p, "block '" + reader->name + "' reads " + dst->name + " in the loop nest of block '" + block->name +
+                  "', so a copy of the whole buffer beside that nest would run after it (stage the write before "
+                  "the compute_at)");
     }
     Buffer cache = StageBuffer(dst, storage_scope);
     for (const Stmt* part : {&block->init, &block->body}) {

@@ -364,6 +364,29 @@ TEST(CacheTest, CacheReadComputedAtATile) {
   EXPECT_SAME_RESULT(f, sch);
 }
 
+// The copies of cache_read and cache_write cover the whole buffer at the
+// root, beside the block they serve. When the buffer's producer (or, for a
+// write cache, a reader) shares that block's loop nest, the copy would run
+// before the producer or after the reader: refused, by name. Found by a
+// hunt of random user design spaces, where the program check caught it as
+// an "internal error".
+TEST(CacheTest, NoWholeBufferCopyAcrossAProducerOrReaderInTheSameNest) {
+  PrimFunc f = BuildWorkload("dense_bias_relu:B=8,IN=6,OUT=8").func;
+  Schedule sch(f, 0);
+  BlockRV add = sch.GetBlock("T_add"), mm = sch.GetBlock("T_matmul_NT");
+  sch.ComputeAt(mm, sch.GetLoops(add)[1]);
+  ExpectRefused(sch, [&] { sch.CacheRead(add, 0, "global"); },
+                "cache_read: block 'T_matmul_NT' writes T_matmul_NT in the loop nest of block 'T_add', so a copy of "
+                "the whole buffer beside that nest would run before it (stage the read before the compute_at)");
+  ExpectRefused(sch, [&] { sch.CacheWrite(mm, 0, "global"); },
+                "cache_write: block 'T_add' reads T_matmul_NT in the loop nest of block 'T_matmul_NT', so a copy "
+                "of the whole buffer beside that nest would run after it (stage the write before the compute_at)");
+  // Bias, produced outside the nest, is staged as before.
+  BlockRV bias = sch.CacheRead(add, 1, "global");
+  EXPECT_EQ(sch.Get(bias).name, "bias_global");
+  EXPECT_SAME_RESULT(f, sch);
+}
+
 // pad_einsum: 7 x 9 x 5 becomes 8 x 16 x 8, so that tiles of 4 rows, 16
 // columns and 4 reduction steps divide it; the result is unchanged, and the
 // instruction replays from its JSON and its script.
