@@ -187,6 +187,16 @@ void MoveUnder(Schedule::State& s, const std::shared_ptr<BlockNode>& block, ForN
   sched::InsertAt(&loop.body, pos, nest);
 }
 
+// Whether `block`, outside `loop`, runs before it: leaf blocks in program
+// order, and the loop's own blocks are contiguous in that order.
+bool Precedes(const PrimFunc& f, const BlockNode* block, const ForNode& loop) {
+  for (const BlockNode* b : sched::LeafBlocks(f)) {
+    if (b == block) return true;
+    if (sched::Contains(loop.body, b)) return false;
+  }
+  return false;
+}
+
 std::shared_ptr<BlockNode> CheckLeaf(Schedule::State& s, BlockRV rv, const char* p) {
   auto b = s.BlockOf(rv, p);
   if (b.get() == s.func.body.get()) Fail(p, "the root block cannot be moved or inlined");
@@ -271,7 +281,16 @@ void ReverseComputeAtImpl(Schedule::State& s, BlockRV block_rv, LoopRV loop_rv, 
     for (BlockNode* w : writers) {
       if (sched::Contains(loop, w)) inside.push_back(w);
     }
-    if (inside.empty()) continue;
+    if (inside.empty()) {
+      // Written wholly outside the loop: that must happen before it.
+      for (BlockNode* w : writers) {
+        if (!Precedes(s.func, w, *loop)) {
+          Fail(p, where + ": block '" + w->name + "' writes " + buf->name +
+                      ", which the block reads, after the loop");
+        }
+      }
+      continue;
+    }
     if (inside.size() != writers.size()) {
       Fail(p, where + ": buffer " + buf->name + " is also written outside the loop");
     }

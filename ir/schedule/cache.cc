@@ -95,6 +95,10 @@ BlockRV Schedule::CacheRead(BlockRV block_rv, int read_buffer_index, const std::
                   " read region(s); read_buffer_index " + std::to_string(read_buffer_index) + " is out of range");
     }
     Buffer src = block->reads[read_buffer_index].buffer;
+    if (sched::StoredBuffers(*block).count(src.get())) {
+      Fail(p, "block '" + block->name + "' updates " + src->name + " in place, so a copy made before it would "
+                  "miss its own updates");
+    }
     if (const BlockNode* producer = SharingTheNest(s.func, *block, src.get(), /*writes=*/true)) {
       Fail(p, "block '" + producer->name + "' writes " + src->name + " in the loop nest of block '" + block->name +
                   "', so a copy of the whole buffer beside that nest would run before it (stage the read before "
@@ -339,6 +343,21 @@ void Schedule::PadEinsum(BlockRV block_rv, const std::vector<std::int64_t>& padd
         out = buffer;
       } else {
         inputs.push_back(buffer);
+      }
+    }
+    // The padded copies sit at the root beside the block's nest, as
+    // cache_read's and cache_write's do.
+    for (const Buffer& in : inputs) {
+      if (const BlockNode* producer = SharingTheNest(s.func, *block, in.get(), /*writes=*/true)) {
+        Fail(p, "block '" + producer->name + "' writes " + in->name + " in the loop nest of block '" + block->name +
+                    "', so a padded copy of it beside that nest would run before it (pad before the compute_at)");
+      }
+    }
+    if (out) {
+      if (const BlockNode* reader = SharingTheNest(s.func, *block, out.get(), /*writes=*/false)) {
+        Fail(p, "block '" + reader->name + "' reads " + out->name + " in the loop nest of block '" + block->name +
+                    "', so the copy back from the padded buffer beside that nest would run after it (pad before "
+                    "the compute_at)");
       }
     }
     auto& root = static_cast<BlockNode&>(*s.func.body);

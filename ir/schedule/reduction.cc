@@ -317,6 +317,14 @@ BlockRV Schedule::RFactor(LoopRV loop_rv, int factor_axis) {
       if (first == 0 || first == above.size()) {
         Fail(p, where + ": a consumer shares the reduction's outermost loop, so the write-back has no place");
       }
+      // The write-back goes after the reduction's loops, so a reader of the
+      // output inside them would read it before it is written.
+      for (BlockNode* b : sched::BlocksIn(*sched::SlotOf(s.func, above[first]))) {
+        if (b != rf.get() && sched::LoadedBuffers(*b).count(out_buf.get())) {
+          Fail(p, where + ": block '" + b->name + "' reads " + out_buf->name +
+                      " inside the reduction's loops, so the write-back has no place");
+        }
+      }
       std::set<const ExprNode*> outer;
       for (std::size_t i = 0; i < first; ++i) outer.insert(above[i]->loop_var.get());
       std::vector<Expr> mins;

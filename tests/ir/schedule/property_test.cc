@@ -58,6 +58,12 @@ TEST_P(PropertyTest, RandomSchedulesKeepTheResult) {
         // Refused: the program is exactly as before (lookups made by the
         // step before the refused primitive may remain in the trace).
         ASSERT_EQ(PrintProgram(sch.func()), before) << e.what();
+        // By the primitive's own check, naming the condition: an "internal
+        // error" is the program check after it catching an invalid program
+        // the primitive built (safe, but a bug in the primitive).
+        EXPECT_EQ(std::string(e.what()).find("internal error"), std::string::npos)
+            << GetParam() << " seed " << seed << " step " << step << ": " << e.what() << "\n"
+            << sch.trace().AsScript();
         ASSERT_GE(sch.trace().insts.size(), trace_size);
         continue;
       }

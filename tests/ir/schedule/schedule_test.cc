@@ -316,6 +316,24 @@ TEST(BlockMotionTest, AConsumerIsNotMovedWhereItsProducerWritesLessThanItsRegion
   EXPECT_SAME_RESULT(f, sch);
 }
 
+// A consumer moved under a loop of one producer must still come after
+// its other inputs' producers: S is written after M's loop, so N cannot
+// go into it (the property test met this in softmax as an "internal
+// error" of the program check).
+TEST(BlockMotionTest, ReverseComputeAtRefusesALoopBeforeAnotherProducer) {
+  PrimFunc f = ParseWorkloadText(
+      "input A: f32[4, 8]\nM[i in 4] = max(k in 8) A[i, k]\nS[i in 4] = sum(k in 8) A[i, k]\n"
+      "N[i in 4, j in 8] = A[i, j] - M[i] + S[i]\n");
+  Schedule sch(f, 0);
+  BlockRV n = sch.GetBlock("N");
+  LoopRV row = sch.GetLoops(sch.GetBlock("M"))[0];
+  ExpectRefused(sch, [&] { sch.ReverseComputeAt(n, row, true); },
+                "reverse_compute_at: block 'N' at loop i: block 'S' writes S, which the block reads, after the loop");
+  // Under S's row loop, after both: allowed.
+  sch.ReverseComputeAt(n, sch.GetLoops(sch.GetBlock("S"))[0], true);
+  EXPECT_SAME_RESULT(f, sch);
+}
+
 TEST(BlockMotionTest, Refusals) {
   PrimFunc f = BuildWorkload("dense_bias_relu:B=8,IN=6,OUT=8").func;
   Schedule sch(f, 0);
@@ -385,6 +403,15 @@ TEST(CacheTest, NoWholeBufferCopyAcrossAProducerOrReaderInTheSameNest) {
   BlockRV bias = sch.CacheRead(add, 1, "global");
   EXPECT_EQ(sch.Get(bias).name, "bias_global");
   EXPECT_SAME_RESULT(f, sch);
+  // A reduction's update without its init reads the buffer it updates; a
+  // copy made before it would hold none of its sums.
+  Schedule split(f, 0);
+  BlockRV matmul = split.GetBlock("T_matmul_NT");
+  split.DecomposeReduction(matmul, split.GetLoops(matmul)[2]);
+  ASSERT_EQ(split.Get(matmul).reads[0].buffer->name, "T_matmul_NT");
+  ExpectRefused(split, [&] { split.CacheRead(matmul, 0, "global"); },
+                "cache_read: block 'T_matmul_NT_update' updates T_matmul_NT in place, so a copy made before it would "
+                "miss its own updates");
 }
 
 // pad_einsum: 7 x 9 x 5 becomes 8 x 16 x 8, so that tiles of 4 rows, 16
@@ -549,6 +576,22 @@ TEST(ReductionTest, RFactorOfAReductionComputedUnderItsConsumer) {
                 "rfactor: block 'T_softmax_expsum' at loop " + moved.Get(k[1]).loop_var->name +
                     ": a loop between the consumer's loops and the reduction's own drives its spatial variables, so "
                     "the write-back has no place");
+}
+
+// A consumer moved under one of the reduction's loops (it copies the
+// partial sums each step) leaves the write-back no place after those
+// loops. The property test met this as an "internal error" of the program
+// check (a convolution's write cache under its rx loop).
+TEST(ReductionTest, RFactorRefusesAReaderInsideTheReductionsLoops) {
+  PrimFunc f = ParseWorkloadText("input A: f32[4, 8]\nS[i in 4] = sum(k in 8) A[i, k]\nT[i in 4] = S[i] * 2.0\n");
+  Schedule sch(f, 0);
+  BlockRV s = sch.GetBlock("S");
+  auto k = sch.Split(sch.GetLoops(s)[1], {std::monostate{}, std::int64_t{4}});
+  sch.ReverseComputeAt(sch.GetBlock("T"), k[0], true);
+  ExpectRefused(sch, [&] { sch.RFactor(k[1], 0); },
+                "rfactor: block 'S' at loop k_1: block 'T' reads S inside the reduction's loops, so the write-back "
+                "has no place");
+  EXPECT_SAME_RESULT(f, sch);
 }
 
 TEST(ReductionTest, RFactorRefusals) {
