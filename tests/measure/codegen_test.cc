@@ -199,6 +199,34 @@ sch.reorder(i, k, j)
   EXPECT_NE(reduction.find("fmul contract float"), std::string::npos);
 }
 
+// LLVM 16's loop vectorizer groups strided loads of one array into one
+// wide load at the first load's place, even past a store to the same
+// address (llvm-project issue 63602, fixed in LLVM 17). Here each row i
+// adds twelve partial sums into C_local[2i + j] and then copies C_local[2i]
+// and [2i + 1] out: LLVM vectorized the loop over i, and the copy read
+// C_local before the sums (C came out 0). Found by a hunt of random user
+// design spaces (batch_matmul, on AVX2 and AVX-512 targets).
+TEST(CodegenTest, AStridedLoadIsNotMovedAboveAStoreToTheSameElement) {
+  for (const char* spec : {"matmul:M=16,N=2,K=24", "matmul:M=32,N=2,K=24"}) {
+    PrimFunc f = BuildWorkload(spec).func;
+    Schedule sch(f, 0);
+    RunScheduleScript(sch, R"(
+c = sch.get_block("C")
+i, j, k = sch.get_loops(c)
+i_0, i_1 = sch.split(i, factors=[1, None])
+k_0, k_1 = sch.split(k, factors=[12, 2])
+cw = sch.cache_write(c, 0, "local")
+sch.reverse_compute_at(cw, i_1, preserve_unit_loops=True)
+rf = sch.rfactor(k_0, factor_axis=0)
+sch.decompose_reduction(c, i_1)
+sch.decompose_reduction(rf, k_1)
+sch.annotate(i_0, "pragma_auto_unroll_max_step", 16)
+sch.annotate(i_0, "pragma_unroll_explicit", 1)
+)");
+    EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), 3), "") << spec;
+  }
+}
+
 // An unrolled block copy that transposes (dense's packed weight) is N vector
 // loads, a shuffle network and N vector stores, not N*N scalar copies.
 // Both orders of its two loops, every block size, and a block whose rows
