@@ -17,7 +17,8 @@ record that is not `ok`. Three kinds of session, one per seed:
   compute locations, rfactor, fuse, parallel, vectorize, unroll and
   decompose_reduction applied by hand before the postprocessors run. A
   script the schedule refuses (exit 2, naming its own line) is counted
-  apart: refusing is the right answer to many random scripts.
+  apart: refusing is the right answer to many random scripts, unless the
+  refusal is an "internal error" of the program check.
 
     scripts/hunt-tuning.py --kind spaces --seeds 0 200 [--dir /tmp/hunt]
 """
@@ -213,7 +214,11 @@ def main():
             if p.returncode == 0:
                 continue
             last = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ''
-            if args.kind == 'spaces' and p.returncode == 2 and last.startswith('tunedb: error: ' + command[3] + ':'):
+            # A primitive's refusal names its condition; the program check's
+            # "internal error" after it is a primitive that built an invalid
+            # program, a bug even though refused.
+            if (args.kind == 'spaces' and p.returncode == 2 and last.startswith('tunedb: error: ' + command[3] + ':')
+                    and 'internal error' not in last):
                 failure = 'refused'
             else:
                 failure = 'session %d: exit %d: %s' % (step, p.returncode, p.stderr.strip()[-300:])
