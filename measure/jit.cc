@@ -49,10 +49,10 @@ void InitializeLlvmOnce() {
     // strided loads of one array at its first load, even above a store to
     // an element a later load of the group reads (llvm-project issue
     // 63602, fixed in LLVM 17), so a copy-out after an accumulation read
-    // the old values (CodegenTest.AStridedLoadIsNotMovedAboveAStoreToThe-
-    // SameElement). Without interleaved groups such loads are gathers; the
-    // loops tunedb vectorizes itself are unaffected (bench/RESULTS.md,
-    // session 42).
+    // the old values; the test is
+    //   CodegenTest.AStridedLoadIsNotMovedAboveAStoreToTheSameElement.
+    // Without interleaved groups such loads are gathers; the loops tunedb
+    // vectorizes itself are unaffected (bench/RESULTS.md, session 42).
     // LLVM reads these only from its command line, once per process; a
     // failure leaves LLVM's defaults.
     const char* argv[] = {"tunedb", "-post-RA-scheduler=false", "-dag-maps-huge-region=200",

@@ -68,10 +68,9 @@ void InsertAtRoot(PrimFunc& f, const StmtNode* anchor, Stmt s, bool after) {
 // Another block in `block`'s root-level loop nest that writes `buffer`
 // (or reads it): a copy of the whole buffer beside that nest would run
 // before that writer (or after that reader), never between them.
-const BlockNode* SharingTheNest(const PrimFunc& f, const BlockNode& block, const BufferNode* buffer, bool writes) {
-  const StmtNode* top = sched::RootLevelStmt(f, &block);
-  for (const BlockNode* other : sched::LeafBlocks(f)) {
-    if (other == &block || sched::RootLevelStmt(f, other) != top) continue;
+const BlockNode* SharingTheNest(PrimFunc& f, const BlockNode& block, const BufferNode* buffer, bool writes) {
+  for (const BlockNode* other : sched::BlocksIn(*sched::SlotOf(f, sched::RootLevelStmt(f, &block)))) {
+    if (other == &block) continue;
     if ((writes ? sched::StoredBuffers(*other) : sched::LoadedBuffers(*other)).count(buffer)) return other;
   }
   return nullptr;
