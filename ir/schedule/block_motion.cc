@@ -190,9 +190,10 @@ void MoveUnder(Schedule::State& s, const std::shared_ptr<BlockNode>& block, ForN
 // Whether `block`, outside `loop`, runs before it: leaf blocks in program
 // order, and the loop's own blocks are contiguous in that order.
 bool Precedes(const PrimFunc& f, const BlockNode* block, const ForNode& loop) {
+  const std::vector<BlockNode*> inside = sched::BlocksIn(loop.body);
   for (const BlockNode* b : sched::LeafBlocks(f)) {
     if (b == block) return true;
-    if (sched::Contains(loop.body, b)) return false;
+    if (!inside.empty() && b == inside.front()) return false;  // where the loop starts
   }
   return false;
 }
