@@ -232,20 +232,31 @@ TEST(RunnerTest, KernelsLostWithAWorkerWhoseLaterBuildTimedOutAreBuiltAgain) {
 // of it is measured even when its verification run and repeats together
 // last several times longer. A kernel that hangs still times out (above).
 TEST(RunnerTest, TheTimeoutIsForOneRunNotForAllOfACandidatesRuns) {
-  // The unscheduled 512 matmul: 0.07-0.15 s a run on the machines so far.
-  PrimFunc f = BuildWorkload("matmul:M=512,N=512,K=512").func;
+  // A fixed timeout either cut one run on a loaded machine (the unscheduled
+  // 512 matmul took 0.1-0.7 s a run) or fitted all the runs on a fast one,
+  // so the timeout is five times this machine's slowest of three runs.
+  PrimFunc f = BuildWorkload("matmul:M=256,N=256,K=256").func;
   MeasureConfig c = QuickConfig();
   c.workers = 1;
   c.number = 1;
-  c.repeat = 10;
-  c.run_timeout_s = 0.6;
+  c.repeat = 3;
+  double slowest_run = 0;
+  {
+    Runner calibration(f, c);
+    std::vector<MeasureResult> r = calibration.Measure({f});
+    ASSERT_EQ(r[0].status, MeasureStatus::kOk) << StatusName(r[0].status) << ": " << r[0].error;
+    for (double s : r[0].run_secs) slowest_run = std::max(slowest_run, s);
+  }
+  c.repeat = 20;
+  c.run_timeout_s = 5 * slowest_run;
   Runner runner(f, c);
   auto start = std::chrono::steady_clock::now();
   std::vector<MeasureResult> r = runner.Measure({f});
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  ASSERT_EQ(r[0].status, MeasureStatus::kOk) << StatusName(r[0].status) << ": " << r[0].error;
-  EXPECT_EQ(r[0].run_secs.size(), 10u);
-  // Eleven runs in all: if they fit in one timeout, this test shows nothing.
+  ASSERT_EQ(r[0].status, MeasureStatus::kOk) << StatusName(r[0].status) << ": " << r[0].error
+                                              << " (timeout " << c.run_timeout_s << " s)";
+  EXPECT_EQ(r[0].run_secs.size(), 20u);
+  // Twenty-one runs in all: if they fit in one timeout, this test shows nothing.
   EXPECT_GT(secs, c.run_timeout_s) << "runs too fast here to outlast the timeout";
 }
 
