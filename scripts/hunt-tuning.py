@@ -20,7 +20,7 @@ record that is not `ok`. Three kinds of session, one per seed:
   apart: refusing is the right answer to many random scripts, unless the
   refusal is an "internal error" of the program check.
 
-    scripts/hunt-tuning.py --kind spaces --seeds 0 200 [--dir /tmp/hunt]
+    scripts/hunt-tuning.py --kind spaces --seeds 0 200 [--scale 4] [--dir /tmp/hunt]
 """
 import argparse
 import os
@@ -34,33 +34,39 @@ WORKLOADS = ['matmul', 'batch_matmul', 'dense', 'dense_bias_relu', 'conv2d_nhwc'
 QUICK = ['--repeat', '1', '--min-repeat-ms', '1', '--no-baseline']
 
 
-def shape(rng, workload):
-    """Small, awkward extents (primes, 1s, strides that skip the last row)."""
+def shape(rng, workload, scale=1):
+    """Small, awkward extents (primes, 1s, strides that skip the last row);
+    `scale` multiplies the upper bound of each tensor extent (not of
+    kernel sizes, strides, padding or batch counts)."""
     r = rng.randint
+
+    def x(lo, hi):
+        return r(lo, hi * scale)
+
     if workload == 'matmul':
-        return 'M=%d,N=%d,K=%d' % (r(1, 70), r(1, 70), r(1, 70))
+        return 'M=%d,N=%d,K=%d' % (x(1, 70), x(1, 70), x(1, 70))
     if workload == 'batch_matmul':
-        return 'B=%d,M=%d,N=%d,K=%d' % (r(1, 4), r(1, 40), r(1, 40), r(1, 40))
+        return 'B=%d,M=%d,N=%d,K=%d' % (r(1, 4), x(1, 40), x(1, 40), x(1, 40))
     if workload in ('dense', 'dense_bias_relu'):
-        return 'B=%d,IN=%d,OUT=%d' % (r(1, 40), r(1, 90), r(1, 70))
+        return 'B=%d,IN=%d,OUT=%d' % (x(1, 40), x(1, 90), x(1, 70))
     if workload == 'conv2d_nhwc':
         k = r(1, 3)
         return 'N=%d,H=%d,W=%d,CI=%d,CO=%d,KH=%d,KW=%d,stride=%d,pad=%d' % (
-            r(1, 2), r(k, 14), r(k, 14), r(1, 9), r(1, 40), k, rng.choice([k, r(1, 3)]), r(1, 2), r(0, k - 1))
+            r(1, 2), x(k, 14), x(k, 14), x(1, 9), x(1, 40), k, rng.choice([k, r(1, 3)]), r(1, 2), r(0, k - 1))
     if workload == 'depthwise_conv2d_nhwc':
         k = r(1, 3)
         return 'N=%d,H=%d,W=%d,C=%d,KH=%d,KW=%d,stride=%d,pad=%d' % (
-            r(1, 2), r(k, 14), r(k, 14), r(1, 40), k, k, r(1, 2), r(0, k - 1))
+            r(1, 2), x(k, 14), x(k, 14), x(1, 40), k, k, r(1, 2), r(0, k - 1))
     if workload == 'softmax':
-        return 'M=%d,N=%d' % (r(1, 40), r(1, 200))
-    return 'M=%d,N=%d' % (r(1, 60), r(1, 300))  # reduce_sum
+        return 'M=%d,N=%d' % (x(1, 40), x(1, 200))
+    return 'M=%d,N=%d' % (x(1, 60), x(1, 300))  # reduce_sum
 
 
-def specs(binary, rng, workload, n):
+def specs(binary, rng, workload, n, scale=1):
     """n distinct shapes that tunedb accepts."""
     out = []
     while len(out) < n:
-        spec = '%s:%s' % (workload, shape(rng, workload))
+        spec = '%s:%s' % (workload, shape(rng, workload, scale))
         if spec not in out and tunedb(binary, ['show', '-w', spec]).returncode == 0:
             out.append(spec)
     return out
@@ -163,19 +169,19 @@ def space_script(rng, workload):
     return '\n'.join(lines) + '\n'
 
 
-def sessions(kind, binary, rng, seed, workload, directory):
+def sessions(kind, binary, rng, seed, workload, directory, scale):
     """The tune commands of one seed (each a list of arguments), and what
     they tune, for the report."""
     db = os.path.join(directory, '%s%d.sqlite' % (kind, seed))
     common = ['--db', db] + QUICK
     if kind == 'shapes':
-        [spec] = specs(binary, rng, workload, 1)
+        [spec] = specs(binary, rng, workload, 1, scale)
         target = 'llvm -mcpu=%s -num-cores=%d' % (rng.choice(['haswell', 'x86-64', 'skylake-avx512', 'znver3']),
                                                   rng.randint(1, 4))
         return db, [['-w', spec, '--target', target, '--trials', '24', '--seed', str(seed),
                      '--strategy', rng.choice(['evolutionary', 'random'])] + common], '%s [%s]' % (spec, target)
     if kind == 'transfer':
-        s = specs(binary, rng, workload, 4)
+        s = specs(binary, rng, workload, 4, scale)
         return db, [
             ['-w', s[0], '--trials', '16', '--seed', str(seed)] + common,
             ['-w', s[1], '--trials', '16', '--seed', str(seed + 1)] + common,
@@ -184,7 +190,7 @@ def sessions(kind, binary, rng, seed, workload, directory):
             common,
             ['-w', s[0], '-w', s[1], '--trials', '16', '--seed', str(seed + 3)] + common,
         ], ' '.join(s)
-    [spec] = specs(binary, rng, workload, 1)
+    [spec] = specs(binary, rng, workload, 1, scale)
     path = os.path.join(directory, 'space%d.py' % seed)
     with open(path, 'w') as f:
         f.write(space_script(rng, workload))
@@ -197,6 +203,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--kind', choices=['shapes', 'transfer', 'spaces'], required=True)
     parser.add_argument('--seeds', nargs=2, type=int, default=[0, 100], metavar=('FROM', 'TO'))
+    parser.add_argument('--scale', type=int, default=1,
+                        help='multiply the upper bound of every tensor extent (4: medium shapes)')
     parser.add_argument('--dir', default='/tmp/tunedb-hunt')
     parser.add_argument('--tunedb', default=os.path.join(here, '..', 'build', 'tunedb'))
     args = parser.parse_args()
@@ -205,7 +213,8 @@ def main():
     timeouts = 0
     for seed in range(*args.seeds):
         rng = random.Random(seed)
-        db, commands, what = sessions(args.kind, args.tunedb, rng, seed, WORKLOADS[seed % len(WORKLOADS)], args.dir)
+        db, commands, what = sessions(args.kind, args.tunedb, rng, seed, WORKLOADS[seed % len(WORKLOADS)], args.dir,
+                                        args.scale)
         if os.path.exists(db):
             os.remove(db)
         failure = ''

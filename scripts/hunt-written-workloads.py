@@ -26,9 +26,11 @@ from hunt_common import record_statuses, wrong
 
 def pointwise_chain(rng):
     """Stages over random extents whose indices wrap (`i % n`), reverse,
-    shift with a zero border, or read constants."""
-    dtype = 'f32' if rng.random() < 0.8 else 'i32'
-    zero = '0.0' if dtype == 'f32' else '0'
+    shift with a zero border, or read constants; in f32, or one in five in
+    i32, i64 or f64."""
+    dtype = 'f32' if rng.random() < 0.8 else rng.choice(['i32', 'i64', 'f64'])
+    floating = dtype in ('f32', 'f64')
+    zero = '0.0' if floating else '0'
     tensors, lines = [], []
     for n in range(rng.randint(1, 3)):
         shape = [rng.randint(1, 24) for _ in range(rng.randint(1, 3))]
@@ -73,12 +75,12 @@ def pointwise_chain(rng):
                 return '%s %s %s' % (expr(depth + 1), rng.choice('+-*'), expr(depth + 1))
             if r < 0.7:
                 return '%s(%s, %s)' % (rng.choice(['max', 'min']), expr(depth + 1), expr(depth + 1))
-            if r < 0.78 and dtype == 'f32':
+            if r < 0.78 and floating:
                 return '%s(%s)' % (rng.choice(['tanh', 'sigmoid', 'abs']), expr(depth + 1))
             if r < 0.86:
                 v, e = rng.choice(variables)
                 return '(%s < %d ? %s : %s)' % (v, rng.randint(0, e), expr(depth + 1), expr(depth + 1))
-            return '%s * %s' % (expr(depth + 1), rng.choice(['2', '3', '0.5'] if dtype == 'f32' else ['2', '3']))
+            return '%s * %s' % (expr(depth + 1), rng.choice(['2', '3', '0.5'] if floating else ['2', '3']))
 
         left = 'S%d[%s]' % (s, ', '.join('%s in %d' % (v, e) for v, e in zip(names, out)))
         if reduction:
@@ -92,7 +94,7 @@ def pointwise_chain(rng):
 
 def operator_chain(rng):
     """Matmuls, strided stencils, row reductions, normalizations, transposes
-    and broadcasts, chained where the shapes meet."""
+    and broadcasts, chained where the shapes meet; one in five in f64."""
     lines, tensors, inputs = [], [], [0]
 
     def new_input(shape):
@@ -158,7 +160,9 @@ def operator_chain(rng):
             lines.append('%s[i in %d, j in %d] = %s' % (name, m, k, pointwise(value)))
             shape = [m, k]
         tensors.append((name, shape))
-    return '\n'.join(lines) + '\n'
+    text = '\n'.join(lines) + '\n'
+    # Drawn last, so that the f32 programs stay those of earlier hunts.
+    return text.replace(': f32[', ': f64[') if rng.random() < 0.2 else text
 
 
 def main():
