@@ -215,27 +215,59 @@ class Codegen {
         }
         return true;
       case StmtKind::kIf: {
+        // A condition that differs between lanes becomes a mask on the
+        // loads and stores of each side (EmitIf); every other operation of
+        // both sides runs on all lanes, so none may trap.
         auto& n = static_cast<IfNode&>(*s);
-        return !DependsOnLane(n.condition) && CanVectorize(n.then_case) && CanVectorize(n.else_case);
+        if (DependsOnLane(n.condition) && (MayTrap(n.then_case) || MayTrap(n.else_case))) return false;
+        return MasksSafely(n.condition) && CanVectorize(n.then_case) && CanVectorize(n.else_case);
       }
       case StmtKind::kStore: {
         auto& n = static_cast<StoreNode&>(*s);
-        bool ok = true;
-        VisitExpr(n.value, [&](const Expr& x) {
-          // A select or short-circuit over loads must not read where its
-          // condition rules the load out. Lanes can share that only when the
-          // condition is the same for all of them and each load is a
-          // broadcast or contiguous (a padding check): then the select is
-          // guarded (CanGuard, EmitGuardedSelect).
-          bool branches = x->kind == ExprKind::kSelect || x->kind == ExprKind::kAnd || x->kind == ExprKind::kOr;
-          if (branches && HasLoad(x) && DependsOnLane(x) && !(x->kind == ExprKind::kSelect && CanGuard(x))) ok = false;
-        });
-        if (!ok) return false;
+        if (!MasksSafely(n.value)) return false;
         if (DependsOnLane(n.value) && !DependsOnLane(n.indices[0])) return false;  // lanes racing on one element
         return true;
       }
       default: return false;  // nested loops and scopes stay scalar
     }
+  }
+
+  // A select or short-circuit over loads must not read where its condition
+  // rules the load out. When the condition is the same for all lanes and
+  // each load is a broadcast or contiguous (a padding check), the select is
+  // guarded (CanGuard, EmitGuardedSelect); otherwise its loads are masked
+  // (EmitMaskedSelect), and the side a lane does not choose still computes
+  // on that lane, so it must not divide integers by a non-constant.
+  bool MasksSafely(const Expr& e) {
+    bool ok = true;
+    VisitExpr(e, [&](const Expr& x) {
+      bool branches = x->kind == ExprKind::kSelect || x->kind == ExprKind::kAnd || x->kind == ExprKind::kOr;
+      if (!branches || !HasLoad(x) || !DependsOnLane(x)) return;
+      if (x->kind == ExprKind::kSelect && CanGuard(x)) return;
+      for (std::size_t side = 1; side < x->operands.size(); ++side) ok &= !MayTrap(x->operands[side]);
+    });
+    return ok;
+  }
+
+  // An integer division or modulo by a non-constant, which traps on zero.
+  static bool MayTrap(const Expr& e) {
+    bool found = false;
+    VisitExpr(e, [&](const Expr& x) {
+      bool division = x->kind == ExprKind::kDiv || x->kind == ExprKind::kFloorDiv || x->kind == ExprKind::kFloorMod;
+      found |= division && !IsFloat(x->dtype) && x->operands[1]->kind != ExprKind::kIntImm;
+    });
+    return found;
+  }
+  static bool MayTrap(const Stmt& s) {
+    bool found = false;
+    VisitStmt(s, [&](const Stmt& x) {
+      if (x->kind == StmtKind::kIf) found |= MayTrap(static_cast<IfNode&>(*x).condition);
+      if (x->kind != StmtKind::kStore) return;
+      auto& n = static_cast<StoreNode&>(*x);
+      found |= MayTrap(n.value);
+      for (const Expr& i : n.indices) found |= MayTrap(i);
+    });
+    return found;
   }
 
   // ---- expressions ----
@@ -270,8 +302,15 @@ class Codegen {
 
   Val EmitBinary(const Expr& e) {
     DataType t = e->operands[0]->dtype;
-    if ((e->kind == ExprKind::kAnd || e->kind == ExprKind::kOr) && HasLoad(e->operands[1]) && !DependsOnLane(e)) {
-      return EmitShortCircuit(e);
+    if ((e->kind == ExprKind::kAnd || e->kind == ExprKind::kOr) && HasLoad(e->operands[1])) {
+      if (!DependsOnLane(e)) return EmitShortCircuit(e);
+      // Lanes decide apart: the right side's loads run on the lanes whose
+      // left side does not decide alone.
+      Val a = Emit(e->operands[0]);
+      llvm::Value* lanes = a.vec ? a.v : Broadcast(a.v);
+      Val b = UnderMask(e->kind == ExprKind::kAnd ? lanes : b_.CreateNot(lanes), e->operands[1]);
+      llvm::Value* y = AsVec(b).v;
+      return {e->kind == ExprKind::kAnd ? b_.CreateAnd(lanes, y) : b_.CreateOr(lanes, y), true};
     }
     Val a = Emit(e->operands[0]), b = Emit(e->operands[1]);
     bool vec = a.vec || b.vec;
@@ -369,14 +408,14 @@ class Codegen {
     if (!lane_var_ || DependsOnLane(e->operands[0])) return false;
     bool ok = true;
     for (int side : {1, 2}) {
-      VisitExpr(e->operands[static_cast<std::size_t>(side)], [&](const Expr& x) {
+      const Expr& operand = e->operands[static_cast<std::size_t>(side)];
+      VisitExpr(operand, [&](const Expr& x) {
         if (x->kind == ExprKind::kLoad) {
           std::int64_t stride = LaneStride(x->operands[0]);
           if (stride != 0 && stride != 1) ok = false;
         }
-        bool division = x->kind == ExprKind::kDiv || x->kind == ExprKind::kFloorDiv || x->kind == ExprKind::kFloorMod;
-        if (division && !IsFloat(x->dtype) && x->operands[1]->kind != ExprKind::kIntImm) ok = false;
       });
+      if (MayTrap(operand)) ok = false;
     }
     return ok;
   }
@@ -392,6 +431,7 @@ class Codegen {
       return {b_.CreateSelect(c.v, t.v, f.v), vec};
     }
     if (CanGuard(e)) return EmitGuardedSelect(e);
+    if (lane_var_ && DependsOnLane(e)) return EmitMaskedSelect(e);
     // Only the chosen branch runs: a load never reads out of bounds.
     Val c = Emit(e->operands[0]);
     llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "sel.then", fn_);
@@ -442,6 +482,29 @@ class Codegen {
       f = AsVec(f);
     }
     return {b_.CreateSelect(c.v, t.v, f.v), vec};
+  }
+
+  // A select over loads whose lanes may choose differently: both sides are
+  // computed on every lane, each side's loads and stores masked to the
+  // lanes that choose it (llvm.masked.load and gather, which touch no
+  // masked-off element). Emitted lane by lane with a branch each, a padded
+  // register block of 200 two-lane statements became 600 tiny loops and
+  // 5400 blocks, and LLVM's loop passes took 38 s over them
+  // (bench/RESULTS.md, session 43).
+  Val EmitMaskedSelect(const Expr& e) {
+    Val c = Emit(e->operands[0]);
+    llvm::Value* lanes = c.vec ? c.v : Broadcast(c.v);
+    Val t = UnderMask(lanes, e->operands[1]);
+    Val f = UnderMask(b_.CreateNot(lanes), e->operands[2]);
+    return {b_.CreateSelect(lanes, AsVec(t).v, AsVec(f).v), true};
+  }
+
+  Val UnderMask(llvm::Value* lanes, const Expr& e) {
+    llvm::Value* outer = mask_;
+    mask_ = outer ? b_.CreateAnd(outer, lanes) : lanes;
+    Val v = Emit(e);
+    mask_ = outer;
+    return v;
   }
 
   Val EmitCast(const Expr& e) {
@@ -679,6 +742,7 @@ class Codegen {
     const Expr& index = e->operands[0];
     llvm::Type* st = StorageType(buf->dtype);
     std::int64_t stride = LaneStride(index);
+    if (mask_) return {FromStorage(EmitMaskedLoad(buf, index, stride), buf->dtype), stride != 0};
     if (stride == 0) {
       return {FromStorage(b_.CreateLoad(st, LoadAddress(buf, Emit(index).v)), buf->dtype), false};
     }
@@ -696,6 +760,23 @@ class Codegen {
       out = b_.CreateInsertElement(out, b_.CreateLoad(st, Address(buf, lane_index)), b_.getInt64(i));
     }
     return {FromStorage(out, buf->dtype), true};
+  }
+
+  // A load under mask_ (and guard_, when a guarded select sits inside a
+  // masked one): lanes that are off read nothing and get zero. A broadcast
+  // reads its element when any lane is on, else the zero cell.
+  llvm::Value* EmitMaskedLoad(const Buffer& buf, const Expr& index, std::int64_t stride) {
+    llvm::Type* st = StorageType(buf->dtype);
+    llvm::Align align(st->getPrimitiveSizeInBits() / 8);
+    llvm::Value* on = guard_ ? b_.CreateAnd(mask_, Broadcast(guard_)) : mask_;
+    if (stride == 0) {
+      llvm::Value* address = b_.CreateSelect(b_.CreateOrReduce(on), Address(buf, Emit(index).v), ZeroCell());
+      return b_.CreateLoad(st, address);
+    }
+    auto* vt = llvm::FixedVectorType::get(st, lanes_);
+    llvm::Value* zeros = llvm::Constant::getNullValue(vt);
+    if (stride == 1) return b_.CreateMaskedLoad(vt, Address(buf, EmitAtLane0(index)), align, on, zeros);
+    return b_.CreateMaskedGather(vt, Address(buf, AsVec(Emit(index)).v), align, on, zeros);
   }
 
   // The scalar value of an expression at lane 0 (the lane variable at its base).
@@ -726,6 +807,10 @@ class Codegen {
     const Expr& index = n.indices[0];
     Val value = Emit(n.value);
     std::int64_t stride = LaneStride(index);
+    if (mask_) {
+      EmitMaskedStore(n, value, stride);
+      return;
+    }
     if (!value.vec && stride == 0) {
       b_.CreateStore(ToStorage(value.v, n.buffer->dtype), Address(n.buffer, Emit(index).v));
       return;
@@ -744,8 +829,46 @@ class Codegen {
     }
   }
 
+  // A store under mask_ writes the lanes that are on. (A lane-invariant
+  // value to a lane-invariant element, the only store to one element that
+  // CanVectorize lets lanes share, is written when any lane is on.)
+  void EmitMaskedStore(const StoreNode& n, Val value, std::int64_t stride) {
+    const Expr& index = n.indices[0];
+    llvm::Type* st = StorageType(n.buffer->dtype);
+    llvm::Align align(st->getPrimitiveSizeInBits() / 8);
+    if (!value.vec && stride == 0) {
+      llvm::BasicBlock* store_bb = llvm::BasicBlock::Create(ctx_, "mask.store", fn_);
+      llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "mask.done", fn_);
+      b_.CreateCondBr(b_.CreateOrReduce(mask_), store_bb, done);
+      b_.SetInsertPoint(store_bb);
+      b_.CreateStore(ToStorage(value.v, n.buffer->dtype), Address(n.buffer, Emit(index).v));
+      b_.CreateBr(done);
+      b_.SetInsertPoint(done);
+      return;
+    }
+    llvm::Value* data = ToStorage(AsVec(value).v, n.buffer->dtype);
+    if (stride == 1) {
+      b_.CreateMaskedStore(data, Address(n.buffer, EmitAtLane0(index)), align, mask_);
+      return;
+    }
+    b_.CreateMaskedScatter(data, Address(n.buffer, AsVec(Emit(index)).v), align, mask_);
+  }
+
   void EmitIf(const IfNode& n) {
     Val c = Emit(n.condition);
+    if (c.vec) {
+      // Lanes that differ (CanVectorize): each side under its lanes' mask.
+      llvm::Value* outer = mask_;
+      mask_ = outer ? b_.CreateAnd(outer, c.v) : c.v;
+      EmitStmt(n.then_case);
+      if (n.else_case) {
+        llvm::Value* others = b_.CreateNot(c.v);
+        mask_ = outer ? b_.CreateAnd(outer, others) : others;
+        EmitStmt(n.else_case);
+      }
+      mask_ = outer;
+      return;
+    }
     llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "if.then", fn_);
     llvm::BasicBlock* else_bb = n.else_case ? llvm::BasicBlock::Create(ctx_, "if.else", fn_) : nullptr;
     llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "if.done", fn_);
@@ -1050,6 +1173,8 @@ class Codegen {
   const ExprNode* lane_var_ = nullptr;
   int lanes_ = 1;
   llvm::Value* guard_ = nullptr;  // when set, loads read ZeroCell() where it is false (EmitGuardedSelect)
+  // When set, the lanes whose loads and stores run (EmitMaskedSelect, EmitIf).
+  llvm::Value* mask_ = nullptr;
   llvm::GlobalVariable* zero_cell_ = nullptr;
   bool in_parallel_ = false;
   bool in_large_fill_ = false;  // inside a fill of over kMaxUnrolledFillElements

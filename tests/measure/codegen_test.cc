@@ -307,12 +307,13 @@ sch.parallel(yy)
 }
 
 // Schedules `f` by `script`, checks the kernel against the interpreter on
-// random arguments (`seed`) with its first parameter fenced (FencedCopy),
-// and returns the kernel's optimized IR.
-std::string IRAfterAFencedRun(const PrimFunc& f, const char* script, std::uint64_t seed) {
+// random arguments (`seed`) with the parameters in `fenced` fenced
+// (FencedCopy), and returns the kernel's optimized IR.
+std::string IRAfterAFencedRun(const PrimFunc& f, const char* script, std::uint64_t seed,
+                              const std::set<int>& fenced = {0}) {
   Schedule sch(f, 0);
   RunScheduleScript(sch, script);
-  EXPECT_EQ(RunKeepsTheResult(f, sch.func(), MakeArguments(f, seed), {0}), "");
+  EXPECT_EQ(RunKeepsTheResult(f, sch.func(), MakeArguments(f, seed), fenced), "");
   return IRJit().OptimizedIR(Lower(sch.func()));
 }
 
@@ -373,6 +374,36 @@ sch.vectorize(j)
   EXPECT_NE(ir.find("@tunedb.zero_cell"), std::string::npos) << ir;
   EXPECT_NE(ir.find("sdiv"), std::string::npos) << ir;
   EXPECT_NE(ir.find("<8 x float>"), std::string::npos) << ir;
+}
+
+// A check that differs between the lanes of a vectorized loop masks the
+// loads and stores it guards (llvm.masked.load, gather, store, scatter)
+// instead of leaving the loop scalar with a branch per lane: a padded
+// register block emitted that way became 600 two-lane loops and took LLVM
+// over a minute (bench/RESULTS.md, session 43). X and W sit between fences,
+// so a lane that reads past either end faults; Z's tail lanes, written
+// unmasked, would overwrite the next row, written before them.
+TEST(CodegenTest, AChecksThatDiffersBetweenLanesMasksItsLoadsAndStores) {
+  PrimFunc f = ParseWorkloadText(R"(
+input X: f32[19]
+input W: f32[19, 8]
+Y[i in 4, j in 24] = (j < 19 ? X[j] * W[j, i] : 0.5) + (j >= 2 && j < 21 && X[j - 2] > 0.5 ? 1.0 : 0.0)
+Z[i in 4, j in 19] = W[j, i] * 2.0
+)");
+  std::string ir = IRAfterAFencedRun(f, R"(
+i, j = sch.get_loops(sch.get_block("Y"))
+sch.vectorize(j)
+i, j = sch.get_loops(sch.get_block("Z"))
+j0, j1 = sch.split(j, factors=[None, 16])
+sch.reorder(j0, i, j1)
+sch.vectorize(j1)
+)", 6, {0, 1});
+  for (const char* masked : {"llvm.masked.load.v16f32", "llvm.masked.load.v8f32", "llvm.masked.gather.v16f32",
+                             "llvm.masked.store.v16f32"}) {
+    EXPECT_NE(ir.find(masked), std::string::npos) << masked << "\n" << ir;
+  }
+  EXPECT_EQ(ir.find("for.j"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("sel.then"), std::string::npos) << ir;
 }
 
 // Runs `f` compiled, scheduled by `script` (none: unscheduled), with
