@@ -501,11 +501,14 @@ class Codegen {
 
   Val UnderMask(llvm::Value* lanes, const Expr& e) {
     llvm::Value* outer = mask_;
-    mask_ = outer ? b_.CreateAnd(outer, lanes) : lanes;
+    mask_ = Within(lanes);
     Val v = Emit(e);
     mask_ = outer;
     return v;
   }
+
+  // `lanes` among the lanes that are on (all of them with no mask).
+  llvm::Value* Within(llvm::Value* lanes) { return mask_ ? b_.CreateAnd(mask_, lanes) : lanes; }
 
   Val EmitCast(const Expr& e) {
     const Expr& a = e->operands[0];
@@ -859,14 +862,13 @@ class Codegen {
     if (c.vec) {
       // Lanes that differ (CanVectorize): each side under its lanes' mask.
       llvm::Value* outer = mask_;
-      mask_ = outer ? b_.CreateAnd(outer, c.v) : c.v;
-      EmitStmt(n.then_case);
-      if (n.else_case) {
-        llvm::Value* others = b_.CreateNot(c.v);
-        mask_ = outer ? b_.CreateAnd(outer, others) : others;
-        EmitStmt(n.else_case);
-      }
-      mask_ = outer;
+      auto under = [&](llvm::Value* lanes, const Stmt& side) {
+        mask_ = Within(lanes);
+        EmitStmt(side);
+        mask_ = outer;
+      };
+      under(c.v, n.then_case);
+      if (n.else_case) under(b_.CreateNot(c.v), n.else_case);
       return;
     }
     llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "if.then", fn_);
