@@ -1,5 +1,6 @@
 #include "measure/codegen.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <functional>
@@ -96,6 +97,37 @@ bool OnlyStoresConstants(const Stmt& s) {
 // is for; run as loops, it costs the same.
 constexpr std::int64_t kMaxUnrolledFillElements = 1024;
 
+// What a name stands for in the code being emitted (a loop variable's
+// value, a buffer's pointer), remembering the order of binding: a parallel
+// loop's closure stores the bound values in that order, so the same program
+// gives the same IR in every process (an order by address did not).
+template <typename Node>
+class Bindings {
+ public:
+  void Bind(const Node* node, llvm::Value* value) { bound_[node] = {value, next_++}; }
+  void Unbind(const Node* node) { bound_.erase(node); }
+  // nullptr when the node is not bound.
+  llvm::Value* Find(const Node* node) const {
+    auto it = bound_.find(node);
+    return it == bound_.end() ? nullptr : it->second.value;
+  }
+  std::vector<std::pair<const Node*, llvm::Value*>> InBindingOrder() const {
+    std::vector<std::pair<const Node*, Binding>> all(bound_.begin(), bound_.end());
+    std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.second.order < b.second.order; });
+    std::vector<std::pair<const Node*, llvm::Value*>> out;
+    for (const auto& [node, binding] : all) out.emplace_back(node, binding.value);
+    return out;
+  }
+
+ private:
+  struct Binding {
+    llvm::Value* value;
+    std::uint64_t order;
+  };
+  std::unordered_map<const Node*, Binding> bound_;
+  std::uint64_t next_ = 0;
+};
+
 class Codegen {
  public:
   Codegen(llvm::LLVMContext& ctx, llvm::Module& mod, const CodegenOptions& options)
@@ -113,7 +145,7 @@ class Codegen {
     }
     SetAttributes(body);
     StartFunction(body);
-    for (std::size_t i = 0; i < f.params.size(); ++i) buffers_[f.params[i].get()] = body->getArg(i);
+    for (std::size_t i = 0; i < f.params.size(); ++i) buffers_.Bind(f.params[i].get(), body->getArg(i));
     if (options_.fault_crash) {
       b_.CreateStore(b_.getInt32(0), llvm::ConstantPointerNull::get(b_.getPtrTy()), /*isVolatile=*/true);
     }
@@ -279,14 +311,14 @@ class Codegen {
         return {b_.getInt64(e->int_value), false};
       case ExprKind::kFloatImm: return {llvm::ConstantFP::get(ScalarType(e->dtype), e->float_value), false};
       case ExprKind::kVar: {
-        auto it = vars_.find(e.get());
-        if (it == vars_.end()) throw std::runtime_error("codegen: unbound variable " + e->name);
+        llvm::Value* value = vars_.Find(e.get());
+        if (!value) throw std::runtime_error("codegen: unbound variable " + e->name);
         if (e.get() == lane_var_) {
           std::vector<llvm::Constant*> steps;
           for (int i = 0; i < lanes_; ++i) steps.push_back(b_.getInt64(i));
-          return {b_.CreateAdd(Broadcast(it->second), llvm::ConstantVector::get(steps)), true};
+          return {b_.CreateAdd(Broadcast(value), llvm::ConstantVector::get(steps)), true};
         }
-        return {it->second, false};
+        return {value, false};
       }
       case ExprKind::kLoad: return EmitLoad(e);
       case ExprKind::kCall: return EmitCall(e);
@@ -693,9 +725,9 @@ class Codegen {
   }
 
   llvm::Value* Address(const Buffer& buf, llvm::Value* index) {
-    auto it = buffers_.find(buf.get());
-    if (it == buffers_.end()) throw std::runtime_error("codegen: buffer " + buf->name + " is not allocated here");
-    return b_.CreateGEP(StorageType(buf->dtype), it->second, index);
+    llvm::Value* base = buffers_.Find(buf.get());
+    if (!base) throw std::runtime_error("codegen: buffer " + buf->name + " is not allocated here");
+    return b_.CreateGEP(StorageType(buf->dtype), base, index);
   }
 
   // Where a load reads: its element, or under a guard that is false
@@ -892,12 +924,12 @@ class Codegen {
       std::int64_t count = buf->NumElements();
       std::int64_t bytes = count * static_cast<std::int64_t>(StorageType(buf->dtype)->getPrimitiveSizeInBits() / 8);
       if (bytes <= kMaxStackBytes) {
-        buffers_[buf.get()] = EntryAlloca(StorageType(buf->dtype), count, buf->name);
+        buffers_.Bind(buf.get(), EntryAlloca(StorageType(buf->dtype), count, buf->name));
       } else {
         llvm::FunctionCallee alloc = mod_.getOrInsertFunction("aligned_alloc", b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty());
         std::int64_t rounded = (bytes + 63) / 64 * 64;
         llvm::Value* p = b_.CreateCall(alloc, {b_.getInt64(64), b_.getInt64(rounded)}, buf->name);
-        buffers_[buf.get()] = p;
+        buffers_.Bind(buf.get(), p);
         heap.push_back(p);
       }
     }
@@ -920,7 +952,7 @@ class Codegen {
     i->addIncoming(begin, pre);
     b_.CreateCondBr(b_.CreateICmpSLT(i, end), loop_body, exit);
     b_.SetInsertPoint(loop_body);
-    vars_[var.get()] = i;
+    vars_.Bind(var.get(), i);
     body();
     llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
     llvm::BranchInst* latch = b_.CreateBr(header);
@@ -933,7 +965,7 @@ class Codegen {
     }
     i->addIncoming(next, b_.GetInsertBlock());
     b_.SetInsertPoint(exit);
-    vars_.erase(var.get());
+    vars_.Unbind(var.get());
   }
 
   // An unrolled N x N block copy that transposes: one of its two loops
@@ -992,8 +1024,8 @@ class Codegen {
 
     auto* vt = llvm::FixedVectorType::get(b_.getFloatTy(), static_cast<unsigned>(n));
     auto at = [&](std::int64_t x_value, std::int64_t y_value) {
-      vars_[loops[x]] = b_.getInt64(x_value);
-      vars_[loops[y]] = b_.getInt64(y_value);
+      vars_.Bind(loops[x], b_.getInt64(x_value));
+      vars_.Bind(loops[y], b_.getInt64(y_value));
     };
     // v[j]: the source elements x = 0..n-1 at y = j, one contiguous load.
     std::vector<llvm::Value*> v(static_cast<std::size_t>(n));
@@ -1023,8 +1055,8 @@ class Codegen {
       at(i, 0);
       b_.CreateAlignedStore(v[i], Address(store.buffer, Emit(dst_index).v), llvm::Align(4));
     }
-    vars_.erase(loops[0]);
-    vars_.erase(loops[1]);
+    vars_.Unbind(loops[0]);
+    vars_.Unbind(loops[1]);
     return true;
   }
 
@@ -1034,10 +1066,10 @@ class Codegen {
         if (EmitTransposingCopy(n)) return;
         if (n.extent * StatementCount(n.body) <= kMaxUnrolledStatements) {
           for (std::int64_t i = 0; i < n.extent; ++i) {
-            vars_[n.loop_var.get()] = b_.getInt64(i);
+            vars_.Bind(n.loop_var.get(), b_.getInt64(i));
             EmitStmt(n.body);
           }
-          vars_.erase(n.loop_var.get());
+          vars_.Unbind(n.loop_var.get());
           return;
         }
         break;
@@ -1055,11 +1087,11 @@ class Codegen {
             for (std::int64_t start = 0; start < n.extent;) {
               auto width = static_cast<std::int64_t>(std::bit_floor(static_cast<std::uint64_t>(n.extent - start)));
               lanes_ = static_cast<int>(width);
-              vars_[n.loop_var.get()] = b_.getInt64(start);
+              vars_.Bind(n.loop_var.get(), b_.getInt64(start));
               EmitStmt(n.body);
               start += width;
             }
-            vars_.erase(n.loop_var.get());
+            vars_.Unbind(n.loop_var.get());
             lane_var_ = saved;
             return;
           }
@@ -1088,8 +1120,8 @@ class Codegen {
   // A parallel loop: the body is outlined into fn(closure, begin, end); the
   // closure holds every value bound here (loop variables, buffer pointers).
   void EmitParallel(const ForNode& n) {
-    std::vector<std::pair<const ExprNode*, llvm::Value*>> captured_vars(vars_.begin(), vars_.end());
-    std::vector<std::pair<const BufferNode*, llvm::Value*>> captured_buffers(buffers_.begin(), buffers_.end());
+    std::vector<std::pair<const ExprNode*, llvm::Value*>> captured_vars = vars_.InBindingOrder();
+    std::vector<std::pair<const BufferNode*, llvm::Value*>> captured_buffers = buffers_.InBindingOrder();
     std::size_t slots = captured_vars.size() + captured_buffers.size();
     llvm::Value* closure = EntryAlloca(b_.getInt64Ty(), static_cast<std::int64_t>(std::max<std::size_t>(slots, 1)), "closure");
     std::size_t slot = 0;
@@ -1143,10 +1175,10 @@ class Codegen {
     StartFunction(loop);
     in_parallel_ = true;
     unsigned arg = 0;
-    for (const auto& [var, value] : captured_vars) vars_[var] = loop->getArg(arg++);
+    for (const auto& [var, value] : captured_vars) vars_.Bind(var, loop->getArg(arg++));
     for (const auto& [buf, ptr] : captured_buffers) {
       loop->getArg(arg)->addAttr(llvm::Attribute::NoAlias);
-      buffers_[buf] = loop->getArg(arg++);
+      buffers_.Bind(buf, loop->getArg(arg++));
     }
     EmitCountedLoop(n.loop_var, loop->getArg(arg), loop->getArg(arg + 1), [&] { EmitStmt(n.body); });
     b_.CreateRetVoid();
@@ -1170,8 +1202,8 @@ class Codegen {
   llvm::Function* fn_ = nullptr;
   llvm::BasicBlock* alloca_block_ = nullptr;
   llvm::Value* entry_alloca_slot_ = nullptr;
-  std::unordered_map<const ExprNode*, llvm::Value*> vars_;
-  std::unordered_map<const BufferNode*, llvm::Value*> buffers_;
+  Bindings<ExprNode> vars_;
+  Bindings<BufferNode> buffers_;
   const ExprNode* lane_var_ = nullptr;
   int lanes_ = 1;
   llvm::Value* guard_ = nullptr;  // when set, loads read ZeroCell() where it is false (EmitGuardedSelect)

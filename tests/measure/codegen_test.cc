@@ -148,6 +148,33 @@ sch.unroll(k)
   EXPECT_EQ(stores, 1u) << ir;
 }
 
+// A parallel loop's closure holds the loop variables and buffers bound
+// around it in the order they were bound, not in an order of addresses: the
+// same program, built anew at other addresses, gives the same IR.
+TEST(CodegenTest, AParallelLoopsClosureIsInTheSameOrderWhereverTheProgramLives) {
+  std::vector<PrimFunc> kept;  // alive, so each copy's nodes live elsewhere
+  std::string first;
+  for (int copy = 0; copy < 8; ++copy) {
+    PrimFunc f = BuildWorkload("dense_bias_relu:B=16,IN=8,OUT=12").func;
+    Schedule sch(f, 0);
+    RunScheduleScript(sch, R"(
+b0 = sch.get_block("T_matmul_NT")
+i, j, k = sch.get_loops(b0)
+i0, i1, i2 = sch.split(i, factors=[2, 2, None])
+sch.parallel(i2)
+)");
+    kept.push_back(sch.func());
+    std::string ir = IRJit().OptimizedIR(Lower(sch.func()));
+    ASSERT_NE(ir.find("tunedb_parallel_for"), std::string::npos);
+    if (copy == 0) {
+      first = ir;
+      EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), 3), "");
+    } else {
+      ASSERT_EQ(ir, first) << "copy " << copy;
+    }
+  }
+}
+
 // A vectorized loop whose extent is not a power of two is emitted as
 // power-of-two vectors, widest first: LLVM legalizes a <48 x float> through
 // element inserts, which ran 12x slower than 32 + 16 lanes. Extents 48 and
