@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "ir/error.h"
@@ -227,6 +228,9 @@ Workload BuildWorkload(std::string_view spec) {
 
   if (spec.size() > name.size()) {
     std::string_view rest = spec.substr(name.size() + 1);
+    // A parameter given twice is refused: the last value silently winning
+    // would tune another workload than a typo (M for K) meant.
+    std::set<std::string> given;
     while (!rest.empty()) {
       std::string_view item = rest.substr(0, rest.find(','));
       rest = item.size() < rest.size() ? rest.substr(item.size() + 1) : std::string_view();
@@ -240,6 +244,9 @@ Workload BuildWorkload(std::string_view spec) {
         for (const WorkloadParam& p : def->params) known.push_back(p.name);
         throw IrError("workload " + def->name + " has no parameter '" + key + "' (parameters: " +
                       Join(known) + ")");
+      }
+      if (!given.insert(key).second) {
+        throw IrError("workload " + def->name + ": parameter " + key + " is given twice");
       }
       std::int64_t value = ParseInt(item.substr(eq + 1), "workload " + def->name + " parameter " + key);
       // Padding may be zero; every other parameter is an extent or a stride.

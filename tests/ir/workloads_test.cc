@@ -61,6 +61,7 @@ TEST(WorkloadsTest, BadSpecsNameTheProblem) {
   ExpectError("matmul:M", "workload matmul: expected NAME=VALUE, got 'M'");
   ExpectError("matmul:M=0", "workload matmul parameter M must be at least 1");
   ExpectError("matmul:M=", "workload matmul parameter M: missing value");
+  ExpectError("matmul:M=512,N=512,M=256", "workload matmul: parameter M is given twice");
 }
 
 TEST(WorkloadsTest, LoadWorkloadReadsFiles) {
