@@ -36,6 +36,12 @@ void AddTuneCommand(CLI::App& app);
 void AddE2eCommand(CLI::App& app);    // `e2e mlp`
 void AddServeCommand(CLI::App& app);
 
+// Adds `--seed` (a whole number from 0 up) to a command. CLI11 reads "-1"
+// into an unsigned integer as 2^64 - 1, which would silently be some other
+// seed to a user who meant "random"; it is refused instead. (Defined in
+// program_source.cc.)
+CLI::Option* AddSeedOption(CLI::App* cmd, std::uint64_t* seed, const std::string& description);
+
 // "2.5x faster" or "1.3x slower": how a new time compares with a reference
 // time. A tiny budget on a tiny workload can leave the tuned program the
 // slower one, and "0.3x faster" would misread. (Defined in tune_command.cc.)

@@ -142,7 +142,7 @@ void AddModelCommands(CLI::App& app) {
   train->add_option("--token-file", o->token_file, "Bearer token for a server's write routes (to store the model)");
   train->add_option("--holdout", o->holdout, "Fraction of records held out for the metrics")->capture_default_str();
   train->add_option("--objective", o->objective, "rank or weighted-mse")->capture_default_str();
-  train->add_option("--seed", o->seed, "Seed of the split and of XGBoost")->capture_default_str();
+  AddSeedOption(train, &o->seed, "Seed of the split and of XGBoost");
   train->add_option("--rounds", o->rounds, "At most this many boosting rounds (early stopping may stop sooner)")
       ->capture_default_str();
   train->add_option("--out", o->out, "Also write the model to this file");

@@ -35,7 +35,14 @@ void AddProgramSourceOptions(CLI::App* cmd, ProgramSource* source) {
                                    "A schedule script (Python-like, TVM's method names) to apply");
   auto* trace = cmd->add_option("--trace", source->trace_file, "A trace in TVM's JSON layout to replay");
   schedule->excludes(trace);
-  cmd->add_option("--seed", source->seed, "Seed of the schedule's random sampling")->capture_default_str();
+  AddSeedOption(cmd, &source->seed, "Seed of the schedule's random sampling");
+}
+
+CLI::Option* AddSeedOption(CLI::App* cmd, std::uint64_t* seed, const std::string& description) {
+  auto not_negative = [](std::string& value) -> std::string {
+    return value.find('-') == std::string::npos ? "" : "a seed is a whole number, 0 or more, not " + value;
+  };
+  return cmd->add_option("--seed", *seed, description)->check(CLI::Validator(not_negative, "UINT"))->capture_default_str();
 }
 
 ScheduledProgram LoadScheduledProgram(const ProgramSource& source) {

@@ -227,7 +227,7 @@ void AddTuneCommand(CLI::App& app) {
   cmd->add_option("--token-file", o->token_file, "Bearer token for a server's write routes");
   cmd->add_option("--strategy", o->strategy, "evolutionary or random")->capture_default_str();
   cmd->add_option("--space", o->space, "default, or a stochastic schedule script")->capture_default_str();
-  cmd->add_option("--seed", o->seed, "Seed of every random choice")->capture_default_str();
+  AddSeedOption(cmd, &o->seed, "Seed of every random choice");
   cmd->add_option("--target", o->target, "Target string (default: the host)");
   cmd->add_option("--batch", o->batch, "Candidates per search round")->capture_default_str();
   cmd->add_option("--task-scheduler", o->task_scheduler, "gradient or round-robin (several workloads)")

@@ -396,6 +396,10 @@ TEST(CliTune, BadOptionsAreOneLineErrors) {
   r = RunTunedb("tune --workload matmul:M=32 --min-repeat-ms -1 --db " + db);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "tunedb: error: --min-repeat-ms must be 0 or more\n");
+  // Read into an unsigned integer, -1 would be 2^64 - 1, not "random".
+  r = RunTunedb("tune --workload matmul:M=32 --seed -1 --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out.rfind("--seed: a seed is a whole number, 0 or more, not -1\n", 0), 0u) << r.out;
 }
 
 // Ctrl-C as a terminal sends it: SIGINT to the whole foreground process
