@@ -155,8 +155,9 @@ void Best(const DbOptions& o) {
     return;
   }
   if (o.format != "script") throw UsageError("--format must be script or json");
+  std::string script = ir::Trace::FromJsonText(r.trace).AsScript();
   fmt::print("# workload {} on {}: median {}\n{}", hash, r.target, DurationText(r.Median()),
-             ir::Trace::FromJsonText(r.trace).AsScript());
+             script.empty() ? "# no instructions: the unscheduled program is the fastest measured\n" : script);
 }
 
 // What `db check` found wrong with one stored row. Reported in order: the

@@ -189,11 +189,20 @@ void RunTune(const TuneCliOptions& o) {
   }
   for (const search::TaskStatus& t : report.tasks) {
     fmt::print("\n== {} (hash {})\n", t.name, t.hash);
+    // Say why a task stopped short of its share, or a small design space
+    // (a --space script with few choices) reads as a budget ignored.
+    if (t.done) {
+      fmt::print("its design space gave nothing new after {} trial{} here{}\n", t.trials, t.trials == 1 ? "" : "s",
+                 t.history > 0 ? fmt::format(" and {} before", t.history) : "");
+    }
     if (t.best_trace.empty()) {
       fmt::print("no valid candidate yet\n");
       continue;
     }
-    fmt::print("best schedule:\n{}", ir::Trace::FromJsonText(t.best_trace).Simplified(false).AsScript());
+    // The unscheduled program's own record has no instructions: say so
+    // rather than print an empty script.
+    std::string script = ir::Trace::FromJsonText(t.best_trace).Simplified(false).AsScript();
+    fmt::print("best schedule:\n{}", script.empty() ? "none: the unscheduled program is the fastest measured\n" : script);
     fmt::print("best:        {}, {}\n", DurationText(t.best_secs), RateText(t.flops, t.param_bytes, t.best_secs));
     if (t.baseline_secs > 0) {
       fmt::print("unscheduled: {}, {}; the best is {}{}\n", DurationText(t.baseline_secs),

@@ -402,6 +402,31 @@ TEST(CliTune, BadOptionsAreOneLineErrors) {
   EXPECT_EQ(r.out.rfind("--seed: a seed is a whole number, 0 or more, not -1\n", 0), 0u) << r.out;
 }
 
+// A design space with no choices runs out before the budget: the session
+// says so, and when the unscheduled program is the best there is, that is
+// what `tune` and `best` print instead of an empty script.
+TEST(CliTune, ASpaceThatRunsOutSaysSoAndAnUnscheduledBestIsNamed) {
+  std::string db = TuneDb("cli_tune_empty_space.sqlite");
+  std::string space = ::testing::TempDir() + "/cli_empty_space.py";
+  std::ofstream(space) << "# no instructions: the space is the program itself\n";
+  const std::string spec = "matmul:M=16,N=16,K=16";
+  Result r = RunTunedb("tune --workload " + spec + " --trials 4 --space " + space + " --db " + db + kSmallTune);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("its design space gave nothing new after 1 trial here\n"), std::string::npos) << r.out;
+  // The unscheduled program's record made the fastest, whatever was timed.
+  Sql(db, "UPDATE records SET run_secs = '[1e-9]', median = 1e-9 WHERE trace = '[[],[]]'");
+  r = RunTunedb("tune --workload " + spec + " --trials 4 --space " + space + " --db " + db + kSmallTune);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("its design space gave nothing new after 0 trials here and 2 before\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("best schedule:\nnone: the unscheduled program is the fastest measured\n"), std::string::npos)
+      << r.out;
+  r = RunTunedb("best --workload " + spec + " --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("\n# no instructions: the unscheduled program is the fastest measured\n"), std::string::npos)
+      << r.out;
+}
+
 // Ctrl-C as a terminal sends it: SIGINT to the whole foreground process
 // group. The tuner commits what it measured and says how to resume; the
 // same command then finishes the session without re-measuring.
