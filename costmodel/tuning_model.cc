@@ -62,6 +62,14 @@ bool TuningCostModel::LoadFromDatabase(db::Database& database, std::int64_t id) 
                          std::to_string(m->feature_version) + "; this build extracts version " +
                          std::to_string(kFeatureVersion) + " (run tunedb train)");
   }
+  // A model that learnt from fewer records than this session waits for
+  // before it trains its own knows less than the heuristic it would
+  // replace (`tunedb train` on a database of two records stores one).
+  if (m->training_rows < static_cast<std::int64_t>(options_.min_samples)) {
+    throw CostModelError("model " + std::to_string(m->id) + " was trained on " + std::to_string(m->training_rows) +
+                         (m->training_rows == 1 ? " record" : " records") + ", fewer than the " +
+                         std::to_string(options_.min_samples) + " samples a session trains its own on");
+  }
   model_ = CostModel::Load(m->blob);
   loaded_ = true;
   return true;

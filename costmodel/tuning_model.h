@@ -39,7 +39,8 @@ class TuningCostModel {
   std::string Describe() const;
 
   // Starts from a stored model (the database's newest when id is 0); false
-  // when there is none. Throws CostModelError on a feature-version mismatch.
+  // when there is none. Throws CostModelError on a feature-version mismatch
+  // and for a model trained on fewer than min_samples records.
   bool LoadFromDatabase(db::Database& database, std::int64_t id = 0);
   std::int64_t SaveToDatabase(db::Database& database, const std::string& metrics_json) const;
   void LoadFromFile(const std::string& path);

@@ -12,6 +12,7 @@
 #include "costmodel/metrics.h"
 #include "costmodel/model.h"
 #include "db/sqlite_database.h"
+#include "search/tuner.h"
 
 namespace tunedb::cli {
 namespace {
@@ -89,6 +90,12 @@ void Train(const ModelOptions& o) {
   stored.metrics = metrics.dump();
   std::int64_t id = d.SaveModel(stored);
   fmt::print("stored as model {} in {}\n", id, o.db);
+  const int tune_needs = search::TuneOptions{}.model_min_samples;
+  if (stored.training_rows < tune_needs) {
+    fmt::print(
+        "note: a tune session starts from a stored model trained on at least {} records (--model-min-samples)\n",
+        tune_needs);
+  }
   if (!o.out.empty()) {
     std::ofstream out(o.out, std::ios::binary);
     if (!out) throw UsageError("cannot write " + o.out);

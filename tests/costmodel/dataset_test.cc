@@ -58,6 +58,7 @@ TEST_F(DatasetTest, TrainAndModelCommands) {
   std::string out = RunTunedb("train --db " + *path_ + " --holdout 0.25 --seed 3 --rounds 30", &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("pairwise accuracy:"), std::string::npos) << out;
+  EXPECT_EQ(out.find("note:"), std::string::npos) << "three quarters of 48 records are enough for a session to start from\n" << out;
   EXPECT_NE(out.find("stored as model 1 in"), std::string::npos) << out;
   out = RunTunedb("train --db " + *path_ + " --objective weighted-mse --rounds 10", &rc);
   ASSERT_EQ(rc, 0) << out;

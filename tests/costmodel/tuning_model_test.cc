@@ -101,6 +101,19 @@ TEST(TuningCostModelTest, SavedToTheDatabaseAndBack) {
   old.blob = "x";
   database.SaveModel(old);
   EXPECT_THROW(loaded.LoadFromDatabase(database, 0), CostModelError);
+  // So is one trained on fewer records than a session trains its own on.
+  db::StoredModel small = *database.LoadModel(id);
+  small.training_rows = 9;
+  std::int64_t small_id = database.SaveModel(small);
+  TuningCostModel fresh(o);
+  try {
+    fresh.LoadFromDatabase(database, small_id);
+    ADD_FAILURE() << "a model trained on 9 records was loaded";
+  } catch (const CostModelError& e) {
+    EXPECT_EQ(std::string(e.what()), "model " + std::to_string(small_id) +
+                                         " was trained on 9 records, fewer than the 10 samples a session trains its own on");
+  }
+  EXPECT_TRUE(fresh.using_heuristic());
 }
 
 }  // namespace
