@@ -211,7 +211,7 @@ void ComputeAtImpl(Schedule::State& s, BlockRV block_rv, LoopRV loop_rv, bool pr
   const std::string where = "block '" + block->name + "' at loop " + loop->loop_var->name;
   if (sched::Contains(loop, block.get())) Fail(p, where + ": the block is already under this loop");
 
-  std::set<const BufferNode*> stored = sched::StoredBuffers(*block);
+  sched::BufferSet stored = sched::StoredBuffers(*block);
   if (stored.size() != 1) Fail(p, where + ": the block must write exactly one buffer");
   const BufferNode* out_buf = *stored.begin();
   if (!WritersOf(s.func, out_buf, block.get()).empty()) {

@@ -326,7 +326,7 @@ void Schedule::PadEinsum(BlockRV block_rv, const std::vector<std::int64_t>& padd
                     "' is not bound to a whole loop of its own (pad before splitting or moving it)");
       }
     }
-    std::set<const BufferNode*> stored = sched::StoredBuffers(*block);
+    sched::BufferSet stored = sched::StoredBuffers(*block);
     if (stored.size() != 1) Fail(p, "block '" + block->name + "' must write exactly one buffer");
     Buffer out;
     std::vector<Buffer> inputs;

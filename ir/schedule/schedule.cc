@@ -226,7 +226,7 @@ std::vector<BlockRV> Schedule::GetChildBlocks(BlockOrLoop parent) {
 std::vector<BlockRV> Schedule::GetProducers(BlockRV block) {
   State& s = *state_;
   auto b = s.BlockOf(block, "get_producers");
-  std::set<const BufferNode*> loaded = sched::LoadedBuffers(*b);
+  sched::BufferSet loaded = sched::LoadedBuffers(*b);
   std::vector<BlockNode*> found;
   for (BlockNode* other : sched::LeafBlocks(s.func)) {
     if (other == b.get()) continue;
@@ -243,7 +243,7 @@ std::vector<BlockRV> Schedule::GetProducers(BlockRV block) {
 }
 
 std::vector<BlockNode*> ConsumerBlocks(const PrimFunc& func, const BlockNode& block) {
-  std::set<const BufferNode*> stored = sched::StoredBuffers(block);
+  sched::BufferSet stored = sched::StoredBuffers(block);
   std::vector<BlockNode*> found;
   for (BlockNode* other : sched::LeafBlocks(func)) {
     if (other == &block) continue;

@@ -2,6 +2,7 @@
 // surgery that primitives share. Not part of the public interface.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -99,9 +100,29 @@ std::vector<BlockNode*> BlocksIn(const Stmt& s);  // pre-order, leaf blocks
 std::vector<BlockNode*> LeafBlocks(const PrimFunc& f);
 BlockNode* FindBlock(const PrimFunc& f, const std::string& name);
 
-// Buffers a block stores to / loads from (init and body).
-std::set<const BufferNode*> StoredBuffers(const BlockNode& b);
-std::set<const BufferNode*> LoadedBuffers(const BlockNode& b);
+// A few buffers, in the order a block first mentions them. Primitives
+// walk these and name the first that fails a check; a std::set of
+// pointers would order them by heap address, so an error could name
+// another buffer in another process.
+class BufferSet {
+ public:
+  void insert(const BufferNode* b) {
+    if (!count(b)) order_.push_back(b);
+  }
+  std::size_t count(const BufferNode* b) const {
+    return std::find(order_.begin(), order_.end(), b) != order_.end() ? 1 : 0;
+  }
+  std::size_t size() const { return order_.size(); }
+  auto begin() const { return order_.begin(); }
+  auto end() const { return order_.end(); }
+
+ private:
+  std::vector<const BufferNode*> order_;  // a block touches a handful
+};
+
+// Buffers a block stores to / loads from (init, then body).
+BufferSet StoredBuffers(const BlockNode& b);
+BufferSet LoadedBuffers(const BlockNode& b);
 // The stores of a block's body (not init), in order.
 std::vector<StoreNode*> Stores(const Stmt& s);
 

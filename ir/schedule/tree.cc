@@ -179,8 +179,8 @@ BlockNode* FindBlock(const PrimFunc& f, const std::string& name) {
   return nullptr;
 }
 
-std::set<const BufferNode*> StoredBuffers(const BlockNode& b) {
-  std::set<const BufferNode*> out;
+BufferSet StoredBuffers(const BlockNode& b) {
+  BufferSet out;
   for (const Stmt* part : {&b.init, &b.body}) {
     VisitStmt(*part, [&](const Stmt& s) {
       if (s->kind == StmtKind::kStore) out.insert(static_cast<StoreNode&>(*s).buffer.get());
@@ -208,8 +208,8 @@ void ForEachExpr(const Stmt& s, const std::function<void(const Expr&)>& fn) {
 
 }  // namespace
 
-std::set<const BufferNode*> LoadedBuffers(const BlockNode& b) {
-  std::set<const BufferNode*> out;
+BufferSet LoadedBuffers(const BlockNode& b) {
+  BufferSet out;
   for (const Stmt* part : {&b.init, &b.body}) {
     ForEachExpr(*part, [&](const Expr& e) {
       VisitExpr(e, [&](const Expr& x) {
@@ -304,7 +304,7 @@ void NormalizeBindings(PrimFunc& f) {
 }
 
 void RecomputeRegions(BlockNode& b) {
-  std::set<const BufferNode*> stored = StoredBuffers(b);
+  sched::BufferSet stored = StoredBuffers(b);
   auto add_region = [](std::vector<BufferRegion>& regions, const Buffer& buffer, const std::vector<Expr>& indices) {
     for (const BufferRegion& r : regions) {
       if (r.buffer != buffer) continue;

@@ -334,6 +334,21 @@ TEST(BlockMotionTest, ReverseComputeAtRefusesALoopBeforeAnotherProducer) {
   EXPECT_SAME_RESULT(f, sch);
 }
 
+// When several buffers fail one check, the refusal names the first the
+// block reads, in every process: both T and S are written after M's row
+// loop, and N reads S first although T was declared (and allocated)
+// first. The buffers used to be walked in heap-address order.
+TEST(BlockMotionTest, ARefusalNamesTheFirstBufferTheBlockReads) {
+  PrimFunc f = ParseWorkloadText(
+      "input A: f32[4, 8]\nM[i in 4] = max(k in 8) A[i, k]\nT[i in 4] = sum(k in 8) A[i, k]\n"
+      "S[i in 4] = sum(k in 8) A[i, k] * 2.0\nN[i in 4, j in 8] = A[i, j] - S[i] + T[i]\n");
+  Schedule sch(f, 0);
+  BlockRV n = sch.GetBlock("N");
+  LoopRV row = sch.GetLoops(sch.GetBlock("M"))[0];
+  ExpectRefused(sch, [&] { sch.ReverseComputeAt(n, row, true); },
+                "reverse_compute_at: block 'N' at loop i: block 'S' writes S, which the block reads, after the loop");
+}
+
 TEST(BlockMotionTest, Refusals) {
   PrimFunc f = BuildWorkload("dense_bias_relu:B=8,IN=6,OUT=8").func;
   Schedule sch(f, 0);
