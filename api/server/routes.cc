@@ -35,12 +35,13 @@ Work WorkOf(const ir::PrimFunc& func) { return {ir::CountFlops(func), ir::ParamB
 
 }  // namespace
 
-// The newest stored model, loaded once per model id; and the work of each
+// The last model /v1/predict used, loaded once per model id; and the work of each
 // workload (FLOPs, parameter bytes), so that the hot route (best) parses no
 // program.
 struct Routes::ModelCache {
   std::mutex mutex;
   std::int64_t model_id = 0;
+  std::int64_t training_rows = 0;
   std::shared_ptr<costmodel::CostModel> model;
   std::map<std::string, Work> work;  // by workload hash
   // Rendered records of the best route, by record id. Records never change
@@ -584,8 +585,20 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       std::optional<db::Workload> w = database.FindWorkload(hash);
       if (!w) Fail(404, "no workload with hash " + hash);
       if (w->input.kind != "tunedb") Fail(400, "workload " + hash + " is an imported TVM workload; tunedb cannot featurize it");
-      std::vector<db::StoredModel> stored = database.Models();
-      if (stored.empty()) Fail(409, "the database has no cost model yet (run tunedb train or tunedb tune)");
+      // Which model: the newest unless the request names one, so that a
+      // caller can pin the model it compared against (or skip a small one).
+      std::int64_t wanted = 0;
+      if (body.contains("model")) {
+        if (!body["model"].is_number_integer() || body["model"].get<std::int64_t>() < 0) {
+          Fail(400, "model must be a stored model's id (0 or absent: the newest)");
+        }
+        wanted = body["model"].get<std::int64_t>();
+      }
+      if (wanted == 0) {
+        std::vector<db::StoredModel> stored = database.Models();
+        if (stored.empty()) Fail(409, "the database has no cost model yet (run tunedb train or tunedb tune)");
+        wanted = stored[0].id;
+      }
       ir::PrimFunc func = ir::ProgramFromJson(w->input.program);
       std::vector<std::vector<costmodel::FeatureRow>> features;
       for (std::size_t i = 0; i < body["traces"].size(); ++i) {
@@ -597,20 +610,20 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
           Fail(400, "traces[" + std::to_string(i) + "]: " + e.what());
         }
       }
-      std::shared_ptr<costmodel::CostModel> model;
-      {
-        std::lock_guard<std::mutex> lock(models_->mutex);
-        if (models_->model_id != stored[0].id) {
-          std::optional<db::StoredModel> blob = database.LoadModel(stored[0].id);
-          if (!blob) Fail(409, "the newest model disappeared; retry");
-          models_->model = std::make_shared<costmodel::CostModel>(costmodel::CostModel::Load(blob->blob));
-          models_->model_id = stored[0].id;
-        }
-        model = models_->model;
-        // XGBoost predictions on one booster are serialized.
-        std::vector<double> scores = features.empty() ? std::vector<double>{} : model->Predict(features);
-        return Json({{"workload_hash", hash}, {"model_id", models_->model_id}, {"scores", scores}});
+      std::lock_guard<std::mutex> lock(models_->mutex);
+      if (models_->model_id != wanted) {
+        std::optional<db::StoredModel> blob = database.LoadModel(wanted);
+        if (!blob) Fail(404, "no model with id " + std::to_string(wanted));
+        models_->model = std::make_shared<costmodel::CostModel>(costmodel::CostModel::Load(blob->blob));
+        models_->model_id = wanted;
+        models_->training_rows = blob->training_rows;
       }
+      // XGBoost predictions on one booster are serialized.
+      std::vector<double> scores = features.empty() ? std::vector<double>{} : models_->model->Predict(features);
+      return Json({{"workload_hash", hash},
+                   {"model_id", models_->model_id},
+                   {"training_rows", models_->training_rows},
+                   {"scores", scores}});
     }
   } catch (const BadRequest& e) {
     return JsonError(e.status, e.message);

@@ -289,7 +289,7 @@ TEST_F(ServerTest, WritesNeedTheTokenAndValidInput) {
   EXPECT_EQ(check.IntegrityCheck(), "ok");
 }
 
-TEST_F(ServerTest, PredictUsesTheStoredModel) {
+TEST_F(ServerTest, PredictUsesTheNewestStoredModelOrTheOneNamed) {
   StartServer();
   json request = {{"workload", hash_}, {"traces", {json::parse(traces_[0]), json::parse(traces_[1])}}};
   Reply none = Call(port_, http::verb::post, "/v1/predict", request.dump());
@@ -307,6 +307,36 @@ TEST_F(ServerTest, PredictUsesTheStoredModel) {
   Reply r = Call(port_, http::verb::post, "/v1/predict", request.dump());
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.Json()["scores"].size(), 2u);
+  EXPECT_EQ(r.Json()["training_rows"], 12);
+  const std::int64_t first_id = r.Json()["model_id"].get<std::int64_t>();
+  {
+    // A newer model, trained on one record: the newest is used by default,
+    // and a request can pin the first one and get its scores again.
+    db::SqliteDatabase database(path_);
+    costmodel::Dataset data = costmodel::LoadDataset(database);
+    costmodel::CostModel model;
+    costmodel::TrainOptions options;
+    options.max_rounds = 2;
+    model.Train(data.samples, options);
+    database.SaveModel({0, costmodel::kFeatureVersion, "rank", model.Save(), 1, "{}", 0});
+  }
+  json newest = Call(port_, http::verb::post, "/v1/predict", request.dump()).Json();
+  EXPECT_GT(newest["model_id"].get<std::int64_t>(), first_id);
+  EXPECT_EQ(newest["training_rows"], 1);
+  json pinned_request = request;
+  pinned_request["model"] = first_id;
+  Reply pinned = Call(port_, http::verb::post, "/v1/predict", pinned_request.dump());
+  ASSERT_EQ(pinned.status, 200) << pinned.body;
+  EXPECT_EQ(pinned.Json()["model_id"], first_id);
+  EXPECT_EQ(pinned.Json()["scores"], r.Json()["scores"]);
+  pinned_request["model"] = 999;
+  Reply unknown = Call(port_, http::verb::post, "/v1/predict", pinned_request.dump());
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_EQ(unknown.Json()["error"], "no model with id 999");
+  pinned_request["model"] = "first";
+  Reply not_an_id = Call(port_, http::verb::post, "/v1/predict", pinned_request.dump());
+  EXPECT_EQ(not_an_id.status, 400);
+  EXPECT_NE(not_an_id.Json()["error"].get<std::string>().find("model must be"), std::string::npos) << not_an_id.body;
   json bogus_trace = json::array({json::array({json::array({"Nope", json::array(), json::array(), json::array()})}),
                                    json::array()});
   json bad = {{"workload", hash_}, {"traces", json::array({bogus_trace})}};
