@@ -125,8 +125,12 @@ class TunedbClient:
         send()
         return {"added": added}
 
-    def predict(self, workload_hash, traces):
-        return self._call("POST", "/v1/predict", body={"workload": workload_hash, "traces": list(traces)})
+    def predict(self, workload_hash, traces, model=None):
+        """Cost-model scores of traces; model is a stored model's id (None: the newest)."""
+        body = {"workload": workload_hash, "traces": list(traces)}
+        if model is not None:
+            body["model"] = model
+        return self._call("POST", "/v1/predict", body=body)
 
     def metrics(self):
         return self._call("GET", "/metrics")

@@ -65,6 +65,10 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(TunedbError) as e:
             c.predict(h, [TRACE])
         self.assertEqual(e.exception.status, 409)
+        with self.assertRaises(TunedbError) as e:
+            c.predict(h, [TRACE], model=5)
+        self.assertEqual(e.exception.status, 404)
+        self.assertEqual(e.exception.message, "no model with id 5")
 
     def test_errors(self):
         with self.assertRaises(TunedbError) as e:
