@@ -100,13 +100,7 @@ class Tuner {
         start_(std::chrono::steady_clock::now()) {}
 
   TuneReport Run() {
-    if (o_.workloads.empty()) throw std::invalid_argument("no workload to tune");
-    if (o_.trials < 1) throw std::invalid_argument("--trials must be at least 1");
-    if (o_.batch < 1) throw std::invalid_argument("--batch must be at least 1");
-    if (o_.evolutionary.population < 1) throw std::invalid_argument("--population must be at least 1");
-    if (o_.strategy != "evolutionary" && o_.strategy != "random") {
-      throw std::invalid_argument("unknown strategy '" + o_.strategy + "' (choose evolutionary or random)");
-    }
+    CheckTuneOptions(o_);
     TaskSchedulerKind scheduler = ParseTaskScheduler(o_.task_scheduler);
     FindSessionToResume();
     Stopwatch warm_start(times_.warm_start);
@@ -525,6 +519,23 @@ std::string TimesText(const SessionTimes& t, double wall_secs) {
     out += buf;
   }
   return out;
+}
+
+void CheckTuneOptions(const TuneOptions& o) {
+  if (o.workloads.empty()) throw std::invalid_argument("no workload to tune");
+  if (o.trials < 1) throw std::invalid_argument("--trials must be at least 1");
+  if (o.batch < 1) throw std::invalid_argument("--batch must be at least 1");
+  if (o.evolutionary.population < 1) throw std::invalid_argument("--population must be at least 1");
+  if (o.strategy != "evolutionary" && o.strategy != "random") {
+    throw std::invalid_argument("unknown strategy '" + o.strategy + "' (choose evolutionary or random)");
+  }
+  ParseTaskScheduler(o.task_scheduler);
+  std::string script = o.space == "default" ? "" : ReadFile(o.space);
+  for (const std::string& spec : o.workloads) {
+    for (const ir::Workload& w : ir::LoadWorkloads(spec)) {
+      if (o.space != "default") ScriptDesignSpace(w.func, script, o.space);
+    }
+  }
 }
 
 TuneReport Tune(db::Database& database, const TuneOptions& options, const TuneObserver& observer,

@@ -124,8 +124,15 @@ struct TuneReport {
 
 using TuneObserver = std::function<void(const TuneEvent&, const std::vector<TaskStatus>&)>;
 
+// What Tune refuses before it touches the database: the options' numbers
+// and names, each workload spec, and a --space script run on each
+// workload. Opening a database file creates it, so a caller runs this
+// first: a mistyped command then leaves no file behind. Throws
+// std::invalid_argument, ir::IrError or ir::ScheduleError.
+void CheckTuneOptions(const TuneOptions& options);
+
 // `stop` is polled between chunks (Ctrl-C sets it). Throws on setup errors
-// (std::invalid_argument, ir::IrError, db::DatabaseError).
+// (those of CheckTuneOptions, which it runs first, and db::DatabaseError).
 TuneReport Tune(db::Database& database, const TuneOptions& options, const TuneObserver& observer = nullptr,
                 const std::atomic<bool>* stop = nullptr);
 

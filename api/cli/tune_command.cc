@@ -130,6 +130,11 @@ void RunTune(const TuneCliOptions& o) {
   }
   options.command = CommandKey(o, options.measure.target.ToString());
 
+  try {
+    search::CheckTuneOptions(options);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
   std::string token = ReadTokenFile(o.token_file);
   std::unique_ptr<db::Database> opened = api::OpenDatabase(o.db, token);
   db::Database& database = *opened;
