@@ -314,8 +314,19 @@ void AddDbCommands(CLI::App& app) {
   imp->add_option("dir", o->dir, "Directory with database_workload.json and database_tuning_record.json")->required();
   imp->callback([o] {
     RequireNotAServer(o->db, "db import-tvm imports into a file; import into one, then db merge it into the server");
-    db::SqliteDatabase d(o->db);
-    db::TvmImportStats s = db::ImportTvm(d, o->dir);
+    // The import is one transaction; when it fails into a database that
+    // did not exist, the empty file it created goes too.
+    const bool created = !std::filesystem::exists(o->db);
+    db::TvmImportStats s;
+    try {
+      db::SqliteDatabase d(o->db);
+      s = db::ImportTvm(d, o->dir);
+    } catch (...) {
+      if (created) {
+        for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(o->db + suffix);
+      }
+      throw;
+    }
     fmt::print("imported {} workloads and {} records ({} duplicates skipped) into {}\n", s.workloads, s.records,
                s.duplicates, o->db);
   });

@@ -285,6 +285,15 @@ TEST(CliTest, DatabaseCommands) {
   r = RunTunedb("db import-tvm " + dir + " --db " + db);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "tunedb: error: " + dir + "/database_tuning_record.json:2: not valid JSON\n");
+  // Into a new file, a failed import leaves no empty database behind; into
+  // an existing one, it leaves what was there.
+  const std::string fresh = dir + "/fresh.sqlite";
+  r = RunTunedb("db import-tvm " + dir + " --db " + fresh);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_FALSE(std::filesystem::exists(fresh));
+  EXPECT_EQ(RunTunedb("db import-tvm " + dir + "/none --db " + fresh).exit_code, 2);
+  EXPECT_FALSE(std::filesystem::exists(fresh));
+  EXPECT_NE(RunTunedb("db stats --db " + db).out.find("records:   1\n"), std::string::npos);
 
   // An imported TVM trace is kept verbatim: instructions tunedb does not
   // know are no damage.
@@ -400,6 +409,17 @@ TEST(CliTune, BadOptionsAreOneLineErrors) {
   r = RunTunedb("tune --workload matmul:M=32 --seed -1 --db " + db);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out.rfind("--seed: a seed is a whole number, 0 or more, not -1\n", 0), 0u) << r.out;
+  r = RunTunedb("tune --workload matmul:Q=3 --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: workload matmul has no parameter 'Q' (parameters: M, N, K)\n");
+  std::string space = ::testing::TempDir() + "/cli_tune_bad_space.py";
+  std::ofstream(space) << "b = sch.get_block(\"C\")\nsch.nope(b)\n";
+  r = RunTunedb("tune --workload matmul:M=32 --space " + space + " --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: " + space + ":2: unknown schedule method 'nope'\n");
+  // Each was refused before the database was opened: a mistyped command
+  // creates no file.
+  EXPECT_FALSE(std::filesystem::exists(db));
 }
 
 // A design space with no choices runs out before the budget: the session
