@@ -118,6 +118,9 @@ void Records(const DbOptions& o) {
 }
 
 void Best(const DbOptions& o) {
+  if (o.format != "script" && o.format != "json") {
+    throw UsageError("--format must be script or json, not '" + o.format + "'");
+  }
   std::unique_ptr<db::Database> opened = OpenExistingDatabase(o.db);
   db::Database& d = *opened;
   std::string hash = HashOf(o);
@@ -154,7 +157,6 @@ void Best(const DbOptions& o) {
     fmt::print("{}\n", out.dump(2));
     return;
   }
-  if (o.format != "script") throw UsageError("--format must be script or json");
   std::string script = ir::Trace::FromJsonText(r.trace).AsScript();
   fmt::print("# workload {} on {}: median {}\n{}", hash, r.target, DurationText(r.Median()),
              script.empty() ? "# no instructions: the unscheduled program is the fastest measured\n" : script);

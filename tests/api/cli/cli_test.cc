@@ -263,6 +263,10 @@ TEST(CliTest, DatabaseCommands) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(r.out, "# workload 77 on llvm -mcpu=x -num-cores=2: median 2.0000 ms\n"
                    "b0 = sch.get_block(name=\"C\", func_name=\"main\")\n");
+  // A format it cannot print is refused whether or not there is a record.
+  r = RunTunedb("best --hash 77 --format xml --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: --format must be script or json, not 'xml'\n");
   r = RunTunedb("db stats --db " + db);
   EXPECT_NE(r.out.find("records:   1\n"), std::string::npos) << r.out;
   r = RunTunedb("db records --hash 77 --db " + db);
