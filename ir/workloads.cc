@@ -231,6 +231,9 @@ Workload BuildWorkload(std::string_view spec) {
     // A parameter given twice is refused: the last value silently winning
     // would tune another workload than a typo (M for K) meant.
     std::set<std::string> given;
+    if (!rest.empty() && rest.back() == ',') {
+      throw IrError("workload " + def->name + ": expected NAME=VALUE after the last ',' of '" + std::string(spec) + "'");
+    }
     while (!rest.empty()) {
       std::string_view item = rest.substr(0, rest.find(','));
       rest = item.size() < rest.size() ? rest.substr(item.size() + 1) : std::string_view();

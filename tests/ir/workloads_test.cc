@@ -62,6 +62,9 @@ TEST(WorkloadsTest, BadSpecsNameTheProblem) {
   ExpectError("matmul:M=0", "workload matmul parameter M must be at least 1");
   ExpectError("matmul:M=", "workload matmul parameter M: missing value");
   ExpectError("matmul:M=512,N=512,M=256", "workload matmul: parameter M is given twice");
+  // Accepted, it would be stored as another name of the same workload.
+  ExpectError("matmul:M=4,", "workload matmul: expected NAME=VALUE after the last ',' of 'matmul:M=4,'");
+  ExpectError("matmul:M=4,,K=2", "workload matmul: expected NAME=VALUE, got ''");
 }
 
 TEST(WorkloadsTest, LoadWorkloadReadsFiles) {
