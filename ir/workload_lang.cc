@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "ir/simplify.h"
 #include "ir/te.h"
 
 namespace tunedb::ir {
@@ -322,14 +323,25 @@ class Parser {
       if (op) {
         out = builder_.Reduce(name.text, axes, *op, raxes, [&](const te::Vars& s, const te::Vars& r) {
           std::map<std::string, Expr> scope;
-          for (std::size_t i = 0; i < axes.size(); ++i) scope[axes[i].name] = s[i];
-          for (std::size_t i = 0; i < raxes.size(); ++i) scope[raxes[i].name] = r[i];
+          ranges_.clear();
+          for (std::size_t i = 0; i < axes.size(); ++i) {
+            scope[axes[i].name] = s[i];
+            ranges_[s[i].get()] = axes[i].extent;
+          }
+          for (std::size_t i = 0; i < raxes.size(); ++i) {
+            scope[raxes[i].name] = r[i];
+            ranges_[r[i].get()] = raxes[i].extent;
+          }
           return Lower(*body, scope, std::nullopt);
         });
       } else {
         out = builder_.Compute(name.text, axes, [&](const te::Vars& s) {
           std::map<std::string, Expr> scope;
-          for (std::size_t i = 0; i < axes.size(); ++i) scope[axes[i].name] = s[i];
+          ranges_.clear();
+          for (std::size_t i = 0; i < axes.size(); ++i) {
+            scope[axes[i].name] = s[i];
+            ranges_[s[i].get()] = axes[i].extent;
+          }
           return Lower(*body, scope, std::nullopt);
         });
       }
@@ -501,6 +513,48 @@ class Parser {
     return IntImm(t, v);
   }
 
+  // A load that every iteration runs must stay inside its tensor. Where
+  // an index is a sum of distinct indices times constants, its range over
+  // the stage's iteration is exact, and one outside [0, extent) is a
+  // mistake of the workload (k + 1 for k in 0..N-1): say so here, with the
+  // line, rather than when the first run trips over it. Other indices
+  // (floor division, products of indices) are left to the interpreter's
+  // check, as are loads a condition guards (padding reads under select).
+  void CheckIndexInBounds(const Node& at, const Expr& index, const std::string& tensor, std::size_t dim,
+                          std::int64_t extent) {
+    LinearForm form = ToLinearForm(index, ranges_);
+    std::int64_t lo = form.constant, hi = form.constant;
+    for (const auto& [atom, coefficient] : form.terms) {
+      auto range = ranges_.find(atom.get());
+      if (atom->kind != ExprKind::kVar || range == ranges_.end()) return;
+      std::int64_t last = 0;
+      std::int64_t& end = coefficient < 0 ? lo : hi;
+      if (__builtin_mul_overflow(coefficient, range->second - 1, &last) || __builtin_add_overflow(end, last, &end)) {
+        return;  // beyond any tensor's extent, but let the limit checks say so
+      }
+    }
+    if (lo >= 0 && hi < extent) return;
+    // Point at the index's start, not at its operator (k + 1 at 'k').
+    const Node* start = &at;
+    while ((start->kind == NodeKind::kBinary || start->kind == NodeKind::kTernary) && !start->args.empty()) {
+      start = start->args[0].get();
+    }
+    Fail(*start, "dimension " + std::to_string(dim + 1) + " of '" + tensor + "' is read at " + std::to_string(lo) +
+                 ".." + std::to_string(hi) + ", outside its extent " + std::to_string(extent) +
+                 " (guard a padding read with select)");
+  }
+
+  // Counts the guarded parts being lowered (the branches of select and ?:,
+  // the right side of && and ||): a load there may run only where its
+  // condition holds.
+  struct Guarded {
+    explicit Guarded(int& depth) : depth_(depth) { ++depth_; }
+    ~Guarded() { --depth_; }
+    Guarded(const Guarded&) = delete;
+    Guarded& operator=(const Guarded&) = delete;
+    int& depth_;
+  };
+
   // Lowers a pair of operands so that a bare number takes the type of the
   // other operand.
   std::pair<Expr, Expr> LowerPair(const Node& a, const Node& b, const std::map<std::string, Expr>& scope,
@@ -548,9 +602,10 @@ class Parser {
                       std::to_string(n.args.size()));
         }
         std::vector<Expr> idx;
-        for (const NodePtr& a : n.args) {
-          Expr e = Lower(*a, scope, DataType::kInt32);
-          if (!IsInt(e->dtype)) Fail(*a, "an index of '" + n.text + "' must be an integer expression");
+        for (std::size_t d = 0; d < n.args.size(); ++d) {
+          Expr e = Lower(*n.args[d], scope, DataType::kInt32);
+          if (!IsInt(e->dtype)) Fail(*n.args[d], "an index of '" + n.text + "' must be an integer expression");
+          if (guarded_ == 0) CheckIndexInBounds(*n.args[d], e, n.text, d, buf->shape[d]);
           idx.push_back(e);
         }
         return Load(buf, idx);
@@ -574,14 +629,20 @@ class Parser {
         std::optional<DataType> operand_hint = hint;
         if (Precedence(op) <= 2) operand_hint = DataType::kBool;
         if (Precedence(op) == 3 || Precedence(op) == 4) operand_hint = std::nullopt;
+        if (op == "&&" || op == "||") {
+          // Short-circuit, as in C: the right side runs only when the left
+          // allows, so it can guard a load (i > 0 && A[i - 1] > 0).
+          Expr a = Lower(*n.args[0], scope, DataType::kBool);
+          Guarded guarded(guarded_);
+          Expr b = Lower(*n.args[1], scope, DataType::kBool);
+          return op == "&&" ? (a && b) : (a || b);
+        }
         auto [a, b] = LowerPair(*n.args[0], *n.args[1], scope, operand_hint);
         if (op == "+") return a + b;
         if (op == "-") return a - b;
         if (op == "*") return a * b;
         if (op == "/") return IsInt(a->dtype) ? FloorDiv(a, b) : a / b;
         if (op == "%") return FloorMod(a, b);
-        if (op == "&&") return a && b;
-        if (op == "||") return a || b;
         if (op == "<") return Binary(ExprKind::kLt, a, b);
         if (op == "<=") return Binary(ExprKind::kLe, a, b);
         if (op == ">") return Binary(ExprKind::kGt, a, b);
@@ -591,6 +652,7 @@ class Parser {
       }
       case NodeKind::kTernary: {
         Expr c = Lower(*n.args[0], scope, DataType::kBool);
+        Guarded guarded(guarded_);
         auto [a, b] = LowerPair(*n.args[1], *n.args[2], scope, hint);
         return Select(c, a, b);
       }
@@ -614,6 +676,7 @@ class Parser {
     if (f == "select") {
       arity(3);
       Expr c = Lower(*n.args[0], scope, DataType::kBool);
+      Guarded guarded(guarded_);
       auto [a, b] = LowerPair(*n.args[1], *n.args[2], scope, hint);
       return Select(c, a, b);
     }
@@ -683,6 +746,8 @@ class Parser {
   std::vector<std::string> stages_;
   std::vector<std::string> outputs_;
   int output_line_ = 0;
+  VarRanges ranges_;  // the current stage's indices and their extents
+  int guarded_ = 0;   // > 0 while lowering what a condition guards
 };
 
 }  // namespace

@@ -123,5 +123,31 @@ TEST(WorkloadLangTest, ErrorsNameLineColumnAndExpectation) {
               "w.tw:2:1: in stage 'B': block 'B' iterates more than tunedb's limit of 2^48 times");
 }
 
+// A read that every iteration makes must stay inside its tensor: refused
+// at the index, not at the first run. Reads a condition guards are left
+// to run time, which checks them where they happen.
+TEST(WorkloadLangTest, AnUnguardedReadOutsideItsTensorIsRefusedWhereItIsWritten) {
+  ExpectError("input A: f32[4, 8]\nB[i] = sum(k in 8) A[i, k + 1]\n",
+              "w.tw:2:25: dimension 2 of 'A' is read at 1..8, outside its extent 8 (guard a padding read with select)");
+  ExpectError("input A: f32[8]\nB[i in 5] = A[6 - 2 * i]\n",
+              "w.tw:2:15: dimension 1 of 'A' is read at -2..6, outside its extent 8 (guard a padding read with select)");
+  ExpectError("input A: f32[8]\nB[i in 8] = A[i] + A[i - 1]\n",
+              "w.tw:2:22: dimension 1 of 'A' is read at -1..6, outside its extent 8 (guard a padding read with select)");
+  // Guarded by select, ?: or the left side of && / ||: accepted, and the
+  // program runs without touching anything outside A.
+  for (const char* text : {"input A: f32[8]\nB[i in 10] = select(i >= 1 && i <= 8, A[i - 1], 0.0)\n",
+                           "input A: f32[8]\nB[i in 10] = i >= 1 && i <= 8 ? A[i - 1] : 0.0\n",
+                           "input A: f32[8]\nB[i in 10] = select(i >= 1 && i <= 8 && A[i - 1] > 0.0, 1.0, 0.0)\n",
+                           "input A: f32[8]\nB[i in 10] = select(i < 1 || i > 8 || A[i - 1] > 0.0, 1.0, 0.0)\n"}) {
+    PrimFunc f = ParseWorkloadText(text, "w.tw");
+    std::vector<NDArray> args = MakeArguments(f, 3);
+    EXPECT_NO_THROW(Interpret(f, args)) << text;
+  }
+  // Not a sum of indices times constants: the interpreter finds it.
+  PrimFunc f = ParseWorkloadText("input A: f32[8]\nB[i in 8] = A[i * i / 7 + 1]\n", "w.tw");
+  std::vector<NDArray> args = MakeArguments(f, 3);
+  EXPECT_THROW(Interpret(f, args), IrError);
+}
+
 }  // namespace
 }  // namespace tunedb::ir
