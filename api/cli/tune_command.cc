@@ -209,7 +209,7 @@ void RunTune(const TuneCliOptions& o) {
     std::string script = ir::Trace::FromJsonText(t.best_trace).Simplified(false).AsScript();
     fmt::print("best schedule:\n{}", script.empty() ? "none: the unscheduled program is the fastest measured\n" : script);
     fmt::print("best:        {}, {}\n", DurationText(t.best_secs), RateText(t.flops, t.param_bytes, t.best_secs));
-    if (t.baseline_secs > 0) {
+    if (t.baseline_secs > 0 && !script.empty()) {
       fmt::print("unscheduled: {}, {}; the best is {}{}\n", DurationText(t.baseline_secs),
                  RateText(t.flops, t.param_bytes, t.baseline_secs), SpeedupText(t.baseline_secs, t.best_secs),
                  t.baseline_stored ? " (unscheduled program timed in an earlier session)" : "");

@@ -451,6 +451,27 @@ TEST(CliTune, ASpaceThatRunsOutSaysSoAndAnUnscheduledBestIsNamed) {
       << r.out;
 }
 
+// When the unscheduled program, timed at the end, beats every schedule of
+// the session, the session reports it as the best, as `best` does: here
+// every candidate starts a parallel loop for 64 multiply-adds.
+TEST(CliTune, AnUnscheduledProgramFasterThanEveryScheduleIsTheSessionsBest) {
+  std::string db = TuneDb("cli_tune_unscheduled_best.sqlite");
+  std::string space = ::testing::TempDir() + "/cli_parallel_space.py";
+  std::ofstream(space) << "b0 = sch.get_block(\"C\")\nl1, l2, l3 = sch.get_loops(b0)\nsch.parallel(l1)\n";
+  const std::string spec = "matmul:M=4,N=4,K=4";
+  Result r = RunTunedb("tune --workload " + spec + " --trials 2 --space " + space + " --db " + db + kSmallTune);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("best schedule:\nnone: the unscheduled program is the fastest measured\nbest:        "),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("unscheduled: "), std::string::npos) << "no comparison of the program with itself:\n"
+                                                               << r.out;
+  r = RunTunedb("best --workload " + spec + " --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("\n# no instructions: the unscheduled program is the fastest measured\n"), std::string::npos)
+      << r.out;
+}
+
 // Ctrl-C as a terminal sends it: SIGINT to the whole foreground process
 // group. The tuner commits what it measured and says how to resume; the
 // same command then finishes the session without re-measuring.
