@@ -49,7 +49,8 @@ struct TuneCliOptions {
 
 std::string FormatLatency(double secs) {
   if (!std::isfinite(secs) || secs <= 0) return "-";
-  return fmt::format("{:.1f}", secs * 1e6);
+  // A kernel of a few nanoseconds still shows its figure.
+  return secs >= 1e-5 ? fmt::format("{:.1f}", secs * 1e6) : fmt::format("{:.4f}", secs * 1e6);
 }
 
 void PrintTable(const std::vector<search::TaskStatus>& tasks) {
