@@ -554,8 +554,10 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
     }
 
     if (route == "/v1/models/{id}") {
-      std::optional<db::StoredModel> m = database.LoadModel(IdInPath(req.path, "/v1/models/"));
-      if (!m) Fail(404, "no model " + req.path.substr(std::string("/v1/models/").size()));
+      const std::int64_t id = IdInPath(req.path, "/v1/models/");
+      std::optional<db::StoredModel> m = database.LoadModel(id);
+      if (!m && id == 0) Fail(404, "the database has no cost model yet (run tunedb train or tunedb tune)");
+      if (!m) Fail(404, "no model with id " + std::to_string(id));
       json out = ModelJson(*m);
       out["blob"] = m->blob;
       return Json(out);

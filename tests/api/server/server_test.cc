@@ -294,6 +294,9 @@ TEST_F(ServerTest, PredictUsesTheNewestStoredModelOrTheOneNamed) {
   json request = {{"workload", hash_}, {"traces", {json::parse(traces_[0]), json::parse(traces_[1])}}};
   Reply none = Call(port_, http::verb::post, "/v1/predict", request.dump());
   EXPECT_EQ(none.status, 409);
+  Reply no_newest = Call(port_, http::verb::get, "/v1/models/0");
+  EXPECT_EQ(no_newest.status, 404);
+  EXPECT_EQ(no_newest.Json()["error"], "the database has no cost model yet (run tunedb train or tunedb tune)");
   {
     // A real model trained on the records.
     db::SqliteDatabase database(path_);
@@ -333,6 +336,7 @@ TEST_F(ServerTest, PredictUsesTheNewestStoredModelOrTheOneNamed) {
   Reply unknown = Call(port_, http::verb::post, "/v1/predict", pinned_request.dump());
   EXPECT_EQ(unknown.status, 404);
   EXPECT_EQ(unknown.Json()["error"], "no model with id 999");
+  EXPECT_EQ(Call(port_, http::verb::get, "/v1/models/999").Json()["error"], "no model with id 999");
   pinned_request["model"] = "first";
   Reply not_an_id = Call(port_, http::verb::post, "/v1/predict", pinned_request.dump());
   EXPECT_EQ(not_an_id.status, 400);
