@@ -225,6 +225,7 @@ bool CostModel::trained() const { return impl_->booster != nullptr; }
 
 TrainReport CostModel::Train(const std::vector<Sample>& samples, const TrainOptions& o) {
   if (samples.empty()) throw CostModelError("no training samples");
+  if (o.max_rounds < 1) throw CostModelError("max_rounds must be at least 1, not " + std::to_string(o.max_rounds));
   // Hold out whole records (all rows of a candidate together) for early
   // stopping, the same fraction from every group: the held-out loss then
   // asks what the model is used for - ranking new candidates of workloads it

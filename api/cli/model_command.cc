@@ -1,5 +1,6 @@
 // `tunedb train` and `tunedb model list|eval`: the cost model, offline.
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
@@ -30,12 +31,19 @@ struct ModelOptions {
 
 using Metrics = costmodel::RankingMetrics;
 
+// With no held-out record there is nothing to score: zeros would read
+// as a model that ranks nothing right.
 nlohmann::json MetricsJson(const Metrics& m) {
+  if (m.samples == 0) return {{"samples", 0}};
   return {{"pairwise_accuracy", m.pairwise}, {"top1", m.top1}, {"top5", m.top5}, {"apeak32", m.apeak32},
           {"samples", m.samples}};
 }
 
 void PrintMetrics(const Metrics& m) {
+  if (m.samples == 0) {
+    fmt::print("held-out records:   0 (no ranking metrics: every record trained the model)\n");
+    return;
+  }
   fmt::print("held-out records:   {}\npairwise accuracy:  {:.3f}\ntop-1 score:        {:.3f}\ntop-5 score:        {:.3f}\n"
              "a-peak@32:          {:.3f}\n",
              m.samples, m.pairwise, m.top1, m.top5, m.apeak32);
@@ -51,7 +59,16 @@ costmodel::Dataset Load(db::Database& d, const std::string& path) {
 }
 
 void Train(const ModelOptions& o) {
-  if (o.holdout < 0 || o.holdout >= 1) throw UsageError("--holdout must be in [0, 1)");
+  if (!(o.holdout >= 0 && o.holdout < 1)) throw UsageError("--holdout must be in [0, 1)");
+  if (o.rounds < 1) throw UsageError("--rounds must be at least 1");
+  // Refused before training and before anything is stored: a model
+  // stored under an error message reads as a failed command that did work.
+  if (!o.out.empty()) {
+    std::filesystem::path dir = std::filesystem::path(o.out).parent_path();
+    if (!dir.empty() && !std::filesystem::is_directory(dir)) {
+      throw UsageError("--out " + o.out + ": no directory " + dir.string());
+    }
+  }
   costmodel::TrainOptions train_options;
   if (o.objective == "rank") {
     train_options.objective = costmodel::Objective::kRank;
@@ -88,6 +105,11 @@ void Train(const ModelOptions& o) {
   nlohmann::json metrics = MetricsJson(m);
   metrics["rounds"] = report.rounds;
   stored.metrics = metrics.dump();
+  if (!o.out.empty()) {
+    std::ofstream out(o.out, std::ios::binary);
+    if (!(out << stored.blob) || !out.flush()) throw UsageError("cannot write " + o.out);
+    fmt::print("written to {}\n", o.out);
+  }
   std::int64_t id = d.SaveModel(stored);
   fmt::print("stored as model {} in {}\n", id, o.db);
   const int tune_needs = search::TuneOptions{}.model_min_samples;
@@ -95,12 +117,6 @@ void Train(const ModelOptions& o) {
     fmt::print(
         "note: a tune session starts from a stored model trained on at least {} records (--model-min-samples)\n",
         tune_needs);
-  }
-  if (!o.out.empty()) {
-    std::ofstream out(o.out, std::ios::binary);
-    if (!out) throw UsageError("cannot write " + o.out);
-    out << stored.blob;
-    fmt::print("written to {}\n", o.out);
   }
 }
 

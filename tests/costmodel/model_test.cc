@@ -135,6 +135,15 @@ TEST(CostModelTest, RefusesOtherFeatureVersionsAndGarbage) {
   EXPECT_THROW(CostModel::Load("not a model"), CostModelError);
   EXPECT_THROW(CostModel().Predict({}), CostModelError);
   EXPECT_THROW(CostModel().Train({}, o), CostModelError);
+  // No rounds would leave a booster XGBoost refuses to predict with.
+  TrainOptions no_rounds = o;
+  no_rounds.max_rounds = 0;
+  try {
+    CostModel().Train(Synthetic(2, 12, 6), no_rounds);
+    FAIL();
+  } catch (const CostModelError& e) {
+    EXPECT_STREQ(e.what(), "max_rounds must be at least 1, not 0");
+  }
 }
 
 }  // namespace

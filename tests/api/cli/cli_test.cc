@@ -648,6 +648,37 @@ class ServedFile {
   bool stopped_cleanly_ = false;
 };
 
+// train refuses what it cannot do before it trains or stores anything:
+// --rounds 0 once reached XGBoost (an error with its stack trace), and an
+// unwritable --out was found after the model was stored. With nothing
+// held out, it prints and stores no metrics rather than zeros.
+TEST(CliTrain, RefusesBadOptionsBeforeStoringAndScoresNothingWithoutAHoldout) {
+  std::string db = TuneDb("cli_train_options.sqlite");
+  ASSERT_EQ(RunTunedb("tune -w matmul:M=16,N=16,K=16 --trials 8 --no-baseline --db " + db + kSmallTune).exit_code, 0);
+  const std::string missing_dir = ::testing::TempDir() + "/cli_train_no_such_dir";
+  std::filesystem::remove_all(missing_dir);
+  for (const auto& [options, error] : std::vector<std::pair<std::string, std::string>>{
+           {"--rounds 0", "--rounds must be at least 1"},
+           {"--holdout nan", "--holdout must be in [0, 1)"},
+           {"--out " + missing_dir + "/m.json", "--out " + missing_dir + "/m.json: no directory " + missing_dir}}) {
+    Result r = RunTunedb("train " + options + " --db " + db);
+    EXPECT_EQ(r.exit_code, 2) << options;
+    EXPECT_EQ(r.out, "tunedb: error: " + error + "\n") << options;
+  }
+  const std::int64_t models_before = std::stoll(Sql(db, "SELECT COUNT(*) FROM models"));
+  const std::string out = ::testing::TempDir() + "/cli_train_model.json";
+  std::filesystem::remove(out);
+  Result r = RunTunedb("train --holdout 0 --out " + out + " --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("held-out records:   0 (no ranking metrics: every record trained the model)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("pairwise accuracy"), std::string::npos) << r.out;
+  EXPECT_GT(std::filesystem::file_size(out), 0u);
+  EXPECT_EQ(std::stoll(Sql(db, "SELECT COUNT(*) FROM models")), models_before + 1);
+  EXPECT_EQ(Sql(db, "SELECT metrics FROM models ORDER BY id DESC LIMIT 1").find("pairwise"), std::string::npos);
+}
+
 // The commands that only read a database read a tunedb server's as they
 // read a file (--db http://HOST:PORT): stats, records and best show the
 // same, and export-tvm and merge copy everything, an imported TVM record's
