@@ -468,7 +468,24 @@ struct Runner::Impl {
   }
 };
 
+std::string MeasureConfigProblem(const MeasureConfig& c) {
+  constexpr double kDay = 86400;
+  if (c.repeat < 1) return "--repeat must be at least 1";
+  if (c.number < 0) return "--number must be 0 (grow it) or more";
+  if (!(c.min_repeat_ms >= 0 && std::isfinite(c.min_repeat_ms))) {
+    return "--min-repeat-ms must be a finite number of milliseconds, 0 or more";
+  }
+  if (!(c.run_timeout_s > 0 && c.run_timeout_s <= kDay)) {
+    return "--timeout must be more than 0 and at most 86400 seconds";
+  }
+  if (!(c.build_timeout_s > 0 && c.build_timeout_s <= kDay)) {
+    return "the build timeout must be more than 0 and at most 86400 seconds";
+  }
+  return "";
+}
+
 Runner::Runner(const ir::PrimFunc& workload, MeasureConfig config) : impl_(std::make_unique<Impl>()) {
+  if (std::string problem = MeasureConfigProblem(config); !problem.empty()) throw std::invalid_argument(problem);
   impl_->config = std::move(config);
   impl_->workload = workload;
   MeasureConfig& c = impl_->config;

@@ -88,6 +88,12 @@ struct MeasureConfig {
   FaultInjection fault;
 };
 
+// Why a MeasureConfig cannot be run, named by the command-line option
+// that sets each field (--repeat, --number, --min-repeat-ms, --timeout),
+// or "" when it can. Times must be finite: an infinite one reaches the
+// worker as JSON null, and a deadline beyond a day overflows the clock.
+std::string MeasureConfigProblem(const MeasureConfig& config);
+
 // Wall time a Runner has spent in each phase of Measure, summed over its
 // calls: building (lowering and compiling, spread over the workers) and
 // running (verifying and timing, one candidate at a time).
@@ -99,7 +105,8 @@ struct PhaseSecs {
 class Runner {
  public:
   // Starts the workers and builds the reference; throws std::runtime_error
-  // when that fails (e.g. the reference disagrees with the interpreter).
+  // when that fails (e.g. the reference disagrees with the interpreter),
+  // std::invalid_argument when MeasureConfigProblem names one.
   Runner(const ir::PrimFunc& workload, MeasureConfig config);
   ~Runner();
   Runner(const Runner&) = delete;

@@ -534,7 +534,13 @@ void CheckTuneOptions(const TuneOptions& o) {
   if (o.workloads.empty()) throw std::invalid_argument("no workload to tune");
   if (o.trials < 1) throw std::invalid_argument("--trials must be at least 1");
   if (o.batch < 1) throw std::invalid_argument("--batch must be at least 1");
-  if (o.evolutionary.population < 1) throw std::invalid_argument("--population must be at least 1");
+  // Each member is a schedule replayed every generation: a million would
+  // take minutes per round and gigabytes before the first measurement.
+  constexpr int kMaxPopulation = 65536;
+  if (o.evolutionary.population < 1 || o.evolutionary.population > kMaxPopulation) {
+    throw std::invalid_argument("--population must be between 1 and " + std::to_string(kMaxPopulation));
+  }
+  if (o.model_min_samples < 1) throw std::invalid_argument("--model-min-samples must be at least 1");
   if (o.strategy != "evolutionary" && o.strategy != "random") {
     throw std::invalid_argument("unknown strategy '" + o.strategy + "' (choose evolutionary or random)");
   }

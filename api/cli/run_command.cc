@@ -38,15 +38,12 @@ void RunRun(const RunOptions& o) {
       throw UsageError(e.what());
     }
   }
-  if (o.repeat < 1) throw UsageError("--repeat must be at least 1");
-  if (o.number < 0) throw UsageError("--number must be 0 (grow it) or more");
-  if (!(o.min_repeat_ms >= 0)) throw UsageError("--min-repeat-ms must be 0 or more");
-  if (!(o.timeout_s > 0)) throw UsageError("--timeout must be more than 0 seconds");
   config.repeat = o.repeat;
   config.number = o.number;
   config.min_repeat_ms = o.min_repeat_ms;
   config.flush_cache = o.flush_cache;
   config.run_timeout_s = o.timeout_s;
+  if (std::string problem = measure::MeasureConfigProblem(config); !problem.empty()) throw UsageError(problem);
   config.workers = 1;
   if (!o.emit_llvm.empty()) {
     measure::Jit jit(config.target);

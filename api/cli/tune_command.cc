@@ -120,10 +120,11 @@ void RunTune(const TuneCliOptions& o) {
   if (!(o.confirm_margin >= 0)) throw UsageError("--confirm-margin must be 0 or more");
   options.confirm_margin = o.confirm_margin;
   options.measure_baseline = !o.no_baseline;
-  if (o.repeat < 1) throw UsageError("--repeat must be at least 1");
-  if (!(o.min_repeat_ms >= 0)) throw UsageError("--min-repeat-ms must be 0 or more");
   options.measure.repeat = o.repeat;
   options.measure.min_repeat_ms = o.min_repeat_ms;
+  if (std::string problem = measure::MeasureConfigProblem(options.measure); !problem.empty()) {
+    throw UsageError(problem);
+  }
   try {
     if (!o.target.empty()) options.measure.target = measure::Target::Parse(o.target);
   } catch (const std::invalid_argument& e) {

@@ -55,6 +55,34 @@ TEST(RunnerTest, MeasuresAndVerifies) {
   }
 }
 
+// A configuration it cannot run is refused before a worker starts: an
+// infinite repeat length reached the worker as JSON null, and an infinite
+// timeout expired at once.
+TEST(RunnerTest, RefusesAConfigurationItCannotRun) {
+  EXPECT_EQ(MeasureConfigProblem(QuickConfig()), "");
+  PrimFunc f = BuildWorkload("matmul:M=8,N=8,K=8").func;
+  auto refusal = [&](MeasureConfig c) {
+    try {
+      Runner runner(f, c);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  MeasureConfig c = QuickConfig();
+  c.min_repeat_ms = INFINITY;
+  EXPECT_EQ(refusal(c), "--min-repeat-ms must be a finite number of milliseconds, 0 or more");
+  c = QuickConfig();
+  c.run_timeout_s = INFINITY;
+  EXPECT_EQ(refusal(c), "--timeout must be more than 0 and at most 86400 seconds");
+  c = QuickConfig();
+  c.build_timeout_s = NAN;
+  EXPECT_EQ(refusal(c), "the build timeout must be more than 0 and at most 86400 seconds");
+  c = QuickConfig();
+  c.repeat = 0;
+  EXPECT_EQ(refusal(c), "--repeat must be at least 1");
+}
+
 TEST(RunnerTest, SlowCandidatesAreTimedByOneRunOnly) {
   // The unscheduled 160 x 160 x 160 matmul: 8 MFLOP, milliseconds a run.
   PrimFunc f = BuildWorkload("matmul:M=160,N=160,K=160").func;

@@ -230,7 +230,10 @@ TEST(CliTest, RunWithAScheduleAndBadTargets) {
   r = RunTunedb("run --workload matmul:M=16,N=16,K=16 --target \"cuda -arch=sm_80\"");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "tunedb: error: target 'cuda -arch=sm_80': must start with 'llvm' (e.g. llvm -mcpu=znver4 -num-cores=2)\n");
-  for (const char* bad : {"--number -1", "--min-repeat-ms -5", "--timeout 0"}) {
+  // inf: the worker read a repeat's length as JSON null, and an infinite
+  // timeout timed out at once.
+  for (const char* bad : {"--number -1", "--min-repeat-ms -5", "--timeout 0", "--min-repeat-ms inf", "--timeout inf",
+                          "--timeout nan", "--timeout 1e12"}) {
     r = RunTunedb(std::string("run --workload matmul:M=16,N=16,K=16 ") + bad);
     EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.out;
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
@@ -407,10 +410,20 @@ TEST(CliTune, BadOptionsAreOneLineErrors) {
   EXPECT_EQ(r.out, "tunedb: error: --confirm-best must be 0 or more\n");
   r = RunTunedb("tune --workload matmul:M=32 --population 0 --db " + db);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out, "tunedb: error: --population must be at least 1\n");
+  EXPECT_EQ(r.out, "tunedb: error: --population must be between 1 and 65536\n");
+  r = RunTunedb("tune --workload matmul:M=32 --population 100000000 --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: --population must be between 1 and 65536\n");
+  r = RunTunedb("tune --workload matmul:M=32 --model-min-samples 0 --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: --model-min-samples must be at least 1\n");
+  // An infinite time reached the worker as JSON null.
+  r = RunTunedb("tune --workload matmul:M=32 --min-repeat-ms inf --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: --min-repeat-ms must be a finite number of milliseconds, 0 or more\n");
   r = RunTunedb("tune --workload matmul:M=32 --min-repeat-ms -1 --db " + db);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out, "tunedb: error: --min-repeat-ms must be 0 or more\n");
+  EXPECT_EQ(r.out, "tunedb: error: --min-repeat-ms must be a finite number of milliseconds, 0 or more\n");
   // Read into an unsigned integer, -1 would be 2^64 - 1, not "random".
   r = RunTunedb("tune --workload matmul:M=32 --seed -1 --db " + db);
   EXPECT_EQ(r.exit_code, 2);
