@@ -26,7 +26,13 @@ struct ServeOptions {
 
 void RunServe(const ServeOptions& o) {
   if (o.port < 0 || o.port > 65535) throw UsageError("--port must be in [0, 65535]");
-  if (o.threads < 1) throw UsageError("--threads must be at least 1");
+  // Each thread is twice over (an I/O thread and a worker with its own
+  // SQLite connection): 100000 once started without complaint and never
+  // stopped.
+  if (o.threads < 1 || o.threads > 256) throw UsageError("--threads must be between 1 and 256");
+  // Below a few KiB no request carrying a record fits: every write would
+  // answer 413.
+  if (o.body_limit < 4096) throw UsageError("--body-limit must be at least 4096 bytes");
   api::ServerOptions s;
   s.db_path = o.db;
   s.host = o.host;

@@ -117,7 +117,9 @@ void RunTune(const TuneCliOptions& o) {
   options.model_min_samples = o.model_min_samples;
   if (o.confirm_best < 0) throw UsageError("--confirm-best must be 0 or more");
   options.confirm_best = o.confirm_best;
-  if (!(o.confirm_margin >= 0)) throw UsageError("--confirm-margin must be 0 or more");
+  if (!(o.confirm_margin >= 0 && std::isfinite(o.confirm_margin))) {
+    throw UsageError("--confirm-margin must be a finite fraction, 0 or more");
+  }
   options.confirm_margin = o.confirm_margin;
   options.measure_baseline = !o.no_baseline;
   options.measure.repeat = o.repeat;

@@ -417,6 +417,9 @@ TEST(CliTune, BadOptionsAreOneLineErrors) {
   r = RunTunedb("tune --workload matmul:M=32 --model-min-samples 0 --db " + db);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "tunedb: error: --model-min-samples must be at least 1\n");
+  r = RunTunedb("tune --workload matmul:M=32 --confirm-margin inf --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: --confirm-margin must be a finite fraction, 0 or more\n");
   // An infinite time reached the worker as JSON null.
   r = RunTunedb("tune --workload matmul:M=32 --min-repeat-ms inf --db " + db);
   EXPECT_EQ(r.exit_code, 2);
@@ -660,6 +663,25 @@ class ServedFile {
   pid_t pid_ = 0;
   bool stopped_cleanly_ = false;
 };
+
+// serve refuses what it cannot serve with before it opens anything:
+// --threads 100000 started 200,000 threads and never stopped, and a body
+// limit of 0 answered every write 413.
+TEST(CliServe, RefusesOptionsItCannotServeWith) {
+  const std::string db = TuneDb("cli_serve_options.sqlite");
+  for (const auto& [options, error] : std::vector<std::pair<std::string, std::string>>{
+           {"--port 70000", "--port must be in [0, 65535]"},
+           {"--threads 0", "--threads must be between 1 and 256"},
+           {"--threads 100000", "--threads must be between 1 and 256"},
+           {"--body-limit 0", "--body-limit must be at least 4096 bytes"}}) {
+    // An address it cannot bind: were a check gone, the command would fail
+    // on the address rather than serve for ever.
+    Result r = RunTunedb("serve --quiet --host 999.1.1.1 " + options + " --db " + db);
+    EXPECT_EQ(r.exit_code, 2) << options;
+    EXPECT_EQ(r.out, "tunedb: error: " + error + "\n") << options;
+  }
+  EXPECT_FALSE(std::filesystem::exists(db));
+}
 
 // train refuses what it cannot do before it trains or stores anything:
 // --rounds 0 once reached XGBoost (an error with its stack trace), and an
