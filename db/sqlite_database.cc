@@ -465,7 +465,13 @@ std::int64_t SqliteDatabase::CommitRecords(const std::vector<TuningRecord>& reco
   impl_->Write([&] {
     std::map<std::string, std::int64_t> ids;
     std::map<std::string, std::int64_t> target_ids;
-    for (const TuningRecord& r : records) {
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      const TuningRecord& r = records[i];
+      // What db check calls damage is never written: an ok record without
+      // a time has no median to rank by.
+      if (r.status == RecordStatus::kOk && r.run_secs.empty()) {
+        throw DatabaseError("record " + std::to_string(i) + " of the batch: status ok without a timing");
+      }
       auto t = target_ids.find(r.target);
       if (t == target_ids.end()) t = target_ids.emplace(r.target, impl_->TargetId(r.target)).first;
       auto it = ids.find(r.workload_hash);

@@ -88,7 +88,8 @@ TvmImportStats ImportTvm(SqliteDatabase& db, const std::string& dir) {
       TuningRecord r;
       r.workload_hash = hashes[static_cast<std::size_t>(index)];
       r.trace = rec[0].dump();
-      bool failed = rec[1].is_null();
+      // No timing at all (null, or TVM's empty list) is a failed measurement.
+      bool failed = rec[1].is_null() || (rec[1].is_array() && rec[1].empty());
       if (!rec[1].is_null()) {
         if (!rec[1].is_array()) Fail(rpath.string(), n, "run_secs must be a list of numbers or null");
         for (const json& x : rec[1]) {

@@ -354,5 +354,23 @@ TEST(SqliteDatabaseTest, TransactionsCommitAllOrNothing) {
   EXPECT_EQ(db.Size(), 0);
 }
 
+// What `db check` reports as damage is refused on the way in, and the
+// batch it came in is not half stored.
+TEST(SqliteDatabaseTest, AnOkRecordWithoutATimingIsRefused) {
+  SqliteDatabase db(FreshPath("untimed"));
+  db.CommitWorkload(W("1"));
+  TuningRecord untimed = R("b", 1.0);
+  untimed.run_secs.clear();
+  try {
+    db.CommitRecords({R("a", 1.0), untimed});
+    FAIL() << "expected an error";
+  } catch (const DatabaseError& e) {
+    EXPECT_STREQ(e.what(), "record 1 of the batch: status ok without a timing");
+  }
+  EXPECT_EQ(db.Size(), 0);
+  untimed.status = RecordStatus::kBuildError;  // a failure has no timing to give
+  EXPECT_EQ(db.CommitRecords({untimed}), 1);
+}
+
 }  // namespace
 }  // namespace tunedb::db

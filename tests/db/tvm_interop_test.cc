@@ -106,6 +106,22 @@ TEST(TvmInteropTest, MalformedFilesStopTheImportWithFileAndLine) {
                     "database_tuning_record.json:1: run_secs must be positive, got -1");
 }
 
+// An empty list of times is no measurement: imported as a failure, like
+// null and 1e10. It used to be stored as an ok record without a timing,
+// which `tunedb db check` then reported as damage.
+TEST(TvmInteropTest, AnEmptyListOfTimesIsAFailedMeasurement) {
+  std::string dir = Dir("tvm_empty_times");
+  Write(dir, kWorkloads,
+        "[0, [[[[\"GetBlock\", [], [\"C\", \"main\"], [\"b0\"]]], []], [], \"llvm -mcpu=znver4 -num-cores=2\", []]]\n");
+  SqliteDatabase db(FreshDb("tvm_empty_times"));
+  EXPECT_EQ(ImportTvm(db, dir).records, 1);
+  RecordQuery failed;
+  failed.status = RecordStatus::kRunError;
+  ASSERT_EQ(db.Records(failed).size(), 1u);
+  EXPECT_EQ(db.Records(failed)[0].error, "failed in TVM (imported)");
+  EXPECT_TRUE(db.TopK("1043231297183837446", "llvm -mcpu=znver4 -num-cores=2", 5).empty());
+}
+
 TEST(TvmInteropTest, MissingFiles) {
   SqliteDatabase db(FreshDb("tvm_missing"));
   EXPECT_THROW(ImportTvm(db, "/nonexistent"), DatabaseError);
