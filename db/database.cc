@@ -64,7 +64,15 @@ std::int64_t Merge(Database& into, Database& from) {
       std::vector<TuningRecord> page = from.Records(q);
       if (page.empty()) break;
       q.after_id = page.back().id;
-      for (TuningRecord& r : page) r.session_id = 0;  // sessions are per database
+      for (TuningRecord& r : page) {
+        // Named by its id where it is, not by its place in a batch here.
+        if (r.status == RecordStatus::kOk && r.run_secs.empty()) {
+          throw DatabaseError("record " + std::to_string(r.id) +
+                              " of the database merged from: status ok without a timing (tunedb db check lists "
+                              "every such record)");
+        }
+        r.session_id = 0;  // sessions are per database
+      }
       added += into.CommitRecords(page);
     }
   }

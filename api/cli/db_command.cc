@@ -55,6 +55,22 @@ void RequireNotAServer(const std::string& location, const std::string& instead) 
 
 // `db merge OTHER --db DEST`. A server as DEST stores what is merged
 // through its write routes (POST /v1/workloads and /v1/records).
+// Runs `write` on the database file at `path`. When it fails and the file
+// did not exist before, the (empty) database it created goes too; an
+// existing one keeps what it had, since each write is one transaction.
+template <typename Write>
+void WriteRemovingANewFileOnFailure(const std::string& path, Write&& write) {
+  const bool created = !std::filesystem::exists(path);
+  try {
+    write();
+  } catch (...) {
+    if (created) {
+      for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+    }
+    throw;
+  }
+}
+
 void MergeInto(const DbOptions& o) {
   std::unique_ptr<db::Database> from = OpenExistingDatabase(o.other);
   std::int64_t added = 0, size = 0;
@@ -71,9 +87,11 @@ void MergeInto(const DbOptions& o) {
     added = db::Merge(into, *from);
     size = into.Size();
   } else {
-    db::SqliteDatabase into(o.db);
-    into.Transaction([&] { added = db::Merge(into, *from); });
-    size = into.Size();
+    WriteRemovingANewFileOnFailure(o.db, [&] {
+      db::SqliteDatabase into(o.db);
+      into.Transaction([&] { added = db::Merge(into, *from); });
+      size = into.Size();
+    });
   }
   fmt::print("merged {} new records from {} into {} ({} records now)\n", added, o.other, o.db, size);
 }
@@ -317,19 +335,11 @@ void AddDbCommands(CLI::App& app) {
   imp->add_option("dir", o->dir, "Directory with database_workload.json and database_tuning_record.json")->required();
   imp->callback([o] {
     RequireNotAServer(o->db, "db import-tvm imports into a file; import into one, then db merge it into the server");
-    // The import is one transaction; when it fails into a database that
-    // did not exist, the empty file it created goes too.
-    const bool created = !std::filesystem::exists(o->db);
     db::TvmImportStats s;
-    try {
+    WriteRemovingANewFileOnFailure(o->db, [&] {
       db::SqliteDatabase d(o->db);
       s = db::ImportTvm(d, o->dir);
-    } catch (...) {
-      if (created) {
-        for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(o->db + suffix);
-      }
-      throw;
-    }
+    });
     fmt::print("imported {} workloads and {} records ({} duplicates skipped) into {}\n", s.workloads, s.records,
                s.duplicates, o->db);
   });

@@ -664,6 +664,20 @@ class ServedFile {
   bool stopped_cleanly_ = false;
 };
 
+// A record damaged behind tunedb's back (status ok, no timing) stops a
+// merge, named by its id in the database it comes from; a merge into a
+// new file that fails leaves no file.
+TEST(CliDb, AMergeStopsAtARecordWithoutATimingAndNamesIt) {
+  std::string from = TuneDb("cli_merge_damaged_from.sqlite"), into = TuneDb("cli_merge_damaged_into.sqlite");
+  ASSERT_EQ(RunTunedb("tune -w matmul:M=16,N=16,K=16 --trials 4 --no-baseline --db " + from + kSmallTune).exit_code, 0);
+  Sql(from, "UPDATE records SET run_secs = '[]', median = NULL WHERE id = 3");
+  Result r = RunTunedb("db merge " + from + " --db " + into);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: record 3 of the database merged from: status ok without a timing (tunedb db check "
+                   "lists every such record)\n");
+  EXPECT_FALSE(std::filesystem::exists(into));
+}
+
 // serve refuses what it cannot serve with before it opens anything:
 // --threads 100000 started 200,000 threads and never stopped, and a body
 // limit of 0 answered every write 413.
