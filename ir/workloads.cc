@@ -6,8 +6,11 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "ir/error.h"
 #include "ir/interpreter.h"
+#include "ir/json.h"
 #include "ir/te.h"
 #include "ir/workload_lang.h"
 
@@ -295,6 +298,31 @@ std::string WithOnlyOutput(const std::string& text, const std::string& output) {
   return out + "output " + output + "\n";
 }
 
+// No workload-language text starts with '{'; a JSON object always does.
+bool IsJsonText(const std::string& text) {
+  std::size_t first = text.find_first_not_of(" \t\r\n");
+  return first != std::string::npos && text[first] == '{';
+}
+
+// A program in tunedb's JSON form, or what `tunedb show --json` prints for
+// an unscheduled workload (the program under "program").
+PrimFunc ProgramFromJsonFile(const std::string& text, const std::filesystem::path& path) {
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) throw IrError(path.string() + ": starts with '{' but is not valid JSON");
+  if (doc.is_object() && doc.contains("program")) {
+    if (doc.contains("trace")) {
+      throw IrError(path.string() + ": this is a scheduled program (tunedb show --json with a schedule); a "
+                    "workload is the program before scheduling");
+    }
+    doc = doc["program"];
+  }
+  try {
+    return ProgramFromJson(doc.dump());
+  } catch (const IrError& e) {
+    throw IrError(path.string() + ": " + e.what());
+  }
+}
+
 std::vector<std::string> OutputNames(const PrimFunc& func) {
   std::vector<std::string> names;
   for (int i : OutputParams(func)) names.push_back(func.params[static_cast<std::size_t>(i)]->name);
@@ -310,7 +338,8 @@ Workload LoadWorkload(std::string_view spec_or_path) {
     Workload w;
     w.spec = path.string();
     w.name = path.stem().string();
-    w.func = ParseWorkloadText(ReadWorkloadFile(path), path.string());
+    std::string text = ReadWorkloadFile(path);
+    w.func = IsJsonText(text) ? ProgramFromJsonFile(text, path) : ParseWorkloadText(text, path.string());
     return w;
   }
   // "file.tw#NAME": the program of one output of a file.
@@ -339,7 +368,9 @@ std::vector<Workload> LoadWorkloads(std::string_view spec_or_path) {
   std::filesystem::path path(spec_or_path);
   std::error_code ec;
   std::vector<std::string> outputs = OutputNames(whole.func);
-  if (!std::filesystem::is_regular_file(path, ec) || outputs.size() < 2) return {whole};
+  if (!std::filesystem::is_regular_file(path, ec) || outputs.size() < 2 || IsJsonText(ReadWorkloadFile(path))) {
+    return {whole};
+  }
   std::vector<Workload> parts;
   for (const std::string& o : outputs) parts.push_back(LoadWorkload(path.string() + "#" + o));
   return parts;

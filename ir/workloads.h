@@ -3,7 +3,9 @@
 // A spec names a library workload and optional shape parameters,
 // "matmul:M=512,N=512,K=512"; parameters left out take their defaults. A
 // spec may instead be the path of a workload-language file (see
-// workload_lang.h). LoadWorkload accepts both.
+// workload_lang.h) or of a program in tunedb's JSON form (json.h; what
+// `tunedb show --json` prints, or a compiler exports). LoadWorkload
+// accepts all three.
 #pragma once
 
 #include <cstdint>
@@ -47,13 +49,15 @@ struct Workload {
 // parameter, or the malformed value.
 Workload BuildWorkload(std::string_view spec);
 
-// A library spec, or else an existing file in the workload language, or
-// "FILE#OUTPUT": the program of one output of such a file (the stages it
-// needs, that output alone as result).
+// A library spec, or else an existing file (the workload language, or a
+// JSON program: one whose first character is '{'), or "FILE#OUTPUT": the
+// program of one output of a workload-language file (the stages it needs,
+// that output alone as result).
 Workload LoadWorkload(std::string_view spec_or_path);
 
-// The tasks of a spec or file: a file with several outputs gives one
-// workload per output ("FILE#OUTPUT"), anything else itself.
+// The tasks of a spec or file: a workload-language file with several
+// outputs gives one workload per output ("FILE#OUTPUT"), anything else
+// itself.
 std::vector<Workload> LoadWorkloads(std::string_view spec_or_path);
 
 }  // namespace tunedb::ir

@@ -29,7 +29,7 @@ std::string ReadTokenFile(const std::string& path) {
 
 void AddProgramSourceOptions(CLI::App* cmd, ProgramSource* source) {
   cmd->add_option("-w,--workload", source->workload,
-                  "Built-in spec (matmul:M=512,N=512,K=512) or a workload-language file")
+                  "Built-in spec (matmul:M=512,N=512,K=512), a workload-language file or a JSON program")
       ->capture_default_str();
   auto* schedule = cmd->add_option("--schedule", source->schedule_file,
                                    "A schedule script (Python-like, TVM's method names) to apply");

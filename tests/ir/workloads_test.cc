@@ -9,6 +9,7 @@
 
 #include "ir/error.h"
 #include "ir/flops.h"
+#include "ir/json.h"
 #include "ir/structural.h"
 
 namespace tunedb::ir {
@@ -79,6 +80,35 @@ TEST(WorkloadsTest, LoadWorkloadReadsFiles) {
   EXPECT_EQ(w.func.params.size(), 2u);
   std::remove(path.c_str());
   EXPECT_THROW(LoadWorkload(path), IrError);  // no file: read as a spec, which is unknown
+}
+
+// A program in tunedb's JSON form is a workload too (a compiler's export,
+// or `tunedb show --json` of an unscheduled workload), with the hash the
+// same program has from its spec; a scheduled program is refused.
+TEST(WorkloadsTest, LoadWorkloadReadsAJsonProgram) {
+  const Workload matmul = BuildWorkload("matmul:M=8,N=16,K=4");
+  const std::string path = ::testing::TempDir() + "/program.json";
+  std::ofstream(path) << ProgramToJson(matmul.func, 2);
+  std::vector<Workload> loaded = LoadWorkloads(path);
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_EQ(loaded[0].name, "program");
+  EXPECT_EQ(WorkloadHash(loaded[0].func), WorkloadHash(matmul.func));
+  std::ofstream(path) << "{\"workload\": \"matmul\", \"program\": " << ProgramToJson(matmul.func) << "}";
+  EXPECT_EQ(WorkloadHash(LoadWorkload(path).func), WorkloadHash(matmul.func));
+  auto expect_error = [&](const std::string& text, const std::string& message) {
+    std::ofstream(path) << text;
+    try {
+      LoadWorkload(path);
+      FAIL() << text;
+    } catch (const IrError& e) {
+      EXPECT_EQ(std::string(e.what()), path + ": " + message);
+    }
+  };
+  expect_error("{\"program\": {}, \"trace\": []}",
+               "this is a scheduled program (tunedb show --json with a schedule); a workload is the program before "
+               "scheduling");
+  expect_error("  { \"buffers\": [", "starts with '{' but is not valid JSON");
+  std::remove(path.c_str());
 }
 
 // The workload files shipped under bench/ are the inputs of figures in
