@@ -5,6 +5,8 @@
 #include <optional>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "api/cli/commands.h"
 #include "ir/schedule/schedule.h"
 #include "ir/schedule/script.h"
@@ -33,7 +35,8 @@ void AddProgramSourceOptions(CLI::App* cmd, ProgramSource* source) {
       ->capture_default_str();
   auto* schedule = cmd->add_option("--schedule", source->schedule_file,
                                    "A schedule script (Python-like, TVM's method names) to apply");
-  auto* trace = cmd->add_option("--trace", source->trace_file, "A trace in TVM's JSON layout to replay");
+  auto* trace = cmd->add_option("--trace", source->trace_file,
+                                "A trace in TVM's JSON layout to replay (or tunedb best --format json's output)");
   schedule->excludes(trace);
   AddSeedOption(cmd, &source->seed, "Seed of the schedule's random sampling");
 }
@@ -45,6 +48,26 @@ CLI::Option* AddSeedOption(CLI::App* cmd, std::uint64_t* seed, const std::string
   return cmd->add_option("--seed", *seed, description)->check(CLI::Validator(not_negative, "UINT"))->capture_default_str();
 }
 
+namespace {
+
+// A trace file: the trace itself ([[instructions], [decisions]]), or a
+// JSON object that carries one under "trace", as `tunedb best --format
+// json` and `tunedb show --json` print it.
+ir::Trace ReadTraceFile(const std::string& path) {
+  std::string text = ReadTextFile(path);
+  nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_object()) {
+    if (!doc.contains("trace")) {
+      throw UsageError(path + ": a JSON object with no \"trace\" (give a trace, or the output of tunedb best "
+                       "--format json)");
+    }
+    return ir::Trace::FromJson(doc["trace"]);
+  }
+  return ir::Trace::FromJsonText(text);  // names what is wrong with it
+}
+
+}  // namespace
+
 ScheduledProgram LoadScheduledProgram(const ProgramSource& source) {
   ScheduledProgram p{ir::LoadWorkload(source.workload), {}, {}, {}};
   std::optional<ir::Schedule> sch;
@@ -52,7 +75,7 @@ ScheduledProgram LoadScheduledProgram(const ProgramSource& source) {
     sch.emplace(p.workload.func, source.seed);
     ir::RunScheduleScript(*sch, ReadTextFile(source.schedule_file), source.schedule_file);
   } else if (!source.trace_file.empty()) {
-    sch.emplace(ir::ReplayTrace(p.workload.func, ir::Trace::FromJsonText(ReadTextFile(source.trace_file)), source.seed));
+    sch.emplace(ir::ReplayTrace(p.workload.func, ReadTraceFile(source.trace_file), source.seed));
   }
   if (sch) {
     p.program = sch->func();

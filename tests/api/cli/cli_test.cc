@@ -678,6 +678,31 @@ TEST(CliDb, AMergeStopsAtARecordWithoutATimingAndNamesIt) {
   EXPECT_FALSE(std::filesystem::exists(into));
 }
 
+// What `best --format json` prints is what `run --trace` and `show
+// --trace` read: the best schedule goes from the database to a run.
+TEST(CliTune, TheBestAsJsonReplaysWithRunAndShow) {
+  const std::string db = TuneDb("cli_best_json_replay.sqlite");
+  const std::string spec = "matmul:M=16,N=16,K=16";
+  ASSERT_EQ(RunTunedb("tune -w " + spec + " --trials 4 --no-baseline --db " + db + kSmallTune).exit_code, 0);
+  const std::string best = ::testing::TempDir() + "/cli_best.json";
+  Result r = RunTunedb("best -w " + spec + " --format json --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::ofstream(best) << r.out;
+  r = RunTunedb("run -w " + spec + " --trace " + best + " --repeat 1 --min-repeat-ms 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("status:    ok\n"), std::string::npos) << r.out;
+  Result script = RunTunedb("best -w " + spec + " --db " + db);
+  Result shown = RunTunedb("show -w " + spec + " --trace " + best);
+  ASSERT_EQ(shown.exit_code, 0) << shown.out;
+  // The same instructions as `best` prints (after its header line).
+  EXPECT_NE(shown.out.find(script.out.substr(script.out.find('\n') + 1)), std::string::npos) << shown.out;
+  std::ofstream(best) << "{\"median_secs\": 1}";
+  r = RunTunedb("run -w " + spec + " --trace " + best);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: " + best +
+                       ": a JSON object with no \"trace\" (give a trace, or the output of tunedb best --format json)\n");
+}
+
 // serve refuses what it cannot serve with before it opens anything:
 // --threads 100000 started 200,000 threads and never stopped, and a body
 // limit of 0 answered every write 413.
