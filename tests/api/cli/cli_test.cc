@@ -399,46 +399,35 @@ TEST(CliTune, PrintsTheTableAndTheBestSchedule) {
 
 TEST(CliTune, BadOptionsAreOneLineErrors) {
   std::string db = TuneDb("cli_tune_bad.sqlite");
-  Result r = RunTunedb("tune --workload matmul:M=32 --strategy annealing --db " + db);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out, "tunedb: error: unknown strategy 'annealing' (choose evolutionary or random)\n");
-  r = RunTunedb("tune --workload matmul:M=32 --db http://127.0.0.1:1/");
+  std::string space = ::testing::TempDir() + "/cli_tune_bad_space.py";
+  std::ofstream(space) << "b = sch.get_block(\"C\")\nsch.nope(b)\n";
+  // Options after the workload matmul:M=32 (or instead of it), and the one
+  // line each is refused with.
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"--strategy annealing", "unknown strategy 'annealing' (choose evolutionary or random)"},
+      {"--confirm-best -1", "--confirm-best must be 0 or more"},
+      {"--population 0", "--population must be between 1 and 65536"},
+      {"--population 100000000", "--population must be between 1 and 65536"},
+      {"--model-min-samples 0", "--model-min-samples must be at least 1"},
+      {"--confirm-margin inf", "--confirm-margin must be a finite fraction, 0 or more"},
+      // An infinite time reached the worker as JSON null.
+      {"--min-repeat-ms inf", "--min-repeat-ms must be a finite number of milliseconds, 0 or more"},
+      {"--min-repeat-ms -1", "--min-repeat-ms must be a finite number of milliseconds, 0 or more"},
+      {"--workload matmul:Q=3", "workload matmul has no parameter 'Q' (parameters: M, N, K)"},
+      {"--space " + space, space + ":2: unknown schedule method 'nope'"},
+  };
+  for (const auto& [options, error] : refused) {
+    Result r = RunTunedb("tune --workload matmul:M=32 " + options + " --db " + db);
+    EXPECT_EQ(r.exit_code, 2) << options;
+    EXPECT_EQ(r.out, "tunedb: error: " + error + "\n") << options;
+  }
+  Result r = RunTunedb("tune --workload matmul:M=32 --db http://127.0.0.1:1/");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "tunedb: error: http://127.0.0.1:1/: cannot connect: Connection refused\n");
-  r = RunTunedb("tune --workload matmul:M=32 --confirm-best -1 --db " + db);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out, "tunedb: error: --confirm-best must be 0 or more\n");
-  r = RunTunedb("tune --workload matmul:M=32 --population 0 --db " + db);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out, "tunedb: error: --population must be between 1 and 65536\n");
-  r = RunTunedb("tune --workload matmul:M=32 --population 100000000 --db " + db);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out, "tunedb: error: --population must be between 1 and 65536\n");
-  r = RunTunedb("tune --workload matmul:M=32 --model-min-samples 0 --db " + db);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out, "tunedb: error: --model-min-samples must be at least 1\n");
-  r = RunTunedb("tune --workload matmul:M=32 --confirm-margin inf --db " + db);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out, "tunedb: error: --confirm-margin must be a finite fraction, 0 or more\n");
-  // An infinite time reached the worker as JSON null.
-  r = RunTunedb("tune --workload matmul:M=32 --min-repeat-ms inf --db " + db);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out, "tunedb: error: --min-repeat-ms must be a finite number of milliseconds, 0 or more\n");
-  r = RunTunedb("tune --workload matmul:M=32 --min-repeat-ms -1 --db " + db);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out, "tunedb: error: --min-repeat-ms must be a finite number of milliseconds, 0 or more\n");
   // Read into an unsigned integer, -1 would be 2^64 - 1, not "random".
   r = RunTunedb("tune --workload matmul:M=32 --seed -1 --db " + db);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out.rfind("--seed: a seed is a whole number, 0 or more, not -1\n", 0), 0u) << r.out;
-  r = RunTunedb("tune --workload matmul:Q=3 --db " + db);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out, "tunedb: error: workload matmul has no parameter 'Q' (parameters: M, N, K)\n");
-  std::string space = ::testing::TempDir() + "/cli_tune_bad_space.py";
-  std::ofstream(space) << "b = sch.get_block(\"C\")\nsch.nope(b)\n";
-  r = RunTunedb("tune --workload matmul:M=32 --space " + space + " --db " + db);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out, "tunedb: error: " + space + ":2: unknown schedule method 'nope'\n");
   // Each was refused before the database was opened: a mistyped command
   // creates no file.
   EXPECT_FALSE(std::filesystem::exists(db));

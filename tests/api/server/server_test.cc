@@ -289,6 +289,18 @@ TEST_F(ServerTest, WritesNeedTheTokenAndValidInput) {
   EXPECT_EQ(check.IntegrityCheck(), "ok");
 }
 
+// Trains a cost model on the database's records and stores it, as
+// `tunedb train` does.
+void StoreTrainedModel(const std::string& path, int rounds, std::int64_t training_rows) {
+  db::SqliteDatabase database(path);
+  costmodel::Dataset data = costmodel::LoadDataset(database);
+  costmodel::CostModel model;
+  costmodel::TrainOptions options;
+  options.max_rounds = rounds;
+  model.Train(data.samples, options);
+  database.SaveModel({0, costmodel::kFeatureVersion, "rank", model.Save(), training_rows, "{}", 0});
+}
+
 TEST_F(ServerTest, PredictUsesTheNewestStoredModelOrTheOneNamed) {
   StartServer();
   json request = {{"workload", hash_}, {"traces", {json::parse(traces_[0]), json::parse(traces_[1])}}};
@@ -297,32 +309,16 @@ TEST_F(ServerTest, PredictUsesTheNewestStoredModelOrTheOneNamed) {
   Reply no_newest = Call(port_, http::verb::get, "/v1/models/0");
   EXPECT_EQ(no_newest.status, 404);
   EXPECT_EQ(no_newest.Json()["error"], "the database has no cost model yet (run tunedb train or tunedb tune)");
-  {
-    // A real model trained on the records.
-    db::SqliteDatabase database(path_);
-    costmodel::Dataset data = costmodel::LoadDataset(database);
-    costmodel::CostModel model;
-    costmodel::TrainOptions options;
-    options.max_rounds = 5;
-    model.Train(data.samples, options);
-    database.SaveModel({0, costmodel::kFeatureVersion, "rank", model.Save(), 12, "{}", 0});
-  }
+  // A real model trained on the records.
+  StoreTrainedModel(path_, /*rounds=*/5, /*training_rows=*/12);
   Reply r = Call(port_, http::verb::post, "/v1/predict", request.dump());
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.Json()["scores"].size(), 2u);
   EXPECT_EQ(r.Json()["training_rows"], 12);
   const std::int64_t first_id = r.Json()["model_id"].get<std::int64_t>();
-  {
-    // A newer model, trained on one record: the newest is used by default,
-    // and a request can pin the first one and get its scores again.
-    db::SqliteDatabase database(path_);
-    costmodel::Dataset data = costmodel::LoadDataset(database);
-    costmodel::CostModel model;
-    costmodel::TrainOptions options;
-    options.max_rounds = 2;
-    model.Train(data.samples, options);
-    database.SaveModel({0, costmodel::kFeatureVersion, "rank", model.Save(), 1, "{}", 0});
-  }
+  // A newer model, said to be trained on one record: the newest is used by
+  // default, and a request can pin the first one and get its scores again.
+  StoreTrainedModel(path_, /*rounds=*/2, /*training_rows=*/1);
   json newest = Call(port_, http::verb::post, "/v1/predict", request.dump()).Json();
   EXPECT_GT(newest["model_id"].get<std::int64_t>(), first_id);
   EXPECT_EQ(newest["training_rows"], 1);
