@@ -56,14 +56,13 @@ namespace {
 ir::Trace ReadTraceFile(const std::string& path) {
   std::string text = ReadTextFile(path);
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_object()) {
-    if (!doc.contains("trace")) {
-      throw UsageError(path + ": a JSON object with no \"trace\" (give a trace, or the output of tunedb best "
-                       "--format json)");
-    }
-    return ir::Trace::FromJson(doc["trace"]);
+  if (doc.is_discarded()) return ir::Trace::FromJsonText(text);  // names where the JSON breaks
+  if (!doc.is_object()) return ir::Trace::FromJson(doc);
+  if (!doc.contains("trace")) {
+    throw UsageError(path + ": a JSON object with no \"trace\" (give a trace, or the output of tunedb best "
+                     "--format json)");
   }
-  return ir::Trace::FromJsonText(text);  // names what is wrong with it
+  return ir::Trace::FromJson(doc["trace"]);
 }
 
 }  // namespace

@@ -39,6 +39,17 @@ Result RunTunedb(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+// Runs `command OPTIONS rest` for each (OPTIONS, ERROR) and expects it
+// refused with exit code 2 and the one line "tunedb: error: ERROR".
+void ExpectOneLineRefusals(const std::string& command, const std::string& rest,
+                           const std::vector<std::pair<std::string, std::string>>& refusals) {
+  for (const auto& [options, error] : refusals) {
+    Result r = RunTunedb(command + " " + options + " " + rest);
+    EXPECT_EQ(r.exit_code, 2) << options;
+    EXPECT_EQ(r.out, "tunedb: error: " + error + "\n") << options;
+  }
+}
+
 // Runs SQL on a database file behind tunedb's back, as outside damage
 // would; returns the first column of the last row, if any.
 std::string Sql(const std::string& path, const std::string& sql) {
@@ -403,7 +414,7 @@ TEST(CliTune, BadOptionsAreOneLineErrors) {
   std::ofstream(space) << "b = sch.get_block(\"C\")\nsch.nope(b)\n";
   // Options after the workload matmul:M=32 (or instead of it), and the one
   // line each is refused with.
-  const std::vector<std::pair<std::string, std::string>> refused = {
+  ExpectOneLineRefusals("tune --workload matmul:M=32", "--db " + db, {
       {"--strategy annealing", "unknown strategy 'annealing' (choose evolutionary or random)"},
       {"--confirm-best -1", "--confirm-best must be 0 or more"},
       {"--population 0", "--population must be between 1 and 65536"},
@@ -415,12 +426,7 @@ TEST(CliTune, BadOptionsAreOneLineErrors) {
       {"--min-repeat-ms -1", "--min-repeat-ms must be a finite number of milliseconds, 0 or more"},
       {"--workload matmul:Q=3", "workload matmul has no parameter 'Q' (parameters: M, N, K)"},
       {"--space " + space, space + ":2: unknown schedule method 'nope'"},
-  };
-  for (const auto& [options, error] : refused) {
-    Result r = RunTunedb("tune --workload matmul:M=32 " + options + " --db " + db);
-    EXPECT_EQ(r.exit_code, 2) << options;
-    EXPECT_EQ(r.out, "tunedb: error: " + error + "\n") << options;
-  }
+  });
   Result r = RunTunedb("tune --workload matmul:M=32 --db http://127.0.0.1:1/");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "tunedb: error: http://127.0.0.1:1/: cannot connect: Connection refused\n");
@@ -697,17 +703,13 @@ TEST(CliTune, TheBestAsJsonReplaysWithRunAndShow) {
 // limit of 0 answered every write 413.
 TEST(CliServe, RefusesOptionsItCannotServeWith) {
   const std::string db = TuneDb("cli_serve_options.sqlite");
-  for (const auto& [options, error] : std::vector<std::pair<std::string, std::string>>{
-           {"--port 70000", "--port must be in [0, 65535]"},
-           {"--threads 0", "--threads must be between 1 and 256"},
-           {"--threads 100000", "--threads must be between 1 and 256"},
-           {"--body-limit 0", "--body-limit must be at least 4096 bytes"}}) {
-    // An address it cannot bind: were a check gone, the command would fail
-    // on the address rather than serve for ever.
-    Result r = RunTunedb("serve --quiet --host 999.1.1.1 " + options + " --db " + db);
-    EXPECT_EQ(r.exit_code, 2) << options;
-    EXPECT_EQ(r.out, "tunedb: error: " + error + "\n") << options;
-  }
+  // An address it cannot bind: were a check gone, the command would fail
+  // on the address rather than serve for ever.
+  ExpectOneLineRefusals("serve --quiet --host 999.1.1.1", "--db " + db,
+                        {{"--port 70000", "--port must be in [0, 65535]"},
+                         {"--threads 0", "--threads must be between 1 and 256"},
+                         {"--threads 100000", "--threads must be between 1 and 256"},
+                         {"--body-limit 0", "--body-limit must be at least 4096 bytes"}});
   EXPECT_FALSE(std::filesystem::exists(db));
 }
 
@@ -720,14 +722,11 @@ TEST(CliTrain, RefusesBadOptionsBeforeStoringAndScoresNothingWithoutAHoldout) {
   ASSERT_EQ(RunTunedb("tune -w matmul:M=16,N=16,K=16 --trials 8 --no-baseline --db " + db + kSmallTune).exit_code, 0);
   const std::string missing_dir = ::testing::TempDir() + "/cli_train_no_such_dir";
   std::filesystem::remove_all(missing_dir);
-  for (const auto& [options, error] : std::vector<std::pair<std::string, std::string>>{
-           {"--rounds 0", "--rounds must be at least 1"},
-           {"--holdout nan", "--holdout must be in [0, 1)"},
-           {"--out " + missing_dir + "/m.json", "--out " + missing_dir + "/m.json: no directory " + missing_dir}}) {
-    Result r = RunTunedb("train " + options + " --db " + db);
-    EXPECT_EQ(r.exit_code, 2) << options;
-    EXPECT_EQ(r.out, "tunedb: error: " + error + "\n") << options;
-  }
+  ExpectOneLineRefusals(
+      "train", "--db " + db,
+      {{"--rounds 0", "--rounds must be at least 1"},
+       {"--holdout nan", "--holdout must be in [0, 1)"},
+       {"--out " + missing_dir + "/m.json", "--out " + missing_dir + "/m.json: no directory " + missing_dir}});
   const std::int64_t models_before = std::stoll(Sql(db, "SELECT COUNT(*) FROM models"));
   const std::string out = ::testing::TempDir() + "/cli_train_model.json";
   std::filesystem::remove(out);
