@@ -27,7 +27,10 @@ std::int64_t WrapInt(DataType t, std::int64_t v) {
   return t == DataType::kInt32 ? static_cast<std::int32_t>(static_cast<std::uint32_t>(v)) : v;
 }
 
+// Division by -1 is negation, wrapping like + - *: the most negative value
+// divided by -1 is itself, where C++ (and x86's idiv) would trap.
 std::int64_t FloorDivInt(std::int64_t a, std::int64_t b) {
+  if (b == -1) return static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(a));
   std::int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;

@@ -380,13 +380,24 @@ class Codegen {
       case ExprKind::kDiv: return {b_.CreateFDiv(x, y), vec};
       case ExprKind::kFloorDiv: case ExprKind::kFloorMod: {
         // Rounding toward -infinity: adjust C's truncating division.
+        llvm::Value* zero = llvm::Constant::getNullValue(x->getType());
+        // The most negative value over -1 overflows, and idiv traps on it:
+        // divide by 1 instead and negate (wrapping), as the interpreter does.
+        // A constant divisor other than -1 needs no guard.
+        llvm::Value* by_minus_one = nullptr;
+        std::int64_t divisor = 0;
+        if (!AsConstInt(e->operands[1], &divisor) || divisor == -1) {
+          by_minus_one = b_.CreateICmpEQ(y, llvm::Constant::getAllOnesValue(y->getType()));
+          y = b_.CreateSelect(by_minus_one, llvm::ConstantInt::get(y->getType(), 1), y);
+        }
         llvm::Value* q = b_.CreateSDiv(x, y);
         llvm::Value* r = b_.CreateSRem(x, y);
-        llvm::Value* zero = llvm::Constant::getNullValue(x->getType());
         llvm::Value* adjust = b_.CreateAnd(b_.CreateICmpNE(r, zero),
                                            b_.CreateICmpNE(b_.CreateICmpSLT(r, zero), b_.CreateICmpSLT(y, zero)));
         if (e->kind == ExprKind::kFloorDiv) {
-          return {b_.CreateSub(q, b_.CreateZExt(adjust, q->getType())), vec};
+          q = b_.CreateSub(q, b_.CreateZExt(adjust, q->getType()));
+          if (by_minus_one) q = b_.CreateSelect(by_minus_one, b_.CreateSub(zero, x), q);
+          return {q, vec};
         }
         return {b_.CreateAdd(r, b_.CreateSelect(adjust, y, zero)), vec};
       }

@@ -243,5 +243,27 @@ TEST(InterpreterTest, IntegerFloorDivisionAndModulo) {
   }
 }
 
+// The most negative value over -1 wraps to itself, as + - * wrap, where
+// C++'s division would trap.
+TEST(InterpreterTest, TheMostNegativeValueOverMinusOneWraps) {
+  te::Builder b;
+  auto X = b.Placeholder("X", {2}, DataType::kInt64);
+  auto D = b.Placeholder("D", {2}, DataType::kInt64);
+  auto Q = b.Compute("Q", {{"i", 2}}, [&](const te::Vars& v) { return FloorDiv(X(v[0]), D(v[0])); });
+  auto R = b.Compute("R", {{"i", 2}}, [&](const te::Vars& v) { return FloorMod(X(v[0]), D(v[0])); });
+  PrimFunc f = b.Build({X, D, Q, R});
+  std::vector<NDArray> args = MakeArguments(f, 0);
+  const std::int64_t min = std::numeric_limits<std::int64_t>::min();
+  args[0].SetInt(0, min);
+  args[0].SetInt(1, 9);
+  args[1].SetInt(0, -1);
+  args[1].SetInt(1, -1);
+  Interpret(f, args);
+  EXPECT_EQ(args[2].GetInt(0), min);
+  EXPECT_EQ(args[3].GetInt(0), 0);
+  EXPECT_EQ(args[2].GetInt(1), -9);
+  EXPECT_EQ(args[3].GetInt(1), 0);
+}
+
 }  // namespace
 }  // namespace tunedb::ir

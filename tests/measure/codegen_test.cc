@@ -403,6 +403,52 @@ sch.vectorize(j)
   EXPECT_NE(ir.find("<8 x float>"), std::string::npos) << ir;
 }
 
+// Floor division and modulo by a divisor only known at run time, with the
+// operands that differ from C's division: signs that disagree, and the most
+// negative value over -1, which wraps to itself (x86's idiv would trap).
+TEST(CodegenTest, IntegerFloorDivisionByAVariableWrapsAndNeverTraps) {
+  PrimFunc f = ParseWorkloadText(R"(
+input A: i32[8]
+input B: i32[8]
+input C: i64[8]
+input D: i64[8]
+Q[i, j in 4] = A[i] / B[i] + i32(j)
+R[i, j in 4] = A[i] % B[i] + i32(j)
+S[i, j in 4] = C[i] / D[i] + i64(j)
+T[i, j in 4] = C[i] % D[i] + i64(j)
+)");
+  const std::int64_t i32_min = std::numeric_limits<std::int32_t>::min();
+  const std::int64_t i64_min = std::numeric_limits<std::int64_t>::min();
+  const std::int64_t a[] = {-7, 7, -7, 7, i32_min, i32_min, 0, -1};
+  const std::int64_t b[] = {2, -2, -2, 2, -1, 1, -1, -1};
+  const std::int64_t c[] = {-7, 7, -7, 7, i64_min, i64_min, 0, -1};
+  for (bool vectorized : {false, true}) {
+    Schedule sch(f, 0);
+    if (vectorized) {
+      for (const char* name : {"Q", "R", "S", "T"}) sch.Vectorize(sch.GetLoops(sch.GetBlock(name))[1]);
+    }
+    std::vector<NDArray> args = MakeArguments(f, 5);
+    for (int i = 0; i < 8; ++i) {
+      args[0].SetInt(i, a[i]);
+      args[1].SetInt(i, b[i]);
+      args[2].SetInt(i, c[i]);
+      args[3].SetInt(i, b[i]);
+    }
+    EXPECT_EQ(RunKeepsTheResult(f, sch.func(), args), "") << "vectorized " << vectorized;
+    // The interpreter's answers, which the compiled kernel just matched.
+    Interpret(f, args);
+    const std::int64_t q[] = {-4, -4, 3, 3, i32_min, i32_min, 0, 1};
+    const std::int64_t r[] = {1, -1, -1, 1, 0, 0, 0, 0};
+    const std::int64_t s[] = {-4, -4, 3, 3, i64_min, i64_min, 0, 1};
+    for (int i = 0; i < 8; ++i) {
+      EXPECT_EQ(args[4].GetInt(i * 4), q[i]) << i;
+      EXPECT_EQ(args[5].GetInt(i * 4), r[i]) << i;
+      EXPECT_EQ(args[6].GetInt(i * 4), s[i]) << i;
+      EXPECT_EQ(args[7].GetInt(i * 4), r[i]) << i;
+    }
+  }
+}
+
 // A check that differs between the lanes of a vectorized loop masks the
 // loads and stores it guards (llvm.masked.load, gather, store, scatter)
 // instead of leaving the loop scalar with a branch per lane: a padded
