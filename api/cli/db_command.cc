@@ -120,6 +120,7 @@ void Stats(const DbOptions& o) {
 }
 
 void Records(const DbOptions& o) {
+  if (o.limit < 0) throw UsageError("--limit must be 0 or more, not " + std::to_string(o.limit));
   std::unique_ptr<db::Database> opened = OpenExistingDatabase(o.db);
   db::Database& d = *opened;
   db::RecordQuery q;
@@ -132,7 +133,15 @@ void Records(const DbOptions& o) {
     fmt::print("{:>8}  {:<12} {:>12}  {:<36} {}\n", r.id, db::StatusName(r.status), DurationText(r.Median()), r.target,
                r.error.substr(0, 60));
   }
-  if (records.empty()) fmt::print("(no records)\n");
+  if (records.empty()) {
+    // Tell an empty selection from a workload the database never saw
+    // (a spec with other parameters, a mistyped hash).
+    if (d.FindWorkload(*q.workload_hash)) {
+      fmt::print("(no records)\n");
+    } else {
+      fmt::print("(no records: the database has no workload {})\n", *q.workload_hash);
+    }
+  }
 }
 
 void Best(const DbOptions& o) {
@@ -361,7 +370,7 @@ void AddDbCommands(CLI::App& app) {
   CLI::App* records = dbcmd->add_subcommand("records", "The records of a workload");
   add_readable_db(records);
   records->add_option("-w,--workload", o->workload, "Workload spec or file");
-  records->add_option("--hash", o->hash, "Workload hash (for imported TVM workloads)");
+  records->add_option("--hash", o->hash, "Workload hash (for imported TVM workloads)")->excludes("--workload");
   records->add_option("--target", o->target, "Only records of this target");
   records->add_option("--limit", o->limit, "At most this many")->capture_default_str();
   records->callback([o] { Records(*o); });
@@ -373,7 +382,7 @@ void AddDbCommands(CLI::App& app) {
   CLI::App* best = app.add_subcommand("best", "The best schedule of a workload from the database");
   add_readable_db(best);
   best->add_option("-w,--workload", o->workload, "Workload spec or file");
-  best->add_option("--hash", o->hash, "Workload hash (for imported TVM workloads)");
+  best->add_option("--hash", o->hash, "Workload hash (for imported TVM workloads)")->excludes("--workload");
   best->add_option("--target", o->target, "Target string (default: this machine's)");
   best->add_option("--format", o->format, "script or json")->capture_default_str();
   best->callback([o] { Best(*o); });

@@ -287,6 +287,18 @@ TEST(CliTest, DatabaseCommands) {
   EXPECT_NE(r.out.find("records:   1\n"), std::string::npos) << r.out;
   r = RunTunedb("db records --hash 77 --db " + db);
   EXPECT_NE(r.out.find("ok"), std::string::npos) << r.out;
+  // No record of a stored workload on a target, against a workload the
+  // database never saw (a mistyped hash).
+  r = RunTunedb("db records --hash 77 --target other --db " + db);
+  EXPECT_NE(r.out.find("\n(no records)\n"), std::string::npos) << r.out;
+  r = RunTunedb("db records --hash 78 --db " + db);
+  EXPECT_NE(r.out.find("\n(no records: the database has no workload 78)\n"), std::string::npos) << r.out;
+  ExpectOneLineRefusals("db records --hash 77", "--db " + db, {{"--limit -1", "--limit must be 0 or more, not -1"}});
+  for (std::string command : {"db records", "best"}) {
+    r = RunTunedb(command + " --hash 77 --workload matmul --db " + db);
+    EXPECT_EQ(r.exit_code, 2) << command;
+    EXPECT_NE(r.out.find("--workload excludes --hash"), std::string::npos) << r.out;
+  }
   r = RunTunedb("db export-tvm " + out + " --db " + db);
   EXPECT_EQ(r.exit_code, 0) << r.out;
   r = RunTunedb("db import-tvm " + out + " --db " + other);
