@@ -121,6 +121,10 @@ TvmExportStats ExportTvm(Database& db, const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir, ec);
+  if (!fs::is_directory(dir)) {
+    throw DatabaseError("cannot export to " + dir + ": " +
+                        (fs::exists(dir) ? "it is not a directory" : "cannot create it: " + ec.message()));
+  }
   fs::path wpath = fs::path(dir) / kWorkloadFile, rpath = fs::path(dir) / kRecordFile;
   std::ofstream wf(wpath), rf(rpath);
   if (!wf) throw DatabaseError("cannot write " + wpath.string());
@@ -150,6 +154,12 @@ TvmExportStats ExportTvm(Database& db, const std::string& dir) {
       }
     }
     ++index;
+  }
+  // A full disk shows only here: without the check the export would
+  // report every record written.
+  for (auto [file, path] : {std::pair{&wf, &wpath}, std::pair{&rf, &rpath}}) {
+    file->close();
+    if (!*file) throw DatabaseError("writing " + path->string() + " failed (is the disk full?)");
   }
   return stats;
 }

@@ -74,6 +74,28 @@ TEST(TvmInteropTest, ImportThenExportReproducesTheRecords) {
   EXPECT_EQ(Lines(fs::path(out) / "database_tuning_record.json"), Lines(fs::path(in) / "database_tuning_record.json"));
 }
 
+TEST(TvmInteropTest, AnExportThatCannotBeWrittenSaysWhere) {
+  std::string in = Dir("tvm_in_full"), out = Dir("tvm_out_full");
+  Write(in, kWorkloads, kRecords);
+  SqliteDatabase db(FreshDb("tvm_full"));
+  ImportTvm(db, in);
+  auto expect_error = [&](const std::string& dir, const std::string& error) {
+    try {
+      ExportTvm(db, dir);
+      ADD_FAILURE() << "expected an error for " << dir;
+    } catch (const DatabaseError& e) {
+      EXPECT_EQ(std::string(e.what()), error);
+    }
+  };
+  // A file where the directory should be.
+  std::string file = (fs::path(in) / "database_workload.json").string();
+  expect_error(file, "cannot export to " + file + ": it is not a directory");
+  // A full disk: the record file is /dev/full, where every write fails.
+  fs::create_symlink("/dev/full", fs::path(out) / "database_tuning_record.json");
+  expect_error(out, "writing " + (fs::path(out) / "database_tuning_record.json").string() +
+                        " failed (is the disk full?)");
+}
+
 void ExpectImportError(const std::string& workloads, const std::string& records, const std::string& suffix) {
   std::string dir = Dir("tvm_bad");
   Write(dir, workloads, records);
