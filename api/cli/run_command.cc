@@ -50,6 +50,8 @@ void RunRun(const RunOptions& o) {
     std::ofstream out(o.emit_llvm);
     if (!out) throw UsageError("cannot write " + o.emit_llvm);
     out << jit.OptimizedIR(measure::Lower(p.program));
+    out.close();
+    if (!out) throw UsageError("writing " + o.emit_llvm + " failed (is the disk full?)");
   }
   measure::Runner runner(p.workload.func, config);
   measure::MeasureResult r = runner.Measure({p.program})[0];

@@ -203,6 +203,10 @@ TEST(CliTest, RunMeasuresAndVerifies) {
   std::ifstream in(ll);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("define void @tunedb_kernel("), std::string::npos);
+  // A write that fails (here every write to /dev/full) is an error, not a
+  // path printed as if the file held the IR.
+  ExpectOneLineRefusals("run --workload matmul:M=8,N=8,K=8", "",
+                        {{"--emit-llvm /dev/full", "writing /dev/full failed (is the disk full?)"}});
 }
 
 // A kernel of well under 0.1 ms is timed in microseconds, not as "0.0000 ms".
