@@ -34,11 +34,15 @@ std::optional<std::string> PercentDecode(std::string_view s, bool plus_is_space)
   return out;
 }
 
-std::optional<std::pair<std::string, std::map<std::string, std::string>>> ParseTarget(std::string_view target) {
+ParsedTarget ParseTarget(std::string_view target) {
+  ParsedTarget out;
   std::size_t q = target.find('?');
   auto path = PercentDecode(target.substr(0, q), false);
-  if (!path) return std::nullopt;
-  std::map<std::string, std::string> query;
+  if (!path) {
+    out.error = "malformed URL escape in " + std::string(target);
+    return out;
+  }
+  out.path = *path;
   if (q != std::string_view::npos) {
     std::string_view rest = target.substr(q + 1);
     while (!rest.empty()) {
@@ -49,11 +53,17 @@ std::optional<std::pair<std::string, std::map<std::string, std::string>>> ParseT
       std::size_t eq = pair.find('=');
       auto key = PercentDecode(pair.substr(0, eq), true);
       auto value = PercentDecode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1), true);
-      if (!key || !value) return std::nullopt;
-      query[*key] = *value;
+      if (!key || !value) {
+        out.error = "malformed URL escape in " + std::string(target);
+        return out;
+      }
+      if (!out.query.emplace(*key, *value).second) {
+        out.error = "query parameter " + *key + " is given more than once";
+        return out;
+      }
     }
   }
-  return std::make_pair(*path, query);
+  return out;
 }
 
 std::string JsonText(const nlohmann::json& body) {

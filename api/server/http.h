@@ -34,9 +34,15 @@ struct HttpResponse {
 // malformed escape.
 std::optional<std::string> PercentDecode(std::string_view s, bool plus_is_space);
 
-// Splits "path?a=1&b=x%20y" into a decoded path and query map. nullopt on a
-// malformed escape.
-std::optional<std::pair<std::string, std::map<std::string, std::string>>> ParseTarget(std::string_view target);
+// A request target split into a decoded path and query map, or why it
+// cannot be (a malformed escape, a parameter given twice: which of two
+// targets a client meant is not the server's guess to make).
+struct ParsedTarget {
+  std::string path;
+  std::map<std::string, std::string> query;
+  std::string error;  // empty when the target is well formed
+};
+ParsedTarget ParseTarget(std::string_view target);
 
 // The text of a response body. Bytes that are not UTF-8 become U+FFFD
 // rather than an exception: an error message quotes the client's path or

@@ -400,8 +400,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       }
       int k = static_cast<int>(IntParam(req, "k", 1, 1, kMaxBestRecords));
       HttpResponse r;
-      auto nearest = req.query.find("nearest");
-      r.body = best(hash, target->second, k, nearest == req.query.end() || nearest->second != "0");
+      r.body = best(hash, target->second, k, IntParam(req, "nearest", 1, 0, 1) == 1);
       return r;
     }
 

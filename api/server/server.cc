@@ -209,10 +209,10 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
     HttpRequest r;
     r.method = std::string(req.method_string());
     std::string target(req.target());
-    auto parsed = ParseTarget(target);
-    if (!parsed) return Respond(r.method, target, JsonError(400, "malformed URL escape in " + target), false);
-    r.path = parsed->first;
-    r.query = std::move(parsed->second);
+    ParsedTarget parsed = ParseTarget(target);
+    if (!parsed.error.empty()) return Respond(r.method, target, JsonError(400, parsed.error), false);
+    r.path = std::move(parsed.path);
+    r.query = std::move(parsed.query);
     if (auto it = req.find(http::field::authorization); it != req.end()) r.authorization = std::string(it->value());
     r.body = std::move(req.body());
     impl_.work->Post([self = shared_from_this(), r = std::move(r)](db::Database& database) {

@@ -192,6 +192,15 @@ TEST_F(ServerTest, BestForTheExactTargetAndTheNearestOne) {
   EXPECT_FALSE(near["exact"].get<bool>());
   EXPECT_EQ(near["nearest_target"], kTarget);
   EXPECT_EQ(near["records"].size(), 1u);
+  // nearest=0 asks for the exact target only; nearest takes 0 or 1.
+  std::string other_cores = "/v1/workloads/" + hash_ + "/best?target=llvm+-mcpu%3Dznver4+-num-cores%3D8";
+  EXPECT_EQ(Call(port_, http::verb::get, other_cores + "&nearest=0").Json()["records"].size(), 0u);
+  Reply nearest_two = Call(port_, http::verb::get, other_cores + "&nearest=2");
+  EXPECT_EQ(nearest_two.status, 400);
+  EXPECT_EQ(nearest_two.Json()["error"], "query parameter nearest must be an integer in [0, 1], got '2'");
+  Reply two_targets = Call(port_, http::verb::get, base + "&target=other");
+  EXPECT_EQ(two_targets.status, 400);
+  EXPECT_EQ(two_targets.Json()["error"], "query parameter target is given more than once");
   Reply no_target = Call(port_, http::verb::get, "/v1/workloads/" + hash_ + "/best");
   EXPECT_EQ(no_target.status, 400);
   EXPECT_NE(no_target.Json()["error"].get<std::string>().find("target"), std::string::npos);
@@ -722,14 +731,18 @@ TEST(RemoteDatabaseTest, UnreachableServerIsAClearError) {
 }
 
 TEST(HttpParsing, TargetsAndEscapes) {
-  auto t = ParseTarget("/v1/records?workload=12&target=llvm+-mcpu%3Dx&flag");
-  ASSERT_TRUE(t);
-  EXPECT_EQ(t->first, "/v1/records");
-  EXPECT_EQ(t->second.at("workload"), "12");
-  EXPECT_EQ(t->second.at("target"), "llvm -mcpu=x");
-  EXPECT_EQ(t->second.at("flag"), "");
-  EXPECT_FALSE(ParseTarget("/a?b=%4"));
-  EXPECT_FALSE(ParseTarget("/a%zz"));
+  ParsedTarget t = ParseTarget("/v1/records?workload=12&target=llvm+-mcpu%3Dx&flag");
+  EXPECT_EQ(t.error, "");
+  EXPECT_EQ(t.path, "/v1/records");
+  EXPECT_EQ(t.query.at("workload"), "12");
+  EXPECT_EQ(t.query.at("target"), "llvm -mcpu=x");
+  EXPECT_EQ(t.query.at("flag"), "");
+  EXPECT_EQ(ParseTarget("/a?b=%4").error, "malformed URL escape in /a?b=%4");
+  EXPECT_EQ(ParseTarget("/a%zz").error, "malformed URL escape in /a%zz");
+  // Two values of one parameter (the second spelled with an escape) are
+  // refused rather than one of them taken.
+  EXPECT_EQ(ParseTarget("/v1/records?target=a&target=b").error, "query parameter target is given more than once");
+  EXPECT_EQ(ParseTarget("/v1/records?k=1&%6b=2").error, "query parameter k is given more than once");
   EXPECT_EQ(*PercentDecode("a+b%20c", false), "a+b c");
 }
 
