@@ -631,6 +631,14 @@ TEST(CliE2e, MlpRunsWithTunedKernelsAndTheSameOutput) {
   Result second = RunTunedb(args);
   ASSERT_EQ(second.exit_code, 0) << second.out;
   EXPECT_EQ(second.out.find("tuning"), std::string::npos) << "schedules come from the database:\n" << second.out;
+  // One trial for two new layers leaves one untried: it runs unscheduled,
+  // said so, where it once ended the run with "no valid schedule".
+  Result scant = RunTunedb("e2e mlp --batch-size 16 --in 32 --hidden 8 --out 8 --trials 1 --repeat 2 --db " + db);
+  ASSERT_EQ(scant.exit_code, 0) << scant.out;
+  EXPECT_NE(scant.out.find(": no valid schedule in the database after 1 trial; it runs unscheduled\n"),
+            std::string::npos)
+      << scant.out;
+  EXPECT_NE(scant.out.find("outputs: identical"), std::string::npos) << scant.out;
   EXPECT_EQ(RunTunedb("e2e resnet --db " + db).exit_code, 2);
   // --repeat 0 once timed nothing and read the median of no times (a crash).
   Result r = RunTunedb("e2e mlp --repeat 0 --db " + db);
