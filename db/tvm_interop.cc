@@ -57,6 +57,11 @@ TvmImportStats ImportTvm(SqliteDatabase& db, const std::string& dir) {
         Fail(wpath.string(), n, "expected [shash, module]");
       }
       std::string hash = j[0].is_string() ? j[0].get<std::string>() : std::to_string(j[0].get<std::int64_t>());
+      // TVM writes its structural hash in decimal. Anything else would end
+      // up in URLs (/v1/workloads/{hash}) and pages the server builds.
+      if (hash.empty() || hash.size() > 20 || hash.find_first_not_of("0123456789") != std::string::npos) {
+        Fail(wpath.string(), n, "workload hash '" + hash.substr(0, 40) + "' is not a decimal number (TVM's structural hash)");
+      }
       std::string module = j[1].dump();
       WorkloadInput w = TvmWorkloadInput(hash, module);
       try {

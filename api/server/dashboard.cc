@@ -94,8 +94,11 @@ section { margin-top: 2em; }
       if (rated) best += fmt::format(", {:.1f} {}", ir::RateOf(flops, param_bytes, secs).value, unit);
       best += "<br>";
     }
-    html += fmt::format("<tr><td><a href=\"#w{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>\n", in.hash,
-                        HtmlEscape(in.name), in.hash, s.records, best);
+    // Every string from the database is escaped, the hash too: a file
+    // written elsewhere (a TVM import, a damaged row) can hold any text.
+    const std::string hash = HtmlEscape(in.hash);
+    html += fmt::format("<tr><td><a href=\"#w{}\">{}</a></td><td>{}</td><td>{}</td><td>{}</td></tr>\n", hash,
+                        HtmlEscape(in.name), hash, s.records, best);
     if (s.best.empty()) continue;
     // The curve and best trace of the target with the fastest record.
     auto fastest = std::min_element(s.best.begin(), s.best.end(),
@@ -120,7 +123,7 @@ section { margin-top: 2em; }
       }
     }
     sections += fmt::format("<section id=\"w{}\"><h2>{}</h2><p>target {}</p>{}<pre class=\"trace\">{}</pre></section>\n",
-                            in.hash, HtmlEscape(in.name), HtmlEscape(fastest->first),
+                            hash, HtmlEscape(in.name), HtmlEscape(fastest->first),
                             rated ? CurveSvg(curve, unit) : std::string(), HtmlEscape(script));
   }
   html += "</table>\n" + sections;

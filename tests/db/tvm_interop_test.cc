@@ -118,6 +118,8 @@ TEST(TvmInteropTest, MalformedFilesStopTheImportWithFileAndLine) {
                     "database_tuning_record.json:4: workload index 7 is not a line of database_workload.json");
   ExpectImportError(std::string(kWorkloads) + "{\"not\": \"an array\"}\n", kRecords,
                     "database_workload.json:3: expected [shash, module]");
+  ExpectImportError(std::string(kWorkloads) + "[\"<img src=x>\", \"eJzz\"]\n", kRecords,
+                    "database_workload.json:3: workload hash '<img src=x>' is not a decimal number (TVM's structural hash)");
   // Truncated in the middle of a line.
   std::string records = kRecords;
   ExpectImportError(kWorkloads, records.substr(0, records.size() - 40), "database_tuning_record.json:3: not valid JSON");

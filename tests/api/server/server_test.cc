@@ -22,6 +22,7 @@
 #include "costmodel/dataset.h"
 #include "costmodel/model.h"
 #include "db/sqlite_database.h"
+#include "db/tvm_interop.h"
 #include "ir/json.h"
 #include "ir/schedule/trace.h"
 #include "ir/structural.h"
@@ -355,6 +356,12 @@ TEST_F(ServerTest, PredictUsesTheNewestStoredModelOrTheOneNamed) {
 }
 
 TEST_F(ServerTest, MetricsAndDashboard) {
+  {
+    // A hash and a name no tunedb writer makes, as outside damage would
+    // leave them: the page shows them as text, never as markup.
+    db::SqliteDatabase database(path_);
+    database.CommitWorkload(db::TvmWorkloadInput("<b>9</b>", "\"<i>module</i>\""));
+  }
   StartServer();
   Call(port_, http::verb::get, "/v1/health");
   Call(port_, http::verb::get, "/v1/nope");
@@ -371,6 +378,8 @@ TEST_F(ServerTest, MetricsAndDashboard) {
   EXPECT_NE(page.body.find("matmul:M=32,N=32,K=32"), std::string::npos);
   EXPECT_NE(page.body.find("<svg"), std::string::npos);
   EXPECT_NE(page.body.find("sch.split("), std::string::npos);
+  EXPECT_EQ(page.body.find("<b>"), std::string::npos) << page.body;
+  EXPECT_NE(page.body.find("<td>&lt;b&gt;9&lt;/b&gt;</td>"), std::string::npos) << page.body;
 }
 
 // A transpose counts no FLOPs: its records are rated in GB/s of its
