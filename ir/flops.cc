@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 namespace tunedb::ir {
 namespace {
@@ -65,6 +66,19 @@ Rate RateOf(std::int64_t flops, std::int64_t param_bytes, double secs) {
   if (!std::isfinite(secs) || secs <= 0) return r;
   r.value = static_cast<double>(flops > 0 ? flops : param_bytes) / secs / 1e9;
   return r;
+}
+
+std::string DurationText(double secs) {
+  if (!std::isfinite(secs)) return "-";
+  char text[64];
+  if (secs < 1e-6) {
+    std::snprintf(text, sizeof text, "%.1f ns", secs * 1e9);
+  } else if (secs < 1e-4) {
+    std::snprintf(text, sizeof text, "%.2f us", secs * 1e6);
+  } else {
+    std::snprintf(text, sizeof text, "%.4f ms", secs * 1e3);
+  }
+  return text;
 }
 
 }  // namespace tunedb::ir

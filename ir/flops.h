@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "ir/stmt.h"
 
@@ -29,5 +30,11 @@ struct Rate {
   const char* unit = "GFLOP/s";  // or "GB/s"
 };
 Rate RateOf(std::int64_t flops, std::int64_t param_bytes, double secs);
+
+// A duration as the tools quote it: milliseconds to four places, or
+// microseconds to two below 0.1 ms and nanoseconds to one below 1 us, where
+// "0.0000 ms" would hide a fast kernel; "-" when there is none (infinite or
+// NaN).
+std::string DurationText(double secs);
 
 }  // namespace tunedb::ir

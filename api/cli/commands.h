@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "db/sqlite_database.h"
+#include "ir/flops.h"
 #include "ir/stmt.h"
 
 namespace tunedb::cli {
@@ -52,10 +53,8 @@ std::string SpeedupText(double reference_secs, double new_secs);
 // tell nothing. (Defined in tune_command.cc.)
 std::string RateText(std::int64_t flops, std::int64_t param_bytes, double secs);
 
-// A duration for people: milliseconds to four places, or microseconds to
-// two below 0.1 ms, where "0.0000 ms" would hide a fast kernel; "-" when
-// there is none (infinite or NaN). (Defined in db_command.cc.)
-std::string DurationText(double secs);
+// (ir/flops.h: durations as every tool quotes them.)
+using ir::DurationText;
 
 // The database of a command that reads one (db stats, records, best,
 // export-tvm, merge's source, train, model): a tunedb server's, when the

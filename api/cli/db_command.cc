@@ -314,13 +314,6 @@ std::optional<db::TuningRecord> BestUsableRecord(db::Database& d, const std::str
   return std::nullopt;
 }
 
-std::string DurationText(double secs) {
-  if (!std::isfinite(secs)) return "-";
-  if (secs < 1e-6) return fmt::format("{:.1f} ns", secs * 1e9);
-  if (secs < 1e-4) return fmt::format("{:.2f} us", secs * 1e6);
-  return fmt::format("{:.4f} ms", secs * 1e3);
-}
-
 std::unique_ptr<db::Database> OpenExistingDatabase(const std::string& location, db::SqliteDatabase::OpenMode mode,
                                                    const std::string& token) {
   if (api::IsRemoteDatabase(location)) return api::OpenDatabase(location, token);

@@ -69,7 +69,7 @@ section { margin-top: 2em; }
 )";
   html += fmt::format("<p id=\"summary\">{} workloads, {} records</p>\n<p id=\"live\">loading...</p>\n",
                       workloads.size(), records);
-  html += "<table id=\"workloads\"><tr><th>workload</th><th>hash</th><th>records</th><th>best (target: ms, GFLOP/s or GB/s)</th></tr>\n";
+  html += "<table id=\"workloads\"><tr><th>workload</th><th>hash</th><th>records</th><th>best (target: time, GFLOP/s or GB/s)</th></tr>\n";
   std::string sections;
   int shown = 0;
   for (const db::WorkloadStats& s : workloads) {
@@ -90,7 +90,7 @@ section { margin-top: 2em; }
     const char* unit = ir::RateOf(flops, param_bytes, 0).unit;
     std::string best;
     for (const auto& [target, secs] : s.best) {
-      best += fmt::format("{}: {:.4f} ms", HtmlEscape(target), secs * 1e3);
+      best += fmt::format("{}: {}", HtmlEscape(target), ir::DurationText(secs));
       if (rated) best += fmt::format(", {:.1f} {}", ir::RateOf(flops, param_bytes, secs).value, unit);
       best += "<br>";
     }

@@ -1,5 +1,8 @@
 #include "ir/flops.h"
 
+#include <cmath>
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "ir/workload_lang.h"
@@ -42,6 +45,15 @@ TEST(FlopsTest, ParamBytesCountEveryInputAndOutputOnce) {
   PrimFunc transpose = ParseWorkloadText("input X: f64[6, 10]\nY[i, j] = X[j, i]\n");
   EXPECT_EQ(CountFlops(transpose), 0);
   EXPECT_EQ(ParamBytes(transpose), 8 * 2 * 60);
+}
+
+TEST(FlopsTest, DurationsAreQuotedInTheUnitThatShowsThem) {
+  EXPECT_EQ(DurationText(14e-9), "14.0 ns");
+  EXPECT_EQ(DurationText(1.05e-6), "1.05 us");
+  EXPECT_EQ(DurationText(99.5e-6), "99.50 us");
+  EXPECT_EQ(DurationText(2e-3), "2.0000 ms");
+  EXPECT_EQ(DurationText(std::numeric_limits<double>::infinity()), "-");
+  EXPECT_EQ(DurationText(std::nan("")), "-");
 }
 
 }  // namespace

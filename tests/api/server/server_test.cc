@@ -378,6 +378,8 @@ TEST_F(ServerTest, MetricsAndDashboard) {
   EXPECT_NE(page.body.find("matmul:M=32,N=32,K=32"), std::string::npos);
   EXPECT_NE(page.body.find("<svg"), std::string::npos);
   EXPECT_NE(page.body.find("sch.split("), std::string::npos);
+  // A time of microseconds in microseconds, not as "0.0011 ms".
+  EXPECT_NE(page.body.find(std::string(kTarget) + ": 1.05 us, "), std::string::npos) << page.body;
   EXPECT_EQ(page.body.find("<b>"), std::string::npos) << page.body;
   EXPECT_NE(page.body.find("<td>&lt;b&gt;9&lt;/b&gt;</td>"), std::string::npos) << page.body;
 }
