@@ -1,5 +1,8 @@
 // `tunedb serve`: the REST server (api/server/server.h) on a database file.
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -54,8 +57,11 @@ void RunServe(const ServeOptions& o) {
     server.emplace(s);
   } catch (const db::DatabaseError& e) {
     // A database this process may not write (a read-only mount, another
-    // user's file) can still be served for reading.
-    if (o.read_only) throw;
+    // user's file) can still be served for reading. Where it may write,
+    // the file itself is the problem, and the hint would mislead.
+    std::filesystem::path dir = std::filesystem::path(o.db).parent_path();
+    bool writable = access(o.db.c_str(), W_OK) == 0 && access(dir.empty() ? "." : dir.c_str(), W_OK) == 0;
+    if (o.read_only || writable) throw;
     throw db::DatabaseError(std::string(e.what()) + "; to serve it without writing to it, add --read-only");
   }
   // The first line says where it listens (--port 0 picks a free port).

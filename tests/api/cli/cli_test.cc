@@ -735,6 +735,13 @@ TEST(CliServe, RefusesOptionsItCannotServeWith) {
                          {"--threads 100000", "--threads must be between 1 and 256"},
                          {"--body-limit 0", "--body-limit must be at least 4096 bytes"}});
   EXPECT_FALSE(std::filesystem::exists(db));
+  // A file that is no database, where this process may write: no hint to
+  // serve it read-only, which could not help.
+  std::ofstream(db) << "not a database, and longer than SQLite's header of one hundred bytes, so that SQLite reads "
+                       "it and finds no database";
+  ExpectOneLineRefusals("serve --quiet --port 0", "--db " + db,
+                        {{"", db + ": file is not a database (is it an SQLite database?)"}});
+  std::filesystem::remove(db);
 }
 
 // train refuses what it cannot do before it trains or stores anything:
