@@ -1,6 +1,7 @@
 #include "api/cli/program_source.h"
 
 #include <cctype>
+#include <charconv>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -42,10 +43,14 @@ void AddProgramSourceOptions(CLI::App* cmd, ProgramSource* source) {
 }
 
 CLI::Option* AddSeedOption(CLI::App* cmd, std::uint64_t* seed, const std::string& description) {
-  auto not_negative = [](std::string& value) -> std::string {
-    return value.find('-') == std::string::npos ? "" : "a seed is a whole number, 0 or more, not " + value;
+  // CLI11 would wrap a negative seed and saturate one past 2^64 - 1.
+  auto whole_64_bit = [](std::string& value) -> std::string {
+    std::uint64_t parsed = 0;
+    auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+    if (error == std::errc() && end == value.data() + value.size() && !value.empty()) return "";
+    return "a seed is a whole number from 0 to 2^64 - 1, not " + value;
   };
-  return cmd->add_option("--seed", *seed, description)->check(CLI::Validator(not_negative, "UINT"))->capture_default_str();
+  return cmd->add_option("--seed", *seed, description)->check(CLI::Validator(whole_64_bit, "UINT"))->capture_default_str();
 }
 
 namespace {

@@ -447,9 +447,13 @@ TEST(CliTune, BadOptionsAreOneLineErrors) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "tunedb: error: http://127.0.0.1:1/: cannot connect: Connection refused\n");
   // Read into an unsigned integer, -1 would be 2^64 - 1, not "random".
-  r = RunTunedb("tune --workload matmul:M=32 --seed -1 --db " + db);
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out.rfind("--seed: a seed is a whole number, 0 or more, not -1\n", 0), 0u) << r.out;
+  // And one past 2^64 - 1 would be 2^64 - 1.
+  for (std::string seed : {"-1", "18446744073709551616", "+3"}) {
+    r = RunTunedb("tune --workload matmul:M=32 --seed " + seed + " --db " + db);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.out.rfind("--seed: a seed is a whole number from 0 to 2^64 - 1, not " + seed + "\n", 0), 0u) << r.out;
+  }
+  EXPECT_EQ(RunTunedb("show --workload matmul:M=8,N=8,K=8 --seed 18446744073709551615").exit_code, 0);
   // Each was refused before the database was opened: a mistyped command
   // creates no file.
   EXPECT_FALSE(std::filesystem::exists(db));
