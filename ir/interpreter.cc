@@ -188,7 +188,10 @@ class Interpreter {
       case ExprKind::kFloorMod:
         if (b.i == 0) throw IrError("interpreter: division by zero in block " + *current_block_ + ": " + PrintExpr(e));
         v = FloorDivInt(a.i, b.i);
-        if (e->kind == ExprKind::kFloorMod) v = a.i - v * b.i;
+        if (e->kind == ExprKind::kFloorMod) {
+          v = static_cast<std::int64_t>(static_cast<std::uint64_t>(a.i) -
+                                        static_cast<std::uint64_t>(v) * static_cast<std::uint64_t>(b.i));
+        }
         break;
       default: throw IrError("interpreter: bad integer operator");
     }
