@@ -27,7 +27,7 @@ import os
 import random
 import sys
 
-from hunt_common import record_statuses, tunedb, wrong
+from hunt_common import record_statuses, sanitizer_report, tunedb, wrong
 
 WORKLOADS = ['matmul', 'batch_matmul', 'dense', 'dense_bias_relu', 'conv2d_nhwc', 'depthwise_conv2d_nhwc',
              'softmax', 'reduce_sum']
@@ -220,6 +220,9 @@ def main():
         failure = ''
         for step, command in enumerate(commands):
             p = tunedb(args.tunedb, ['tune'] + command)
+            if sanitizer_report(p.stderr):
+                failure = 'session %d: %s' % (step, sanitizer_report(p.stderr))
+                break
             if p.returncode == 0:
                 continue
             last = p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ''

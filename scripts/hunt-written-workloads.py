@@ -21,7 +21,7 @@ import random
 import subprocess
 import sys
 
-from hunt_common import record_statuses, wrong
+from hunt_common import record_statuses, sanitizer_report, wrong
 
 
 def pointwise_chain(rng):
@@ -185,7 +185,7 @@ def main():
             os.remove(db)
         plain = subprocess.run([args.tunedb, 'run', '-w', path, '--repeat', '1', '--min-repeat-ms', '1'],
                                capture_output=True, text=True)
-        if plain.returncode != 0 or 'status:    ok' not in plain.stdout:
+        if plain.returncode != 0 or 'status:    ok' not in plain.stdout or sanitizer_report(plain.stderr):
             failed += 1
             print('seed %d: unscheduled: %s' % (seed, (plain.stdout + plain.stderr).strip()[-300:]), flush=True)
             continue
@@ -196,10 +196,11 @@ def main():
         statuses = record_statuses(args.tunedb, db)
         bad = wrong(statuses)
         timeouts += statuses.get('timeout', 0)
-        if tune.returncode != 0 or bad:
+        report = sanitizer_report(tune.stderr)
+        if tune.returncode != 0 or bad or report:
             failed += 1
-            print('seed %d (%s): exit %d, %s %s' % (seed, strategy, tune.returncode, bad, tune.stderr.strip()[-300:]),
-                  flush=True)
+            print('seed %d (%s): exit %d, %s %s' % (seed, strategy, tune.returncode, bad,
+                                                    report or tune.stderr.strip()[-300:]), flush=True)
         else:
             print('seed %d (%s): %s' % (seed, strategy, statuses), flush=True)
     print('%d of %d seeds failed; %d timeouts' % (failed, args.seeds[1] - args.seeds[0], timeouts))

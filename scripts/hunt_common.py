@@ -28,3 +28,13 @@ def wrong(statuses):
     that stored nothing checked nothing)."""
     bad = {s: n for s, n in statuses.items() if s not in ('ok', 'timeout')}
     return bad if statuses else {'no records found': 0}
+
+
+def sanitizer_report(text):
+    """The first line of a sanitizer's report in a process's output, or ''.
+    UndefinedBehaviorSanitizer reports and goes on, so the exit code of a
+    sanitizer build (--tunedb build-asan/tunedb) does not show it."""
+    for line in text.splitlines():
+        if 'runtime error:' in line or 'Sanitizer' in line:
+            return line.strip()
+    return ''
