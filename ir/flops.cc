@@ -70,15 +70,14 @@ Rate RateOf(std::int64_t flops, std::int64_t param_bytes, double secs) {
 
 std::string DurationText(double secs) {
   if (!std::isfinite(secs)) return "-";
-  char text[64];
-  if (secs < 1e-6) {
-    std::snprintf(text, sizeof text, "%.1f ns", secs * 1e9);
-  } else if (secs < 1e-4) {
-    std::snprintf(text, sizeof text, "%.2f us", secs * 1e6);
-  } else {
-    std::snprintf(text, sizeof text, "%.4f ms", secs * 1e3);
-  }
-  return text;
+  auto print = [](const char* format, double value) {
+    std::string text(static_cast<std::size_t>(std::snprintf(nullptr, 0, format, value)), '\0');
+    std::snprintf(text.data(), text.size() + 1, format, value);
+    return text;
+  };
+  if (secs < 1e-6) return print("%.1f ns", secs * 1e9);
+  if (secs < 1e-4) return print("%.2f us", secs * 1e6);
+  return print("%.4f ms", secs * 1e3);
 }
 
 }  // namespace tunedb::ir

@@ -1,5 +1,6 @@
 // Floating-point operation count of a program, for GFLOPS figures, and the
-// bytes of its parameters, for GB/s figures where it counts none.
+// bytes of its parameters, for GB/s figures where it counts none; and the
+// text every tool quotes rates and durations in.
 //
 // Each block contributes (product of its iteration-domain extents) x
 // (float-typed arithmetic operations, comparisons, selects and math calls in

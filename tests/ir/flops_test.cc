@@ -52,6 +52,8 @@ TEST(FlopsTest, DurationsAreQuotedInTheUnitThatShowsThem) {
   EXPECT_EQ(DurationText(1.05e-6), "1.05 us");
   EXPECT_EQ(DurationText(99.5e-6), "99.50 us");
   EXPECT_EQ(DurationText(2e-3), "2.0000 ms");
+  // Printed whole however long: 1e103 ms has 104 digits.
+  EXPECT_EQ(DurationText(1e100).size(), 104 + std::string(".0000 ms").size());
   EXPECT_EQ(DurationText(std::numeric_limits<double>::infinity()), "-");
   EXPECT_EQ(DurationText(std::nan("")), "-");
 }
