@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/cli/commands.h"
+#include "api/remote/remote_database.h"
 #include "costmodel/dataset.h"
 #include "costmodel/metrics.h"
 #include "costmodel/model.h"
@@ -82,6 +83,11 @@ void Train(const ModelOptions& o) {
   std::unique_ptr<db::Database> opened = OpenExistingDatabase(
       o.db, db::SqliteDatabase::OpenMode::kReadWrite, ReadTokenFile(o.token_file));
   db::Database& d = *opened;
+  // The model is stored at the end: a server that will refuse it says so
+  // before the training, which can take minutes.
+  if (auto* remote = dynamic_cast<api::RemoteDatabase*>(&d); remote && !remote->WriteRefusal().empty()) {
+    throw UsageError(remote->WriteRefusal());
+  }
   costmodel::Dataset data = Load(d, o.db);
   // Held-out records: a random fraction of every group.
   std::mt19937_64 rng(o.seed);

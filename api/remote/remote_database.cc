@@ -82,6 +82,7 @@ struct RemoteDatabase::Impl {
   // not say has the defaults).
   std::size_t max_body_bytes = 8 << 20;
   std::size_t max_records_per_post = kMaxRecordsPerPost;
+  std::string write_refusal;  // from the server's health answer
   net::io_context ioc;
   std::optional<beast::tcp_stream> stream;
   beast::flat_buffer buffer;
@@ -185,7 +186,17 @@ RemoteDatabase::RemoteDatabase(const std::string& url, std::string token) : impl
   json health = impl_->Call(http::verb::get, "/v1/health");  // fail now, not in the middle of a session
   impl_->max_body_bytes = health.value("max_body_bytes", impl_->max_body_bytes);
   impl_->max_records_per_post = health.value("max_records_per_post", impl_->max_records_per_post);
+  const std::string writes = health.value("writes", std::string()), given = health.value("token", std::string());
+  if (writes == "read-only") {
+    impl_->write_refusal = url + ": the server serves its database read-only (tunedb serve --read-only)";
+  } else if (writes == "token" && given == "none") {
+    impl_->write_refusal = url + ": the server's write routes need its token: give it with --token-file FILE";
+  } else if (writes == "token" && given == "wrong") {
+    impl_->write_refusal = url + ": the server refuses this token: give the server's token with --token-file FILE";
+  }
 }
+
+const std::string& RemoteDatabase::WriteRefusal() const { return impl_->write_refusal; }
 
 RemoteDatabase::~RemoteDatabase() = default;
 

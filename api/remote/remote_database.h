@@ -45,6 +45,12 @@ class RemoteDatabase : public db::Database {
   std::vector<db::StoredModel> Models() override;
   std::optional<db::StoredModel> LoadModel(std::int64_t id) override;
 
+  // Why the server would refuse this client's writes, "" when it would
+  // take them (or cannot say: an older server): it serves read-only, or
+  // needs a token that was not given or is wrong. Known from the moment
+  // of connecting, for commands with long work before their first write.
+  const std::string& WriteRefusal() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -346,7 +346,15 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
     };
 
     if (route == "/v1/health") {
-      return Json({{"status", "ok"}, {"max_body_bytes", body_limit_}, {"max_records_per_post", kMaxRecordsPerPost}});
+      // Whether this caller's writes would be taken, so that a client
+      // with long work before its first write (training a model) can stop
+      // before it starts.
+      json health = {{"status", "ok"}, {"max_body_bytes", body_limit_}, {"max_records_per_post", kMaxRecordsPerPost},
+                     {"writes", read_only_ ? "read-only" : token_.empty() ? "open" : "token"}};
+      if (!read_only_ && !token_.empty()) {
+        health["token"] = req.authorization.empty() ? "none" : TokenMatches(req.authorization, token_) ? "accepted" : "wrong";
+      }
+      return Json(health);
     }
 
     if (route == "/v1/workloads" && req.method == "GET") {

@@ -156,9 +156,26 @@ TEST_F(ServerTest, HealthAndAccessLog) {
   EXPECT_EQ(r.Json()["status"], "ok");
   EXPECT_EQ(r.Json()["max_body_bytes"], 8 << 20);
   EXPECT_EQ(r.Json()["max_records_per_post"], kMaxRecordsPerPost);
+  EXPECT_EQ(r.Json()["writes"], "open");
+  EXPECT_FALSE(r.Json().contains("token"));
   server_->Stop();
   ASSERT_EQ(log_.size(), 1u);
   EXPECT_NE(log_[0].find("GET /v1/health 200"), std::string::npos) << log_[0];
+}
+
+// Health tells a client whether its writes would be taken, before it does
+// work that ends in one (training a model to store).
+TEST_F(ServerTest, HealthSaysWhetherThisCallersWritesWouldBeTaken) {
+  StartServer("s3cret");
+  auto health = [&](const std::string& token) { return Call(port_, http::verb::get, "/v1/health", "", token).Json(); };
+  EXPECT_EQ(health("")["writes"], "token");
+  EXPECT_EQ(health("")["token"], "none");
+  EXPECT_EQ(health("guess")["token"], "wrong");
+  EXPECT_EQ(health("s3cret")["token"], "accepted");
+  server_->Stop();
+  StartServer("s3cret", 8 << 20, 30, 1024, /*read_only=*/true);
+  EXPECT_EQ(health("s3cret")["writes"], "read-only");
+  EXPECT_FALSE(health("s3cret").contains("token"));
 }
 
 TEST_F(ServerTest, WorkloadsAndOneWorkload) {
