@@ -7,7 +7,7 @@
 namespace tunedb::costmodel {
 
 double PairwiseAccuracy(const std::vector<double>& scores, const std::vector<double>& labels,
-                        const std::vector<int>& groups) {
+                        const std::vector<int>& groups, std::size_t* pairs_out) {
   std::map<int, std::vector<std::size_t>> by_group;
   for (std::size_t i = 0; i < groups.size(); ++i) by_group[groups[i]].push_back(i);
   double right = 0, pairs = 0;
@@ -24,6 +24,7 @@ double PairwiseAccuracy(const std::vector<double>& scores, const std::vector<dou
       }
     }
   }
+  if (pairs_out) *pairs_out = static_cast<std::size_t>(pairs);
   return pairs > 0 ? right / pairs : 0.5;
 }
 
@@ -57,7 +58,7 @@ RankingMetrics EvaluateScores(const std::vector<double>& scores, const std::vect
     labels.push_back(s.label);
     groups.push_back(s.group);
   }
-  m.pairwise = PairwiseAccuracy(scores, labels, groups);
+  m.pairwise = PairwiseAccuracy(scores, labels, groups, &m.pairs);
   m.top1 = TopKScore(scores, labels, groups, 1);
   m.top5 = TopKScore(scores, labels, groups, 5);
   m.apeak32 = APeak32(scores, labels, groups);

@@ -9,9 +9,10 @@
 namespace tunedb::costmodel {
 
 // Fraction of pairs within a group (with different labels) that the scores
-// order like the labels.
+// order like the labels; 0.5 when there is no such pair (their number in
+// *pairs, if given).
 double PairwiseAccuracy(const std::vector<double>& scores, const std::vector<double>& labels,
-                        const std::vector<int>& groups);
+                        const std::vector<int>& groups, std::size_t* pairs = nullptr);
 
 // TenSet's top-k score, averaged over groups: the best label among the k
 // highest-scored candidates of a group, divided by the group's best label.
@@ -28,6 +29,7 @@ inline double APeak32(const std::vector<double>& scores, const std::vector<doubl
 struct RankingMetrics {
   double pairwise = 0, top1 = 0, top5 = 0, apeak32 = 0;
   std::size_t samples = 0;
+  std::size_t pairs = 0;  // behind `pairwise`: with none, it says nothing
 };
 RankingMetrics Evaluate(const CostModel& model, const std::vector<Sample>& samples);
 // The same for given scores (one per sample), e.g. a heuristic's.

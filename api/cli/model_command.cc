@@ -36,7 +36,8 @@ using Metrics = costmodel::RankingMetrics;
 // as a model that ranks nothing right.
 nlohmann::json MetricsJson(const Metrics& m) {
   if (m.samples == 0) return {{"samples", 0}};
-  return {{"pairwise_accuracy", m.pairwise}, {"top1", m.top1}, {"top5", m.top5}, {"apeak32", m.apeak32},
+  nlohmann::json pairwise = m.pairs > 0 ? nlohmann::json(m.pairwise) : nlohmann::json(nullptr);
+  return {{"pairwise_accuracy", pairwise}, {"top1", m.top1}, {"top5", m.top5}, {"apeak32", m.apeak32},
           {"samples", m.samples}};
 }
 
@@ -45,9 +46,13 @@ void PrintMetrics(const Metrics& m) {
     fmt::print("held-out records:   0 (no ranking metrics: every record trained the model)\n");
     return;
   }
-  fmt::print("held-out records:   {}\npairwise accuracy:  {:.3f}\ntop-1 score:        {:.3f}\ntop-5 score:        {:.3f}\n"
+  // Without two held-out records of one workload that differ in time
+  // there is no pair to order, and 0.5 would read as a coin toss.
+  std::string pairwise = m.pairs > 0 ? fmt::format("{:.3f}", m.pairwise)
+                                     : std::string("- (no two held-out records of one workload differ in time)");
+  fmt::print("held-out records:   {}\npairwise accuracy:  {}\ntop-1 score:        {:.3f}\ntop-5 score:        {:.3f}\n"
              "a-peak@32:          {:.3f}\n",
-             m.samples, m.pairwise, m.top1, m.top5, m.apeak32);
+             m.samples, pairwise, m.top1, m.top5, m.apeak32);
 }
 
 costmodel::Dataset Load(db::Database& d, const std::string& path) {

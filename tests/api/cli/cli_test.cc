@@ -776,6 +776,21 @@ TEST(CliTrain, RefusesBadOptionsBeforeStoringAndScoresNothingWithoutAHoldout) {
   EXPECT_EQ(Sql(db, "SELECT metrics FROM models ORDER BY id DESC LIMIT 1").find("pairwise"), std::string::npos);
 }
 
+// One held-out record has no other to be ordered against: the pairwise
+// accuracy is none, where it was printed and stored as 0.5, a coin toss.
+TEST(CliTrain, APairwiseAccuracyWithoutPairsIsNone) {
+  std::string db = TuneDb("cli_train_no_pairs.sqlite");
+  ASSERT_EQ(RunTunedb("tune -w matmul:M=8,N=8,K=8 --trials 1 --db " + db + kSmallTune).exit_code, 0);
+  Result r = RunTunedb("train --db " + db);  // 2 records, the split holds one out
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("held-out records:   1\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pairwise accuracy:  - (no two held-out records of one workload differ in time)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(Sql(db, "SELECT metrics FROM models ORDER BY id DESC LIMIT 1").find("\"pairwise_accuracy\":null"),
+            std::string::npos);
+}
+
 // The commands that only read a database read a tunedb server's as they
 // read a file (--db http://HOST:PORT): stats, records and best show the
 // same, and export-tvm and merge copy everything, an imported TVM record's
