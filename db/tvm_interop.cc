@@ -162,10 +162,12 @@ TvmExportStats ExportTvm(Database& db, const std::string& dir) {
   }
   // A full disk shows only here: without the check the export would
   // report every record written.
-  for (auto [file, path] : {std::pair{&wf, &wpath}, std::pair{&rf, &rpath}}) {
-    file->close();
-    if (!*file) throw DatabaseError("writing " + path->string() + " failed (is the disk full?)");
-  }
+  auto finish = [](std::ofstream& file, const fs::path& path) {
+    file.close();
+    if (!file) throw DatabaseError("writing " + path.string() + " failed (is the disk full?)");
+  };
+  finish(wf, wpath);
+  finish(rf, rpath);
   return stats;
 }
 
