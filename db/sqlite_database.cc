@@ -21,6 +21,9 @@ namespace {
 
 // A write refused because the file (or its directory, where the WAL and
 // shared-memory files live) is read-only.
+// How long a statement waits for another connection's lock.
+constexpr std::chrono::milliseconds kBusyTimeout(10000);
+
 constexpr const char* kReadOnlyHint =
     " (tunedb writes to this database: check the permissions of the file and its directory)";
 // A read refused: a WAL database's reader writes its -shm file.
@@ -84,7 +87,8 @@ class Statement {
     if (rc == SQLITE_DONE) return false;
     std::string msg = sqlite3_errmsg(db_);
     sqlite3_reset(stmt_);
-    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) throw BusyError(msg);
+    // Extended codes are on: SQLITE_BUSY_SNAPSHOT and the like are busy too.
+    if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) throw BusyError(msg);
     if ((rc & 0xff) == SQLITE_READONLY) msg += kReadOnlyHint;
     throw DatabaseError(path_ + ": " + msg);
   }
@@ -241,6 +245,42 @@ struct SqliteDatabase::Impl {
     }
   }
 
+  // The journal mode is stored in the file, and switching it to WAL needs
+  // the file to itself; SQLite does not call the busy handler for that, so
+  // two tunes creating one database at once had one of them fail at once
+  // with "database is locked". The mode is read first (every open after the
+  // first finds WAL and takes no lock), and the switch is retried for as
+  // long as any other statement would wait.
+  void EnableWal() {
+    // The mode the statement answers, or "" where the file is busy.
+    auto mode = [&](const char* sql) {
+      std::string result;
+      char* err = nullptr;
+      auto first_value = [](void* out, int n, char** values, char**) {
+        if (n > 0 && values[0]) *static_cast<std::string*>(out) = values[0];
+        return 0;
+      };
+      int rc = sqlite3_exec(conn.db, sql, first_value, &result, &err);
+      std::string msg = err ? err : sqlite3_errmsg(conn.db);
+      sqlite3_free(err);
+      if (rc == SQLITE_OK) return result;
+      if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) return std::string();
+      throw DatabaseError(path + ": " + msg);
+    };
+    if (mode("PRAGMA journal_mode") == "wal") return;
+    auto deadline = std::chrono::steady_clock::now() + kBusyTimeout;
+    std::chrono::milliseconds backoff(1);
+    // Where WAL cannot work (no shared memory), SQLite keeps the old mode
+    // without an error, as it did before this retry.
+    while (mode("PRAGMA journal_mode=WAL").empty()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        throw DatabaseError(path + ": cannot switch the database to WAL mode: another connection holds it");
+      }
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
+    }
+  }
+
   int UserVersion() {
     Statement s(conn.db, "PRAGMA user_version", path);
     s.Step();
@@ -332,13 +372,13 @@ SqliteDatabase::SqliteDatabase(const std::string& path, OpenMode mode) : impl_(s
       std::string msg = impl_->conn.db ? sqlite3_errmsg(impl_->conn.db) : "out of memory";
       throw DatabaseError("cannot open database " + path + ": " + msg);
     }
-    sqlite3_busy_timeout(impl_->conn.db, 10000);
+    sqlite3_busy_timeout(impl_->conn.db, static_cast<int>(kBusyTimeout.count()));
     sqlite3_extended_result_codes(impl_->conn.db, 1);
   };
   auto configure = [&] {
     // The journal mode is stored in the file: setting it is a write.
     if (!read_only) {
-      impl_->Exec("PRAGMA journal_mode=WAL");
+      impl_->EnableWal();
       impl_->Exec("PRAGMA synchronous=NORMAL");
       impl_->Exec("PRAGMA wal_autocheckpoint=32768");  // checkpoint every 128 MiB of WAL
     }

@@ -6,11 +6,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -66,6 +68,44 @@ TEST(SqliteDatabaseTest, SeveralWriterProcessesLoseNothing) {
   SqliteDatabase db(path);
   EXPECT_EQ(db.Size(), kWriters * kBatches * kPerBatch);
   EXPECT_EQ(db.IntegrityCheck(), "ok");
+}
+
+// Two tunes started together on a new database file: the first open to
+// switch the file to WAL needs it to itself, and SQLite does not wait on the
+// busy handler for that. Here another connection holds a write transaction
+// on a new file (in its first journal mode, as a second tune would be at
+// that moment) for 200 ms; the open used to fail at once with "database is
+// locked", and now waits for it.
+TEST(SqliteDatabaseTest, AnOpenWaitsWhileAnotherConnectionCreatesTheFile) {
+  std::string path = FreshPath("created_at_once");
+  sqlite3* other = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &other), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(other, "BEGIN IMMEDIATE; CREATE TABLE elsewhere(x)", nullptr, nullptr, nullptr), SQLITE_OK);
+  std::thread committer([other] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    sqlite3_exec(other, "COMMIT", nullptr, nullptr, nullptr);
+  });
+  std::string error;
+  try {
+    SqliteDatabase db(path);
+    db.CommitWorkload(W("1"));
+    db.CommitRecords({R("t", 1.0)});
+    EXPECT_EQ(db.Size(), 1);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  committer.join();
+  sqlite3_close(other);
+  EXPECT_EQ(error, "");
+  sqlite3* check = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &check), SQLITE_OK);
+  char** rows = nullptr;
+  int n_rows = 0, n_cols = 0;
+  ASSERT_EQ(sqlite3_get_table(check, "PRAGMA journal_mode", &rows, &n_rows, &n_cols, nullptr), SQLITE_OK);
+  ASSERT_EQ(n_rows, 1);
+  EXPECT_STREQ(rows[1], "wal");
+  sqlite3_free_table(rows);
+  sqlite3_close(check);
 }
 
 TEST(SqliteDatabaseTest, KilledWriterLosesOnlyItsOpenTransaction) {
