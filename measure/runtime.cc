@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,20 @@ int DefaultThreads() {
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1u, std::thread::hardware_concurrency());
 }
+
+// What the caller spins on: one per thread, written by its worker.
+struct alignas(64) Done {
+  std::atomic<std::uint64_t> generation{0};
+};
+
+// 25 us of pause instructions on the Zen 4 VM (25 ns each; Intel's take
+// longer): far longer than two equal chunks end apart on an idle machine.
+constexpr int kSpinsBeforeYield = 1000;
+
+// How long an idle worker waits for the next loop before it sleeps: a
+// kernel timed again and again calls the pool every few microseconds, and a
+// wake-up from sleep costs more than that.
+constexpr std::chrono::microseconds kIdleBeforeSleep(500);
 
 // A dispatch costs cache-line handoffs between cores, about 0.14 us each on
 // this kind of VM, against a 128 matmul's 6 us per core. So the hot path
@@ -80,9 +95,7 @@ class ThreadPool {
       sleep_.wake.notify_all();
     }
     RunChunk(0, task, closure, extent);
-    for (int t = 1; t < threads_; ++t) {
-      while (done_[static_cast<std::size_t>(t)].generation.load(std::memory_order_acquire) != generation) TUNEDB_PAUSE();
-    }
+    for (int t = 1; t < threads_; ++t) AwaitDone(done_[static_cast<std::size_t>(t)], generation);
   }
 
  private:
@@ -92,14 +105,45 @@ class ThreadPool {
     if (begin < end) task(closure, begin, end);
   }
 
+  // Spins, then yields. Where the machine has more runnable threads than
+  // cores (two tuning processes at once, or a build beside one), the worker
+  // waited for may be descheduled, and a caller spinning on for it holds the
+  // core for the rest of its time slice. With that and the idle workers'
+  // spinning, two tunes of matmul 64 side by side spent 15-25 s each in
+  // their runs against 2.5 s alone (bench/concurrent_tune.sh); yielding in
+  // both waits brought it to 4-6 s. On an idle machine the spin ends first
+  // (the chunks are equal), and a yield with nothing else to run returns at
+  // once.
+  static void AwaitDone(const Done& done, std::uint64_t generation) {
+    for (int spin = 0; done.generation.load(std::memory_order_acquire) != generation; ++spin) {
+      if (spin < kSpinsBeforeYield) {
+        TUNEDB_PAUSE();
+      } else {
+        sched_yield();
+      }
+    }
+  }
+
   void WorkerLoop(int t) {
     std::uint64_t seen = 0;
     while (true) {
-      // Spin for a while (a kernel is often run again right away), then sleep.
-      std::uint64_t g = loop_.generation.load(std::memory_order_acquire);
-      for (int spin = 0; g == seen && spin < 20000 && !sleep_.parked.load(std::memory_order_relaxed); ++spin) {
-        TUNEDB_PAUSE();
+      // Spin for a while (a kernel is often run again right away), then
+      // yield between looks as AwaitDone does, then sleep. (A worker that
+      // only spun, for 500 us after each chunk, held a core that another
+      // process's kernel was waiting for.)
+      std::uint64_t g = seen;
+      auto idle = [&] {
         g = loop_.generation.load(std::memory_order_acquire);
+        return g == seen && !sleep_.parked.load(std::memory_order_relaxed);
+      };
+      int spin = 0;
+      while (spin < kSpinsBeforeYield && idle()) {
+        TUNEDB_PAUSE();
+        ++spin;
+      }
+      if (spin == kSpinsBeforeYield) {
+        auto until = std::chrono::steady_clock::now() + kIdleBeforeSleep;
+        while (idle() && std::chrono::steady_clock::now() < until) sched_yield();
       }
       if (g == seen) {
         std::unique_lock<std::mutex> lock(sleep_.mutex);
@@ -121,10 +165,6 @@ class ThreadPool {
     Task task = nullptr;
     void* closure = nullptr;
     std::int64_t extent = 0;
-  };
-  // What the caller spins on: one per thread, written by its worker.
-  struct alignas(64) Done {
-    std::atomic<std::uint64_t> generation{0};
   };
   // Written only when workers are parked, go to sleep or wake.
   struct alignas(64) Sleep {

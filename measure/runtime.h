@@ -3,9 +3,10 @@
 //
 // One pool per process, created on first use with one thread per target
 // core (the calling thread included), static partition of the iterations,
-// no thread creation per call. Idle workers spin briefly, then sleep, so a
-// kernel that runs a parallel loop every few microseconds does not pay a
-// wake-up each time. Nested parallel loops never reach the pool: code
+// no thread creation per call. Idle workers spin briefly, then yield the
+// core between looks, then sleep, so a kernel that runs a parallel loop
+// every few microseconds does not pay a wake-up each time, and a machine
+// with more runnable threads than cores still makes progress. Nested parallel loops never reach the pool: code
 // generation runs a parallel loop inside another one serially.
 #pragma once
 

@@ -1,5 +1,6 @@
 #include "measure/runtime.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -51,15 +52,57 @@ TEST(RuntimeTest, ThreadsAsleepAfterSpinningWakeForTheNextLoop) {
   SetParallelThreads(2);
   std::vector<std::atomic<int>> hits(64);
   Closure c{&hits};
-  // Idle workers spin for about a millisecond, then sleep; loops that come
-  // now and then find them asleep, loops right after another find them
-  // spinning, and each must still run every iteration and return.
-  for (int round = 0; round < 12; ++round) {
+  // Idle workers spin for 25 us or so, then yield between looks until half a
+  // millisecond has passed, then sleep; the pauses between these loops find
+  // them in each of the three, and each loop must still run every iteration
+  // and return.
+  const int pause_us[] = {20000, 0, 10, 100, 300, 1000, 2000};
+  for (int round = 0; round < 14; ++round) {
     tunedb_parallel_for(Task, &c, 64);
     tunedb_parallel_for(Task, &c, 64);
-    std::this_thread::sleep_for(std::chrono::milliseconds(round % 3 == 0 ? 20 : round % 3));
+    std::this_thread::sleep_for(std::chrono::microseconds(pause_us[round % 7]));
   }
-  for (auto& h : hits) EXPECT_EQ(h.load(), 24);
+  for (auto& h : hits) EXPECT_EQ(h.load(), 28);
+  SetParallelThreads(0);
+}
+
+struct Uneven {
+  std::vector<std::atomic<int>>* hits;
+  std::int64_t slow_from;  // iterations from here on take 2 ms each
+};
+
+void UnevenTask(void* closure, std::int64_t begin, std::int64_t end) {
+  auto* u = static_cast<Uneven*>(closure);
+  for (std::int64_t i = begin; i < end; ++i) {
+    if (i >= u->slow_from) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    (*u->hits)[static_cast<std::size_t>(i)]++;
+  }
+}
+
+TEST(RuntimeTest, ACallerWaitingLongForAChunkYieldsAndSeesItDone) {
+  SetParallelThreads(2);
+  std::vector<std::atomic<int>> hits(4);
+  // The worker's chunk (iterations 2 and 3) takes 4 ms: the caller spins,
+  // then waits yielding its core, and returns only when the chunk is done.
+  // Then the caller's own chunk is the slow one, and the worker waits in
+  // every idle phase for the next loop.
+  for (std::int64_t slow_from : {2, 0}) {
+    Uneven u{&hits, slow_from};
+    for (int round = 0; round < 3; ++round) tunedb_parallel_for(UnevenTask, &u, 4);
+  }
+  for (auto& h : hits) EXPECT_EQ(h.load(), 6);
+  SetParallelThreads(0);
+}
+
+TEST(RuntimeTest, MoreThreadsThanCoresStillRunEveryIteration) {
+  // With more pool threads than cores, some are always descheduled while
+  // the others wait for them, as when two tuning processes share the cores.
+  const int threads = 4 * static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  SetParallelThreads(threads);
+  std::vector<std::atomic<int>> hits(static_cast<std::size_t>(threads) * 3);
+  Closure c{&hits};
+  for (int round = 0; round < 200; ++round) tunedb_parallel_for(Task, &c, static_cast<std::int64_t>(hits.size()));
+  for (auto& h : hits) EXPECT_EQ(h.load(), 200);
   SetParallelThreads(0);
 }
 
