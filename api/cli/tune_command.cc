@@ -21,10 +21,35 @@ namespace {
 
 std::atomic<bool> g_interrupted{false};
 
+// Ctrl-C, and SIGTERM as `timeout`, `kill` and job schedulers send it:
+// both end the session cleanly. A second signal ends the process at once.
 extern "C" void OnInterrupt(int) {
   g_interrupted.store(true);
-  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
 }
+
+// Installs OnInterrupt for SIGINT and SIGTERM while it lives.
+class InterruptHandler {
+ public:
+  InterruptHandler() {
+    g_interrupted.store(false);
+    struct sigaction action {};
+    action.sa_handler = OnInterrupt;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &previous_int_);
+    sigaction(SIGTERM, &action, &previous_term_);
+  }
+  ~InterruptHandler() {
+    sigaction(SIGINT, &previous_int_, nullptr);
+    sigaction(SIGTERM, &previous_term_, nullptr);
+  }
+  InterruptHandler(const InterruptHandler&) = delete;
+  InterruptHandler& operator=(const InterruptHandler&) = delete;
+
+ private:
+  struct sigaction previous_int_ {}, previous_term_ {};
+};
 
 struct TuneCliOptions {
   std::vector<std::string> workloads;
@@ -174,20 +199,15 @@ void RunTune(const TuneCliOptions& o) {
     }
   };
 
-  g_interrupted.store(false);
-  struct sigaction action {};
-  action.sa_handler = OnInterrupt;
-  sigemptyset(&action.sa_mask);
-  struct sigaction previous {};
-  sigaction(SIGINT, &action, &previous);
   search::TuneReport report;
-  try {
-    report = search::Tune(database, options, observer, &g_interrupted);
-  } catch (const std::invalid_argument& e) {
-    sigaction(SIGINT, &previous, nullptr);
-    throw UsageError(e.what());
+  {
+    InterruptHandler handler;
+    try {
+      report = search::Tune(database, options, observer, &g_interrupted);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
   }
-  sigaction(SIGINT, &previous, nullptr);
   if (progress_open) fmt::print(stderr, "\n");
 
   if (report.interrupted) {

@@ -534,6 +534,31 @@ TEST(CliTune, CtrlCCommitsAndTheSameCommandResumes) {
   EXPECT_NE(stats.out.find("sessions:  1\n"), std::string::npos) << stats.out;
 }
 
+// SIGTERM, as `timeout`, `kill` and job schedulers send it to the tuner
+// alone, ends the session as Ctrl-C does: what was measured is committed,
+// the cost model is stored, and the same command resumes. It used to kill
+// the process, leaving the session open and the model unsaved.
+TEST(CliTune, SigtermEndsTheSessionCleanly) {
+  std::string db = TuneDb("cli_tune_sigterm.sqlite");
+  std::string log = ::testing::TempDir() + "/cli_tune_sigterm.log";
+  std::string args = "tune --workload matmul:M=32,N=32,K=32 --trials 48 --batch 16 --db " + db + kSmallTune;
+  pid_t pid = StartTunedbUntil("", args, log, "16/48 trials");
+  ASSERT_GT(pid, 0);
+  ASSERT_NE(ReadAll(log).find("16/48 trials"), std::string::npos) << ReadAll(log);
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::string out = ReadAll(log);
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_NE(out.find("interrupted: "), std::string::npos) << out;
+  Result stats = RunTunedb("db stats --db " + db);
+  EXPECT_NE(stats.out.find("models:    1\n"), std::string::npos) << stats.out;
+  Result again = RunTunedb(args);
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_NE(again.out.find("resuming a session with"), std::string::npos) << again.out;
+}
+
 // A tuner killed outright (SIGKILL: no handler, no destructor) leaves no
 // file behind in the temporary directory, and what it committed stays
 // readable. Its reference outputs were once a named temporary file, which
