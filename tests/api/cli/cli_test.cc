@@ -505,58 +505,56 @@ TEST(CliTune, AnUnscheduledProgramFasterThanEveryScheduleIsTheSessionsBest) {
       << r.out;
 }
 
+struct InterruptedTune {
+  std::string db, args, out;
+};
+
+// Starts a tune of 48 trials in chunks of 16 into a new database, sends
+// `sig` once the first chunk is in (to the whole process group, as a
+// terminal sends Ctrl-C, or to the tuner alone), and checks that the tuner
+// ended cleanly and said how to resume.
+void InterruptAfterTheFirstChunk(const std::string& name, int sig, bool to_group, InterruptedTune* run) {
+  run->db = TuneDb(name + ".sqlite");
+  std::string log = ::testing::TempDir() + "/" + name + ".log";
+  run->args = "tune --workload matmul:M=32,N=32,K=32 --trials 48 --batch 16 --db " + run->db + kSmallTune;
+  pid_t pid = StartTunedbUntil("", run->args, log, "16/48 trials");
+  ASSERT_GT(pid, 0);
+  ASSERT_NE(ReadAll(log).find("16/48 trials"), std::string::npos) << ReadAll(log);
+  kill(to_group ? -pid : pid, sig);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  run->out = ReadAll(log);
+  ASSERT_TRUE(WIFEXITED(status)) << run->out;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << run->out;
+  EXPECT_NE(run->out.find("interrupted: "), std::string::npos) << run->out;
+  EXPECT_NE(run->out.find("run the same command to resume"), std::string::npos) << run->out;
+}
+
 // Ctrl-C as a terminal sends it: SIGINT to the whole foreground process
 // group. The tuner commits what it measured and says how to resume; the
 // same command then finishes the session without re-measuring.
 TEST(CliTune, CtrlCCommitsAndTheSameCommandResumes) {
-  std::string db = TuneDb("cli_tune_interrupt.sqlite");
-  std::string log = ::testing::TempDir() + "/cli_tune_interrupt.log";
-  std::string args = "tune --workload matmul:M=32,N=32,K=32 --trials 48 --batch 16 --db " + db + kSmallTune;
-  pid_t pid = StartTunedbUntil("", args, log, "16/48 trials");
-  ASSERT_GT(pid, 0);
-  ASSERT_NE(ReadAll(log).find("16/48 trials"), std::string::npos) << ReadAll(log);
-  kill(-pid, SIGINT);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  std::string out = ReadAll(log);
-  ASSERT_TRUE(WIFEXITED(status)) << out;
-  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
-  EXPECT_NE(out.find("interrupted: "), std::string::npos) << out;
-  EXPECT_NE(out.find("run the same command to resume"), std::string::npos) << out;
-
-  Result again = RunTunedb(args);
+  InterruptedTune run;
+  ASSERT_NO_FATAL_FAILURE(InterruptAfterTheFirstChunk("cli_tune_interrupt", SIGINT, true, &run));
+  Result again = RunTunedb(run.args);
   ASSERT_EQ(again.exit_code, 0) << again.out;
   EXPECT_NE(again.out.find("resuming a session with"), std::string::npos) << again.out;
   EXPECT_NE(again.out.find("48/48 trials"), std::string::npos) << again.out;
-  Result stats = RunTunedb("db stats --db " + db);
+  Result stats = RunTunedb("db stats --db " + run.db);
   // 48 trials, and the unscheduled program's timing once the session ended.
   EXPECT_NE(stats.out.find("records:   49\n"), std::string::npos) << stats.out;
   EXPECT_NE(stats.out.find("sessions:  1\n"), std::string::npos) << stats.out;
 }
 
 // SIGTERM, as `timeout`, `kill` and job schedulers send it to the tuner
-// alone, ends the session as Ctrl-C does: what was measured is committed,
-// the cost model is stored, and the same command resumes. It used to kill
-// the process, leaving the session open and the model unsaved.
+// alone, ends the session as Ctrl-C does: what was measured is committed
+// and the cost model stored. It used to kill the process, leaving the
+// model unsaved.
 TEST(CliTune, SigtermEndsTheSessionCleanly) {
-  std::string db = TuneDb("cli_tune_sigterm.sqlite");
-  std::string log = ::testing::TempDir() + "/cli_tune_sigterm.log";
-  std::string args = "tune --workload matmul:M=32,N=32,K=32 --trials 48 --batch 16 --db " + db + kSmallTune;
-  pid_t pid = StartTunedbUntil("", args, log, "16/48 trials");
-  ASSERT_GT(pid, 0);
-  ASSERT_NE(ReadAll(log).find("16/48 trials"), std::string::npos) << ReadAll(log);
-  kill(pid, SIGTERM);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  std::string out = ReadAll(log);
-  ASSERT_TRUE(WIFEXITED(status)) << out;
-  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
-  EXPECT_NE(out.find("interrupted: "), std::string::npos) << out;
-  Result stats = RunTunedb("db stats --db " + db);
+  InterruptedTune run;
+  ASSERT_NO_FATAL_FAILURE(InterruptAfterTheFirstChunk("cli_tune_sigterm", SIGTERM, false, &run));
+  Result stats = RunTunedb("db stats --db " + run.db);
   EXPECT_NE(stats.out.find("models:    1\n"), std::string::npos) << stats.out;
-  Result again = RunTunedb(args);
-  ASSERT_EQ(again.exit_code, 0) << again.out;
-  EXPECT_NE(again.out.find("resuming a session with"), std::string::npos) << again.out;
 }
 
 // A tuner killed outright (SIGKILL: no handler, no destructor) leaves no
