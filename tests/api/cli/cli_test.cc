@@ -586,6 +586,57 @@ TEST(CliTune, SigkillLeavesNoTemporaryFile) {
   EXPECT_EQ(stats.out.find("records:   0\n"), std::string::npos) << stats.out;
 }
 
+// The processes whose parent is `parent`, by name, read from /proc.
+std::vector<pid_t> ChildrenNamed(pid_t parent, const std::string& name) {
+  std::vector<pid_t> found;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::string stat = ReadAll(entry.path().string() + "/stat");
+    // pid (comm) state ppid ...; comm may hold spaces, so read after the last ')'.
+    std::size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    char state = 0;
+    long ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent && stat.find("(" + name + ")") != std::string::npos) {
+      found.push_back(static_cast<pid_t>(std::stol(entry.path().filename().string())));
+    }
+  }
+  return found;
+}
+
+// Gone, or a zombie that nobody reaps (init in a container may not).
+bool ProcessEnded(pid_t pid) {
+  std::string stat = ReadAll("/proc/" + std::to_string(pid) + "/stat");
+  std::size_t close = stat.rfind(')');
+  return close == std::string::npos || stat.find(" Z ", close) == close + 1;
+}
+
+// A measuring worker outlives nothing: killed in the middle of a timing that
+// would take hours, the tuner's worker ends too. It used to run on alone
+// (for ten minutes, until killed by hand, under `timeout 20`).
+TEST(CliRun, TheWorkerEndsWithTheProcessThatStartedIt) {
+  std::string log = ::testing::TempDir() + "/cli_run_killed.log";
+  pid_t pid = StartTunedbUntil("", "run --workload matmul:M=16,N=16,K=16 --repeat 100000000", log, "");
+  ASSERT_GT(pid, 0);
+  std::vector<pid_t> workers;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((workers = ChildrenNamed(pid, "tunedb-worker")).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(workers.size(), 1u) << ReadAll(log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into its timing
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!ProcessEnded(workers[0]) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  bool ended = ProcessEnded(workers[0]);
+  if (!ended) kill(workers[0], SIGKILL);
+  EXPECT_TRUE(ended) << "the worker ran on for 10 s after its tuner was killed";
+}
+
 // SQLite keeps no checksums, so a damaged row reads back. `db check` names
 // it; the readers of the best record skip it, saying so; nothing stops.
 TEST(CliDb, CheckNamesDamagedRowsAndReadersSkipThem) {
