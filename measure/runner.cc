@@ -481,6 +481,15 @@ std::string MeasureConfigProblem(const MeasureConfig& c) {
   if (!(c.build_timeout_s > 0 && c.build_timeout_s <= kDay)) {
     return "the build timeout must be more than 0 and at most 86400 seconds";
   }
+  // A timed repeat lasts at least min_repeat_ms (its growth aims a little
+  // past it) and must end within the timeout, or it counts as hung: every
+  // candidate would time out.
+  if (c.number == 0 && c.min_repeat_ms > c.run_timeout_s * 1000 / 2) {
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%g", c.min_repeat_ms);
+    return std::string("--min-repeat-ms ") + ms + " is more than half of --timeout (" + SecondsText(c.run_timeout_s) +
+           "): every timed repeat would count as hung";
+  }
   return "";
 }
 

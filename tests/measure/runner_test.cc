@@ -81,6 +81,13 @@ TEST(RunnerTest, RefusesAConfigurationItCannotRun) {
   c = QuickConfig();
   c.repeat = 0;
   EXPECT_EQ(refusal(c), "--repeat must be at least 1");
+  // Repeats of at least 3 s with a 1 s timeout: every one counted as hung.
+  c = QuickConfig();
+  c.min_repeat_ms = 3000;
+  c.run_timeout_s = 1;
+  EXPECT_EQ(refusal(c), "--min-repeat-ms 3000 is more than half of --timeout (1 s): every timed repeat would count as hung");
+  c.number = 5;  // a fixed count of runs does not grow to min_repeat_ms
+  EXPECT_EQ(refusal(c), "accepted");
 }
 
 TEST(RunnerTest, SlowCandidatesAreTimedByOneRunOnly) {
