@@ -89,7 +89,8 @@ void AddRunCommand(CLI::App& app) {
   cmd->add_option("--repeat", o->repeat, "Timed repeats (the median is reported)")->capture_default_str();
   cmd->add_option("--number", o->number, "Runs per repeat (0: grow until a repeat lasts --min-repeat-ms)")
       ->capture_default_str();
-  cmd->add_option("--min-repeat-ms", o->min_repeat_ms, "Minimum duration of one repeat")->capture_default_str();
+  cmd->add_option("--min-repeat-ms", o->min_repeat_ms, "Minimum duration of one repeat (at most half of --timeout)")
+      ->capture_default_str();
   cmd->add_flag("--flush-cache", o->flush_cache, "Flush the caches before each repeat");
   cmd->add_option("--timeout", o->timeout_s, "Seconds before a run counts as hung")->capture_default_str();
   cmd->add_option("--target", o->target, "Target string, e.g. \"llvm -mcpu=znver4 -num-cores=2\" (default: the host)");

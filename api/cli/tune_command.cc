@@ -64,6 +64,7 @@ struct TuneCliOptions {
   int population = 512;
   int repeat = 3;
   double min_repeat_ms = 20;
+  double timeout_s = measure::MeasureConfig{}.run_timeout_s;
   int model_min_samples = search::TuneOptions{}.model_min_samples;
   int confirm_best = search::TuneOptions{}.confirm_best;
   double confirm_margin = search::TuneOptions{}.confirm_margin;
@@ -149,6 +150,7 @@ void RunTune(const TuneCliOptions& o) {
   options.measure_baseline = !o.no_baseline;
   options.measure.repeat = o.repeat;
   options.measure.min_repeat_ms = o.min_repeat_ms;
+  options.measure.run_timeout_s = o.timeout_s;
   if (std::string problem = measure::MeasureConfigProblem(options.measure); !problem.empty()) {
     throw UsageError(problem);
   }
@@ -272,7 +274,9 @@ void AddTuneCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--population", o->population, "Evolutionary population size")->capture_default_str();
   cmd->add_option("--repeat", o->repeat, "Timed repeats per candidate")->capture_default_str();
-  cmd->add_option("--min-repeat-ms", o->min_repeat_ms, "Minimum duration of one repeat")->capture_default_str();
+  cmd->add_option("--min-repeat-ms", o->min_repeat_ms, "Minimum duration of one repeat (at most half of --timeout)")
+      ->capture_default_str();
+  cmd->add_option("--timeout", o->timeout_s, "Seconds before a run counts as hung")->capture_default_str();
   cmd->add_option("--model-min-samples", o->model_min_samples,
                   "Measured candidates before the cost model is trained (the heuristic ranks until then)")
       ->capture_default_str();

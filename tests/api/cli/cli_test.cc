@@ -440,6 +440,8 @@ TEST(CliTune, BadOptionsAreOneLineErrors) {
       // An infinite time reached the worker as JSON null.
       {"--min-repeat-ms inf", "--min-repeat-ms must be a finite number of milliseconds, 0 or more"},
       {"--min-repeat-ms -1", "--min-repeat-ms must be a finite number of milliseconds, 0 or more"},
+      {"--min-repeat-ms 6000", "--min-repeat-ms 6000 is more than half of --timeout (10 s): every timed repeat would count as hung"},
+      {"--timeout 0", "--timeout must be more than 0 and at most 86400 seconds"},
       {"--workload matmul:Q=3", "workload matmul has no parameter 'Q' (parameters: M, N, K)"},
       {"--space " + space, space + ":2: unknown schedule method 'nope'"},
   });
