@@ -65,8 +65,8 @@ void RunServe(const ServeOptions& o) {
     throw db::DatabaseError(std::string(e.what()) + "; to serve it without writing to it, add --read-only");
   }
   // The first line says where it listens (--port 0 picks a free port).
-  fmt::print("tunedb serve: listening on http://{}:{} (database {}, {} threads, writes {})\n", o.host, server->port(),
-             o.db, o.threads, o.read_only ? "refused: read-only" : s.token.empty() ? "open" : "need the token");
+  fmt::print("tunedb serve: listening on {} (database {}, {} threads, writes {})\n", server->url(), o.db, o.threads,
+             o.read_only ? "refused: read-only" : s.token.empty() ? "open" : "need the token");
   std::fflush(stdout);
   server->Run();
   fmt::print("tunedb serve: stopped\n");

@@ -74,10 +74,46 @@ json RecordToJson(const db::TuningRecord& r) {
   return j;
 }
 
+// The host and port of an http:// URL. An IPv6 address is written in
+// brackets ([::1]:8080), as URLs write it; `host` is without them, for the
+// resolver, and `host_header` as written, for the Host header.
+struct Authority {
+  std::string host, port = "80", host_header, error;
+};
+
+Authority ParseAuthority(const std::string& url) {
+  Authority a;
+  std::string rest = url.substr(std::string("http://").size());
+  rest = rest.substr(0, rest.find('/'));
+  std::size_t port_colon = std::string::npos;
+  if (!rest.empty() && rest[0] == '[') {
+    std::size_t close = rest.find(']');
+    if (close == std::string::npos) {
+      a.error = "an IPv6 address in a URL ends with ']'";
+      return a;
+    }
+    a.host = rest.substr(1, close - 1);
+    a.host_header = rest.substr(0, close + 1);
+    if (close + 1 < rest.size()) {
+      if (rest[close + 1] != ':') {
+        a.error = "expected ':' and a port after ']'";
+        return a;
+      }
+      port_colon = close + 1;
+    }
+  } else {
+    port_colon = rest.rfind(':');
+    a.host = a.host_header = rest.substr(0, port_colon);
+  }
+  if (port_colon != std::string::npos) a.port = rest.substr(port_colon + 1);
+  if (a.host.empty()) a.error = "expected http://HOST:PORT";
+  return a;
+}
+
 }  // namespace
 
 struct RemoteDatabase::Impl {
-  std::string url, host, port, token;
+  std::string url, host, host_header, port, token;
   // The server's limits on a write (its health route; a server that does
   // not say has the defaults).
   std::size_t max_body_bytes = 8 << 20;
@@ -130,7 +166,7 @@ struct RemoteDatabase::Impl {
     for (int attempt = 0; attempt < 2; ++attempt) {
       if (!stream) Connect();
       http::request<http::string_body> req(method, target, 11);
-      req.set(http::field::host, host);
+      req.set(http::field::host, host_header);
       req.keep_alive(true);
       if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
       if (body) {
@@ -177,12 +213,11 @@ struct RemoteDatabase::Impl {
 RemoteDatabase::RemoteDatabase(const std::string& url, std::string token) : impl_(std::make_unique<Impl>()) {
   impl_->url = url;
   impl_->token = std::move(token);
-  std::string rest = url.substr(std::string("http://").size());
-  rest = rest.substr(0, rest.find('/'));
-  std::size_t colon = rest.rfind(':');
-  impl_->host = rest.substr(0, colon);
-  impl_->port = colon == std::string::npos ? "80" : rest.substr(colon + 1);
-  if (impl_->host.empty()) throw db::DatabaseError(url + ": expected http://HOST:PORT");
+  Authority authority = ParseAuthority(url);
+  if (!authority.error.empty()) throw db::DatabaseError(url + ": " + authority.error);
+  impl_->host = authority.host;
+  impl_->host_header = authority.host_header;
+  impl_->port = authority.port;
   json health = impl_->Call(http::verb::get, "/v1/health");  // fail now, not in the middle of a session
   impl_->max_body_bytes = health.value("max_body_bytes", impl_->max_body_bytes);
   impl_->max_records_per_post = health.value("max_records_per_post", impl_->max_records_per_post);

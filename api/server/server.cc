@@ -297,7 +297,23 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
   db::SqliteDatabase check(impl_->options.db_path, impl_->OpenMode());
   beast::error_code ec;
   auto address = net::ip::make_address(impl_->options.host, ec);
-  if (ec) throw std::runtime_error("bad --host " + impl_->options.host + ": " + ec.message());
+  if (ec) {
+    // A name, such as localhost: its first address, IPv4 before IPv6 (a
+    // server on localhost is then where http://127.0.0.1 reaches it).
+    tcp::resolver resolver(impl_->ioc);
+    auto results = resolver.resolve(impl_->options.host, "", ec);
+    if (ec || results.empty()) {
+      throw std::runtime_error("bad --host " + impl_->options.host + ": not an IP address, and it does not resolve" +
+                               (ec ? " (" + ec.message() + ")" : std::string()));
+    }
+    address = results.begin()->endpoint().address();
+    for (const auto& r : results) {
+      if (r.endpoint().address().is_v4()) {
+        address = r.endpoint().address();
+        break;
+      }
+    }
+  }
   tcp::endpoint endpoint(address, static_cast<unsigned short>(impl_->options.port));
   impl_->acceptor.open(endpoint.protocol(), ec);
   if (!ec) impl_->acceptor.set_option(net::socket_base::reuse_address(true), ec);
@@ -312,6 +328,13 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
 Server::~Server() { Stop(); }
 
 int Server::port() const { return impl_->acceptor.local_endpoint().port(); }
+
+std::string Server::url() const {
+  tcp::endpoint bound = impl_->acceptor.local_endpoint();
+  std::string address = bound.address().to_string();
+  if (bound.address().is_v6()) address = "[" + address + "]";
+  return "http://" + address + ":" + std::to_string(bound.port());
+}
 
 void Server::Start() {
   if (impl_->started) return;

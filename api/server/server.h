@@ -32,7 +32,7 @@ namespace tunedb::api {
 
 struct ServerOptions {
   std::string db_path;
-  std::string host = "127.0.0.1";
+  std::string host = "127.0.0.1";  // an address, or a name (localhost) taken as its first address
   int port = 8080;            // 0: an ephemeral port (see Server::port())
   int io_threads = 2;
   int worker_threads = 2;
@@ -55,6 +55,7 @@ class Server {
 
   void Start();          // returns once listening
   int port() const;      // the bound port
+  std::string url() const;  // http://ADDRESS:PORT, an IPv6 address in brackets
   void Stop();           // graceful: see the file comment
   // Start, then block until SIGTERM or SIGINT, then Stop.
   void Run();

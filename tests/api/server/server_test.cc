@@ -675,6 +675,44 @@ TEST_F(ServerTest, TuneThroughTheServer) {
   EXPECT_TRUE(remote.TopK("1", target, 10).empty());
 }
 
+// --host takes a name as well as an address (it used to refuse localhost
+// with "Invalid argument"), and the URL the server gives, and a client
+// takes, writes an IPv6 address in brackets (the server printed
+// http://::1:PORT, and a client given http://[::1]:PORT could not resolve
+// "[::1]").
+TEST_F(ServerTest, ListensOnANameOrAnIPv6AddressAndGivesItsUrl) {
+  ServerOptions o;
+  o.db_path = path_;
+  o.port = 0;
+  o.host = "localhost";
+  {
+    Server by_name(o);
+    by_name.Start();
+    EXPECT_EQ(by_name.url(), "http://127.0.0.1:" + std::to_string(by_name.port()));
+    EXPECT_EQ(RemoteDatabase("http://localhost:" + std::to_string(by_name.port()), "").Size(), 12);
+    by_name.Stop();
+  }
+  for (const char* bad : {"http://[::1", "http://[::1]8080", "http://:8080"}) {
+    try {
+      RemoteDatabase remote(bad, "");
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const db::DatabaseError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(std::string(bad) + ": ", 0), 0u) << e.what();
+    }
+  }
+  o.host = "::1";
+  std::unique_ptr<Server> v6;
+  try {
+    v6 = std::make_unique<Server>(o);
+  } catch (const std::runtime_error& e) {
+    GTEST_SKIP() << "no IPv6 loopback on this machine: " << e.what();
+  }
+  v6->Start();
+  EXPECT_EQ(v6->url(), "http://[::1]:" + std::to_string(v6->port()));
+  EXPECT_EQ(RemoteDatabase(v6->url(), "").Size(), 12);
+  v6->Stop();
+}
+
 // A batch larger than the server takes in one request goes in several,
 // each within the limit its health route gives; each record keeps the time
 // it was measured. A record larger than the limit is a clear error.
