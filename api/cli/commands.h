@@ -4,6 +4,9 @@
 // codes (2 for bad input, 1 for other failures).
 #pragma once
 
+#include <signal.h>
+
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -42,6 +45,23 @@ void AddServeCommand(CLI::App& app);
 // seed to a user who meant "random"; it is refused instead. (Defined in
 // program_source.cc.)
 CLI::Option* AddSeedOption(CLI::App* cmd, std::uint64_t* seed, const std::string& description);
+
+// While it lives, SIGINT (Ctrl-C) and SIGTERM (as `timeout`, `kill` and job
+// schedulers send it) set flag() instead of ending the process, so that a
+// command that tunes stops cleanly after the chunk in flight; a second
+// signal ends the process at once. One at a time. (Defined in
+// tune_command.cc.)
+class InterruptHandler {
+ public:
+  InterruptHandler();
+  ~InterruptHandler();
+  InterruptHandler(const InterruptHandler&) = delete;
+  InterruptHandler& operator=(const InterruptHandler&) = delete;
+  const std::atomic<bool>* flag() const;
+
+ private:
+  struct sigaction previous_int_ {}, previous_term_ {};
+};
 
 // "2.5x faster" or "1.3x slower": how a new time compares with a reference
 // time. A tiny budget on a tiny workload can leave the tuned program the

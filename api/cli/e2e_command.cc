@@ -118,12 +118,23 @@ void RunE2e(const E2eOptions& o) {
     tune.trials = o.trials;
     tune.measure.target = target;
     tune.measure_baseline = false;
-    search::Tune(database, tune, [](const search::TuneEvent& e, const std::vector<search::TaskStatus>&) {
-      if (e.kind == search::TuneEvent::kBatchDone) {
-        fmt::print("  {}/{} trials, {:.1f} s\n", e.trials_done, e.trials_total, e.elapsed_secs);
-        std::fflush(stdout);
-      }
-    });
+    search::TuneReport report;
+    {
+      InterruptHandler interrupt;
+      auto progress = [](const search::TuneEvent& e, const std::vector<search::TaskStatus>&) {
+        if (e.kind == search::TuneEvent::kBatchDone) {
+          fmt::print("  {}/{} trials, {:.1f} s\n", e.trials_done, e.trials_total, e.elapsed_secs);
+          std::fflush(stdout);
+        }
+      };
+      report = search::Tune(database, tune, progress, interrupt.flag());
+    }
+    if (report.interrupted) {
+      int done = 0;
+      for (const search::TaskStatus& task : report.tasks) done += task.trials;
+      fmt::print("interrupted after {} of {} trials (committed to {}): the layers run with what was measured\n", done,
+                 o.trials, o.db);
+    }
   }
   std::vector<measure::Kernel> tuned;
   for (std::size_t i = 0; i < layers.size(); ++i) {

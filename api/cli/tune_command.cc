@@ -21,35 +21,11 @@ namespace {
 
 std::atomic<bool> g_interrupted{false};
 
-// Ctrl-C, and SIGTERM as `timeout`, `kill` and job schedulers send it:
-// both end the session cleanly. A second signal ends the process at once.
 extern "C" void OnInterrupt(int) {
   g_interrupted.store(true);
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
 }
-
-// Installs OnInterrupt for SIGINT and SIGTERM while it lives.
-class InterruptHandler {
- public:
-  InterruptHandler() {
-    g_interrupted.store(false);
-    struct sigaction action {};
-    action.sa_handler = OnInterrupt;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, &previous_int_);
-    sigaction(SIGTERM, &action, &previous_term_);
-  }
-  ~InterruptHandler() {
-    sigaction(SIGINT, &previous_int_, nullptr);
-    sigaction(SIGTERM, &previous_term_, nullptr);
-  }
-  InterruptHandler(const InterruptHandler&) = delete;
-  InterruptHandler& operator=(const InterruptHandler&) = delete;
-
- private:
-  struct sigaction previous_int_ {}, previous_term_ {};
-};
 
 struct TuneCliOptions {
   std::vector<std::string> workloads;
@@ -205,7 +181,7 @@ void RunTune(const TuneCliOptions& o) {
   {
     InterruptHandler handler;
     try {
-      report = search::Tune(database, options, observer, &g_interrupted);
+      report = search::Tune(database, options, observer, handler.flag());
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
@@ -251,6 +227,22 @@ std::string RateText(std::int64_t flops, std::int64_t param_bytes, double secs) 
   ir::Rate rate = ir::RateOf(flops, param_bytes, secs);
   return fmt::format("{:.2f} {}{}", rate.value, rate.unit, flops > 0 ? "" : " of inputs and outputs");
 }
+
+InterruptHandler::InterruptHandler() {
+  g_interrupted.store(false);
+  struct sigaction action {};
+  action.sa_handler = OnInterrupt;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, &previous_int_);
+  sigaction(SIGTERM, &action, &previous_term_);
+}
+
+InterruptHandler::~InterruptHandler() {
+  sigaction(SIGINT, &previous_int_, nullptr);
+  sigaction(SIGTERM, &previous_term_, nullptr);
+}
+
+const std::atomic<bool>* InterruptHandler::flag() const { return &g_interrupted; }
 
 std::string SpeedupText(double reference_secs, double new_secs) {
   double ratio = reference_secs / new_secs;

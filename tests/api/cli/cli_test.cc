@@ -995,6 +995,27 @@ TEST(CliDb, MergesIntoAServer) {
   EXPECT_EQ(RunTunedb("db check --db " + served).exit_code, 0);
 }
 
+// Ctrl-C while e2e tunes its layers stops the tuning after the chunk in
+// flight; the model then runs with the best schedules measured, and the
+// outputs are still checked. It used to kill the command.
+TEST(CliE2e, CtrlCStopsTheTuningAndTheModelRunsWithWhatWasMeasured) {
+  std::string db = TuneDb("cli_e2e_interrupt.sqlite");
+  std::string log = ::testing::TempDir() + "/cli_e2e_interrupt.log";
+  pid_t pid = StartTunedbUntil(
+      "", "e2e mlp --batch-size 16 --in 32 --hidden 16 --out 8 --trials 512 --repeat 2 --db " + db, log, "16/512 trials");
+  ASSERT_GT(pid, 0);
+  ASSERT_NE(ReadAll(log).find("16/512 trials"), std::string::npos) << ReadAll(log);
+  kill(-pid, SIGINT);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::string out = ReadAll(log);
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_NE(out.find("interrupted after "), std::string::npos) << out;
+  EXPECT_NE(out.find("outputs: identical"), std::string::npos) << out;
+  EXPECT_NE(out.find("end to end, tuned kernels:"), std::string::npos) << out;
+}
+
 // e2e as a compiler would run it: the schedules of a small MLP tuned into
 // a file, then served read-only and taken from the server.
 TEST(CliE2e, TakesItsSchedulesFromAServer) {
