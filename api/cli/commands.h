@@ -50,7 +50,7 @@ CLI::Option* AddSeedOption(CLI::App* cmd, std::uint64_t* seed, const std::string
 // schedulers send it) set flag() instead of ending the process, so that a
 // command that tunes stops cleanly after the chunk in flight; a second
 // signal ends the process at once. One at a time. (Defined in
-// tune_command.cc.)
+// interrupt.cc.)
 class InterruptHandler {
  public:
   InterruptHandler();

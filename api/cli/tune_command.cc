@@ -1,12 +1,11 @@
 // `tunedb tune`: the tuning loop of search/tuner.h with a progress bar, a
 // table after each batch (TVM's task-scheduler table) and the best schedule
-// at the end. Ctrl-C stops after the candidates in flight are measured and
-// committed; a second Ctrl-C kills the process.
+// at the end. Ctrl-C or SIGTERM stops after the candidates in flight are
+// measured and committed (commands.h, InterruptHandler); a second signal
+// kills the process.
 #include <unistd.h>
 
-#include <atomic>
 #include <cmath>
-#include <csignal>
 
 #include <fmt/core.h>
 
@@ -18,14 +17,6 @@
 
 namespace tunedb::cli {
 namespace {
-
-std::atomic<bool> g_interrupted{false};
-
-extern "C" void OnInterrupt(int) {
-  g_interrupted.store(true);
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
-}
 
 struct TuneCliOptions {
   std::vector<std::string> workloads;
@@ -227,22 +218,6 @@ std::string RateText(std::int64_t flops, std::int64_t param_bytes, double secs) 
   ir::Rate rate = ir::RateOf(flops, param_bytes, secs);
   return fmt::format("{:.2f} {}{}", rate.value, rate.unit, flops > 0 ? "" : " of inputs and outputs");
 }
-
-InterruptHandler::InterruptHandler() {
-  g_interrupted.store(false);
-  struct sigaction action {};
-  action.sa_handler = OnInterrupt;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, &previous_int_);
-  sigaction(SIGTERM, &action, &previous_term_);
-}
-
-InterruptHandler::~InterruptHandler() {
-  sigaction(SIGINT, &previous_int_, nullptr);
-  sigaction(SIGTERM, &previous_term_, nullptr);
-}
-
-const std::atomic<bool>* InterruptHandler::flag() const { return &g_interrupted; }
 
 std::string SpeedupText(double reference_secs, double new_secs) {
   double ratio = reference_secs / new_secs;
