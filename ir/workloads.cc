@@ -360,6 +360,17 @@ Workload LoadWorkload(std::string_view spec_or_path) {
     w.func = ParseWorkloadText(WithOnlyOutput(text, output), file.string());
     return w;
   }
+  // What names a file that cannot be read as one gets a message about the
+  // file, not "unknown workload" with the list of built-in ones: a spec
+  // never has a '/', nor a workload file's extension.
+  std::filesystem::path file(spec_or_path.substr(0, hash));
+  if (std::filesystem::exists(file, ec)) {
+    throw IrError(file.string() + (std::filesystem::is_directory(file, ec) ? " is a directory" : " is not a regular file") +
+                  ", not a workload file");
+  }
+  if (spec_or_path.find('/') != std::string_view::npos || file.extension() == ".tw" || file.extension() == ".json") {
+    throw IrError("no workload file " + file.string() + " (no such file)");
+  }
   return BuildWorkload(spec_or_path);
 }
 

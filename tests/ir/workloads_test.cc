@@ -68,6 +68,26 @@ TEST(WorkloadsTest, BadSpecsNameTheProblem) {
   ExpectError("matmul:M=4,,K=2", "workload matmul: expected NAME=VALUE, got ''");
 }
 
+// A path that is no workload file is named as a path: the list of built-in
+// workloads, which "unknown workload" gives, does not help there.
+TEST(WorkloadsTest, APathThatIsNoWorkloadFileIsNamedAsOne) {
+  auto error = [](const std::string& spec) {
+    try {
+      LoadWorkload(spec);
+    } catch (const IrError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  std::string dir = ::testing::TempDir();
+  EXPECT_EQ(error(dir), dir + " is a directory, not a workload file");
+  EXPECT_EQ(error("/dev/null"), "/dev/null is not a regular file, not a workload file");
+  EXPECT_EQ(error(dir + "/no_such.tw"), "no workload file " + dir + "/no_such.tw (no such file)");
+  EXPECT_EQ(error("no_such.tw#C"), "no workload file no_such.tw (no such file)");
+  EXPECT_EQ(error("no_such.json"), "no workload file no_such.json (no such file)");
+  EXPECT_EQ(error("matmull").rfind("unknown workload 'matmull' (built-in workloads: ", 0), 0u);
+}
+
 TEST(WorkloadsTest, LoadWorkloadReadsFiles) {
   std::string path = ::testing::TempDir() + "/tiny.tw";
   {
