@@ -1,6 +1,8 @@
 // Entry point of the `tunedb` command line: parses the subcommand and turns
 // every error into a one-line message with a meaningful exit code.
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include <fmt/core.h>
 
@@ -8,6 +10,33 @@
 #include "costmodel/model.h"
 #include "db/database.h"
 #include "ir/error.h"
+
+namespace {
+
+// A mistyped command ("tunedb tun", "tunedb db stat") reached CLI11 as a
+// stray argument, and it answered "A subcommand is required". The words
+// before the first option are commands: the first one that is none of its
+// parent's gets a message that names it and the commands there are.
+std::string UnknownCommand(CLI::App& app, int argc, char** argv) {
+  CLI::App* at = &app;
+  std::string path = "tunedb";
+  for (int i = 1; i < argc && argv[i][0] != '-'; ++i) {
+    std::vector<CLI::App*> commands = at->get_subcommands([](CLI::App*) { return true; });
+    if (commands.empty()) break;  // a command's own positional argument
+    CLI::App* next = nullptr;
+    std::string names;
+    for (CLI::App* c : commands) {
+      if (c->get_name() == argv[i]) next = c;
+      names += (names.empty() ? "" : ", ") + c->get_name();
+    }
+    if (!next) return fmt::format("'{}' is not a command of {} (commands: {})", argv[i], path, names);
+    at = next;
+    path += " " + next->get_name();
+  }
+  return "";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"tunedb: a tensor-program auto-tuner with a persistent tuning database"};
@@ -21,6 +50,10 @@ int main(int argc, char** argv) {
   tunedb::cli::AddTuneCommand(app);
   tunedb::cli::AddE2eCommand(app);
   tunedb::cli::AddServeCommand(app);
+  if (std::string unknown = UnknownCommand(app, argc, argv); !unknown.empty()) {
+    fmt::print(stderr, "tunedb: error: {}\n", unknown);
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -93,6 +93,23 @@ TEST(CliTest, ShowReadsAWorkloadFile) {
   EXPECT_NE(r.out.find("with T.block(\"Y\"):"), std::string::npos) << r.out;
 }
 
+// A mistyped command was answered "A subcommand is required".
+TEST(CliTest, AMistypedCommandIsNamedWithTheCommandsThere) {
+  Result r = RunTunedb("tun --workload matmul");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out,
+            "tunedb: error: 'tun' is not a command of tunedb (commands: workloads, show, run, db, best, train, model, "
+            "tune, e2e, serve)\n");
+  r = RunTunedb("db stat");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out,
+            "tunedb: error: 'stat' is not a command of tunedb db (commands: import-tvm, export-tvm, merge, stats, "
+            "records, check)\n");
+  r = RunTunedb("e2e nosuch");  // a command's own argument is the command's to judge
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: unknown model 'nosuch' (available: mlp)\n");
+}
+
 TEST(CliTest, BadInputIsOneLineAndExitCode2) {
   Result r = RunTunedb("show --workload nosuch");
   EXPECT_EQ(r.exit_code, 2);
