@@ -38,6 +38,11 @@ std::string TargetStringFromTvm(const std::string& target_json) {
 
 TvmImportStats ImportTvm(SqliteDatabase& db, const std::string& dir) {
   namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    throw DatabaseError("cannot import from " + dir + ": " +
+                        (fs::exists(dir, ec) ? "it is not a directory" : "no such directory"));
+  }
   fs::path wpath = fs::path(dir) / kWorkloadFile, rpath = fs::path(dir) / kRecordFile;
   std::ifstream wf(wpath), rf(rpath);
   if (!wf) throw DatabaseError("cannot read " + wpath.string());

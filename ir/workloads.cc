@@ -12,6 +12,7 @@
 #include "ir/interpreter.h"
 #include "ir/json.h"
 #include "ir/te.h"
+#include "ir/text_file.h"
 #include "ir/workload_lang.h"
 
 namespace tunedb::ir {
@@ -277,11 +278,9 @@ Workload BuildWorkload(std::string_view spec) {
 namespace {
 
 std::string ReadWorkloadFile(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw IrError("cannot read workload file " + path.string());
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::string text, why;
+  if (!ReadWholeFile(path.string(), &text, &why)) throw IrError("cannot read workload file " + path.string() + ": " + why);
+  return text;
 }
 
 // The text with its `output` lines blanked (line numbers stay) and one

@@ -17,6 +17,7 @@
 #include "ir/flops.h"
 #include "ir/json.h"
 #include "ir/structural.h"
+#include "ir/text_file.h"
 #include "ir/workloads.h"
 #include "search/confirm.h"
 
@@ -40,11 +41,11 @@ double MedianOrInf(const measure::MeasureResult& r) {
 std::string ComputationOf(const std::string& name) { return name.substr(0, name.find(':')); }
 
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument("cannot read the design-space script " + path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  std::string text, why;
+  if (!ir::ReadWholeFile(path, &text, &why)) {
+    throw std::invalid_argument("cannot read the design-space script " + path + ": " + why);
+  }
+  return text;
 }
 
 struct Task {

@@ -11,15 +11,14 @@
 #include "api/cli/commands.h"
 #include "ir/schedule/schedule.h"
 #include "ir/schedule/script.h"
+#include "ir/text_file.h"
 
 namespace tunedb::cli {
 
 std::string ReadTextFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw UsageError("cannot read " + path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  std::string text, why;
+  if (!ir::ReadWholeFile(path, &text, &why)) throw UsageError("cannot read " + path + ": " + why);
+  return text;
 }
 
 std::string ReadTokenFile(const std::string& path) {

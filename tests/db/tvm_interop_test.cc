@@ -148,7 +148,20 @@ TEST(TvmInteropTest, AnEmptyListOfTimesIsAFailedMeasurement) {
 
 TEST(TvmInteropTest, MissingFiles) {
   SqliteDatabase db(FreshDb("tvm_missing"));
-  EXPECT_THROW(ImportTvm(db, "/nonexistent"), DatabaseError);
+  auto error = [&](const std::string& dir) {
+    try {
+      ImportTvm(db, dir);
+    } catch (const DatabaseError& e) {
+      return std::string(e.what());
+    }
+    return std::string("imported");
+  };
+  EXPECT_EQ(error("/nonexistent"), "cannot import from /nonexistent: no such directory");
+  // A file given for the directory was read as DIR/database_workload.json.
+  std::string file = ::testing::TempDir() + "/tvm_not_a_dir.json";
+  std::ofstream(file) << "{}\n";
+  EXPECT_EQ(error(file), "cannot import from " + file + ": it is not a directory");
+  EXPECT_EQ(error(::testing::TempDir()).rfind("cannot read ", 0), 0u);
 }
 
 TEST(TvmInteropTest, TargetStrings) {

@@ -93,6 +93,23 @@ TEST(CliTest, ShowReadsAWorkloadFile) {
   EXPECT_NE(r.out.find("with T.block(\"Y\"):"), std::string::npos) << r.out;
 }
 
+// A directory given for a file was read as an empty file: an empty
+// schedule, an empty design space, or "the token file is empty".
+TEST(CliTest, ADirectoryGivenForAFileIsNamed) {
+  const std::string dir = ::testing::TempDir();
+  Result r = RunTunedb("show -w matmul:M=8,N=8,K=8 --schedule " + dir);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: cannot read " + dir + ": it is a directory\n");
+  r = RunTunedb("show -w matmul:M=8,N=8,K=8 --schedule " + dir + "/no_such_schedule.py");
+  EXPECT_EQ(r.out, "tunedb: error: cannot read " + dir + "/no_such_schedule.py: No such file or directory\n");
+  r = RunTunedb("tune -w matmul:M=8,N=8,K=8 --space " + dir + " --db " + dir + "/cli_space_dir.sqlite");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: cannot read the design-space script " + dir + ": it is a directory\n");
+  r = RunTunedb("tune -w matmul:M=8,N=8,K=8 --token-file " + dir + " --db http://127.0.0.1:1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: cannot read " + dir + ": it is a directory\n");
+}
+
 // A mistyped command was answered "A subcommand is required".
 TEST(CliTest, AMistypedCommandIsNamedWithTheCommandsThere) {
   Result r = RunTunedb("tun --workload matmul");
