@@ -16,7 +16,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -25,6 +24,7 @@
 #include "ir/flops.h"
 #include "ir/schedule/schedule.h"
 #include "ir/schedule/script.h"
+#include "ir/text_file.h"
 #include "ir/workloads.h"
 #include "measure/runner.h"
 
@@ -33,14 +33,12 @@ extern "C" void openblas_set_num_threads(int);
 namespace {
 
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    std::fprintf(stderr, "cannot read %s\n", path.c_str());
+  std::string text, why;
+  if (!tunedb::ir::ReadWholeFile(path, &text, &why)) {
+    std::fprintf(stderr, "cannot read %s: %s\n", path.c_str(), why.c_str());
     std::exit(2);
   }
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return text;
 }
 
 }  // namespace
