@@ -6,6 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include <llvm/ADT/StringMap.h>
 #include <llvm/MC/MCSubtargetInfo.h>
@@ -73,7 +74,40 @@ void CheckFeaturesKnown(const std::string& text, const std::string& features) {
   }
 }
 
+// Vector extensions, which decide what a kernel's loops may use.
+bool IsSimdFeature(const std::string& name) {
+  for (const char* prefix : {"sse", "avx", "fma", "f16c", "gfni", "vaes", "vpclmulqdq"}) {
+    if (name.rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+std::string NewestKnownCpuWithin(const std::vector<std::string>& absent_features, CpuVendor vendor) {
+  // Newest first, as LLVM 16 names them. The vendor's own list comes first
+  // for its scheduling model; the x86-64 levels fit any vendor.
+  static const std::vector<std::string> kAmd = {"znver4", "znver3", "znver2", "znver1"};
+  static const std::vector<std::string> kIntel = {"graniterapids", "sapphirerapids", "alderlake",   "icelake-server",
+                                                  "cascadelake",   "skylake-avx512", "skylake",     "broadwell",
+                                                  "haswell"};
+  static const std::vector<std::string> kLevels = {"x86-64-v4", "x86-64-v3", "x86-64-v2", "x86-64"};
+  std::vector<std::string> candidates = vendor == CpuVendor::kAmd     ? kAmd
+                                        : vendor == CpuVendor::kIntel ? kIntel
+                                                                      : std::vector<std::string>{};
+  candidates.insert(candidates.end(), kLevels.begin(), kLevels.end());
+  std::unique_ptr<llvm::MCSubtargetInfo> table = HostSubtargetInfo("host");
+  for (const std::string& cpu : candidates) {
+    if (!table->isCPUStringValid(cpu)) continue;
+    std::unique_ptr<llvm::MCSubtargetInfo> info = HostSubtargetInfo("host", cpu);
+    bool fits = true;
+    for (const std::string& feature : absent_features) {
+      fits = fits && !(IsSimdFeature(feature) && info->checkFeatures("+" + feature));
+    }
+    if (fits) return cpu;
+  }
+  return "generic";
+}
 
 std::string Target::ToString() const {
   return "llvm -mcpu=" + cpu + (mattr.empty() ? "" : " -mattr=" + mattr) + " -num-cores=" + std::to_string(num_cores);
@@ -88,18 +122,46 @@ int Target::VectorBits() const {
   return 128;
 }
 
-Target Target::Host() {
+namespace {
+
+// The host's CPU name and features, without the core count.
+Target DetectHostCpu() {
   Target t;
   t.cpu = llvm::sys::getHostCPUName().str();
   llvm::StringMap<bool> features;
   if (llvm::sys::getHostCPUFeatures(features)) {
+    // Both ways, as clang's -march=native: the CPU's name brings defaults
+    // that a virtual machine may hide (a Zen 4 guest without RDPID, say).
     std::string list;
+    std::vector<std::string> absent;
     for (const auto& f : features) {
-      if (!f.second) continue;
-      list += (list.empty() ? "+" : ",+") + f.first().str();
+      list += (list.empty() ? "" : ",") + std::string(f.second ? "+" : "-") + f.first().str();
+      if (!f.second) absent.push_back(f.first().str());
     }
     t.features = list;
+    // LLVM 16 calls a CPU newer than itself "generic" (a Zen 5, say), yet
+    // detects its features. Records are filed under the CPU's name, and
+    // "generic" must mean the baseline x86-64 everywhere, so such a host
+    // takes the name of the newest CPU LLVM knows with no vector extension
+    // the host lacks (a Zen 5 is a "znver4", as TVM's users name it).
+    if (t.cpu == "generic") {
+      __builtin_cpu_init();
+      CpuVendor vendor = __builtin_cpu_is("amd")     ? CpuVendor::kAmd
+                         : __builtin_cpu_is("intel") ? CpuVendor::kIntel
+                                                     : CpuVendor::kOther;
+      t.cpu = NewestKnownCpuWithin(absent, vendor);
+    }
   }
+  return t;
+}
+
+}  // namespace
+
+Target Target::Host() {
+  // The CPU stays the same while the process runs; the cores it may use
+  // need not.
+  static const Target cpu = DetectHostCpu();
+  Target t = cpu;
   cpu_set_t set;
   t.num_cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
                                                            : static_cast<int>(std::thread::hardware_concurrency());

@@ -744,6 +744,26 @@ TEST(TargetTest, FeaturesAreNamedAndCountedWithTheCpus) {
   EXPECT_EQ(Target::Parse("llvm -mcpu=generic").VectorBits(), 128);
 }
 
+// LLVM 16 calls a Zen 5 "generic", yet its kernels use AVX-512: such a host
+// used to file its records under "generic", and "-mcpu=generic" there kept
+// the host's AVX-512.
+TEST(TargetTest, ACpuNewerThanLlvmTakesTheNameOfTheNewestItKnows) {
+  EXPECT_EQ(NewestKnownCpuWithin({}, CpuVendor::kAmd), "znver4");
+  EXPECT_EQ(NewestKnownCpuWithin({"avx512f"}, CpuVendor::kAmd), "znver3");
+  EXPECT_EQ(NewestKnownCpuWithin({"avx512f"}, CpuVendor::kOther), "x86-64-v3");
+  EXPECT_EQ(NewestKnownCpuWithin({"avx", "avx2"}, CpuVendor::kAmd), "x86-64-v2");
+  EXPECT_EQ(NewestKnownCpuWithin({"sse4.2"}, CpuVendor::kIntel), "x86-64");
+  EXPECT_EQ(NewestKnownCpuWithin({"sse2"}, CpuVendor::kIntel), "generic");
+  // A virtual machine hides system features; they do not make a Zen 5 older.
+  EXPECT_EQ(NewestKnownCpuWithin({"rdpid", "pku", "wbnoinvd", "shstk"}, CpuVendor::kAmd), "znver4");
+  // Whatever this machine is, it has a name other than "generic", and one
+  // that names the same machine when read back.
+  Target host = Target::Host();
+  EXPECT_NE(host.cpu, "generic");
+  EXPECT_EQ(Target::Parse(host.ToString()).cpu, host.cpu);
+  EXPECT_EQ(Target::Parse(host.ToString()).VectorBits(), host.VectorBits());
+}
+
 // (This machine is an x86-64 Linux one, as tunedb's supported platform.)
 TEST(TargetTest, ATripleMustBeThisMachines) {
   EXPECT_EQ(Target::Parse("llvm -mtriple=x86_64-linux-gnu -mcpu=znver4 -num-cores=2").ToString(),
