@@ -169,10 +169,20 @@ class WorkerProcess {
     // A process group of its own: Ctrl-C in the terminal interrupts the
     // tuner, which finishes and commits the candidates in flight; the
     // workers must not die under it. They exit when their pipe closes.
+    // Until the child has its own group, a Ctrl-C (or a kill of the
+    // tuner's group) reaches it too; the signal waits, blocked, across
+    // exec, and the worker drops it (worker_main.cc). Otherwise it killed
+    // the worker as it started, and the tuner failed where it should have
+    // stopped cleanly.
     posix_spawnattr_t attrs;
     posix_spawnattr_init(&attrs);
-    posix_spawnattr_setflags(&attrs, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setflags(&attrs, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK);
     posix_spawnattr_setpgroup(&attrs, 0);
+    sigset_t meant_for_the_tuner;
+    sigemptyset(&meant_for_the_tuner);
+    sigaddset(&meant_for_the_tuner, SIGINT);
+    sigaddset(&meant_for_the_tuner, SIGTERM);
+    posix_spawnattr_setsigmask(&attrs, &meant_for_the_tuner);
     char* argv[] = {const_cast<char*>(path_.c_str()), nullptr};
     int rc = ::posix_spawn(&pid_, path_.c_str(), &actions, &attrs, argv, environ);
     posix_spawnattr_destroy(&attrs);

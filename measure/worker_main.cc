@@ -1,6 +1,7 @@
 // tunedb-worker: builds, verifies and times candidates for a Runner in
 // another process (see runner.h). Not meant to be run by hand.
 #include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -28,9 +29,31 @@ void ExitWhenTheRunnerIsGone() {
   }).detach();
 }
 
+// The runner starts this process with SIGINT and SIGTERM blocked: one
+// sent to the tuner's process group before the worker had a group of its
+// own is the tuner's, not this worker's. Ignoring a signal discards it
+// while pending; then both go back to their defaults, so the worker can
+// still be stopped by its own pid.
+void DropSignalsMeantForTheTuner() {
+  sigset_t both;
+  sigemptyset(&both);
+  sigaddset(&both, SIGINT);
+  sigaddset(&both, SIGTERM);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  struct sigaction fallback {};
+  fallback.sa_handler = SIG_DFL;
+  for (int sig : {SIGINT, SIGTERM}) {
+    ::sigaction(sig, &ignore, nullptr);
+    ::sigaction(sig, &fallback, nullptr);
+  }
+  ::sigprocmask(SIG_UNBLOCK, &both, nullptr);
+}
+
 }  // namespace
 
 int main() {
+  DropSignalsMeantForTheTuner();
   ExitWhenTheRunnerIsGone();
   return tunedb::measure::RunWorker(stdin, stdout);
 }

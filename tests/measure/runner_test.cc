@@ -1,11 +1,18 @@
 // The measuring runner with real worker processes.
 #include "measure/runner.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
+#include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -446,6 +453,66 @@ TEST(RunnerTest, MedianOfRepeats) {
   EXPECT_EQ(r.MedianSecs(), 2.5);
   r.run_secs.clear();
   EXPECT_TRUE(std::isnan(r.MedianSecs()));
+}
+
+// Whether `sig` is blocked in process `pid`'s main thread, from its
+// /proc status ("SigBlk:\t<hex mask>").
+bool Blocks(pid_t pid, int sig) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("SigBlk:", 0) == 0) return (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1)) & 1;
+  }
+  return false;
+}
+
+// A Ctrl-C reaches every process of the tuner's group, and a worker is in
+// that group until posix_spawn gives it its own. The runner starts it with
+// SIGINT and SIGTERM blocked; the worker drops what came meanwhile and
+// unblocks them. A worker killed that way failed `tunedb e2e` with "the
+// worker process was killed by signal 2" instead of stopping it cleanly.
+TEST(RunnerTest, TheWorkerDropsASignalThatCameBeforeItsOwnGroup) {
+  int to_worker[2];
+  ASSERT_EQ(::pipe(to_worker), 0);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    sigset_t both;
+    sigemptyset(&both);
+    sigaddset(&both, SIGINT);
+    sigaddset(&both, SIGTERM);
+    ::sigprocmask(SIG_BLOCK, &both, nullptr);
+    ::raise(SIGINT);  // pending, as one sent to the group during the spawn
+    ::dup2(to_worker[0], 0);
+    ::close(to_worker[1]);
+    ::execl(TUNEDB_WORKER, TUNEDB_WORKER, static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(to_worker[0]);
+  // Until the exec, the child is this test's process: wait for the worker.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto name = [pid] {
+    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+    std::string text;
+    std::getline(comm, text);
+    return text;
+  };
+  while (name() != "tunedb-worker" && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_EQ(name(), "tunedb-worker");
+  while (Blocks(pid, SIGINT) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  int status = 0;
+  EXPECT_FALSE(Blocks(pid, SIGINT)) << "the worker kept SIGINT blocked";
+  EXPECT_EQ(::waitpid(pid, &status, WNOHANG), 0) << "the pending SIGINT ended the worker";
+  // Sent to the worker itself, it still ends the worker.
+  ::kill(pid, SIGINT);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ::close(to_worker[1]);  // ends a worker that ignored it
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGINT) << "status " << status;
 }
 
 }  // namespace
