@@ -10,6 +10,8 @@
 #include <limits>
 #include <memory>
 #include <set>
+#include <sstream>
+#include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -762,6 +764,23 @@ TEST(TargetTest, ACpuNewerThanLlvmTakesTheNameOfTheNewestItKnows) {
   EXPECT_NE(host.cpu, "generic");
   EXPECT_EQ(Target::Parse(host.ToString()).cpu, host.cpu);
   EXPECT_EQ(Target::Parse(host.ToString()).VectorBits(), host.VectorBits());
+}
+
+// A CPU's name turns on its features, and a virtual machine may hide some
+// (this Zen 5 guest lacks nine of Zen 4's): the host's list turns the
+// absent ones off, so no kernel is built for what the machine lacks. (No
+// x86 CPU has every feature LLVM detects: AMX and AVX-512ER never meet.)
+TEST(TargetTest, TheHostsFeaturesAreListedBothWays) {
+  std::istringstream list(Target::Host().features);
+  std::string feature;
+  int on = 0, off = 0;
+  while (std::getline(list, feature, ',')) {
+    ASSERT_GE(feature.size(), 2u);
+    on += feature[0] == '+';
+    off += feature[0] == '-';
+  }
+  EXPECT_GT(on, 0);
+  EXPECT_GT(off, 0);
 }
 
 // (This machine is an x86-64 Linux one, as tunedb's supported platform.)
