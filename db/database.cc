@@ -7,6 +7,7 @@
 #include <chrono>
 #include <fstream>
 #include <limits>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -94,6 +95,63 @@ std::string HardwareFingerprint() {
 
 double NowSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+namespace {
+
+std::string FirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+// Field 22 of /proc/PID/stat, the process's start in clock ticks since
+// boot; empty if there is no such process. The fields are counted after the
+// command name's closing parenthesis, since the name may hold spaces.
+std::string ProcessStart(const std::string& pid) {
+  std::string stat = FirstLine("/proc/" + pid + "/stat");
+  std::size_t close = stat.rfind(')');
+  if (close == std::string::npos) return "";
+  std::istringstream fields(stat.substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+    if (i == 22) return field;
+  }
+  return "";
+}
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown-host";
+  return name;
+}
+
+}  // namespace
+
+std::string ThisProcess() {
+  std::string pid = std::to_string(getpid());
+  return HostName() + "/" + pid + "/" + ProcessStart(pid) + "/" + FirstLine("/proc/sys/kernel/random/boot_id");
+}
+
+bool OwnerMayBeRunning(const std::string& owner) {
+  // host/pid/start/boot, read from the right: a host name has no '/'.
+  std::size_t boot_at = owner.rfind('/');
+  if (boot_at == std::string::npos || boot_at == 0) return false;
+  std::size_t start_at = owner.rfind('/', boot_at - 1);
+  if (start_at == std::string::npos || start_at == 0) return false;
+  std::size_t pid_at = owner.rfind('/', start_at - 1);
+  if (pid_at == std::string::npos) return false;
+  std::string host = owner.substr(0, pid_at);
+  std::string pid = owner.substr(pid_at + 1, start_at - pid_at - 1);
+  std::string start = owner.substr(start_at + 1, boot_at - start_at - 1);
+  std::string boot = owner.substr(boot_at + 1);
+  if (host.empty() || pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || start.empty()) {
+    return false;
+  }
+  if (host != HostName()) return true;
+  if (boot != FirstLine("/proc/sys/kernel/random/boot_id")) return false;
+  return ProcessStart(pid) == start;
 }
 
 }  // namespace tunedb::db

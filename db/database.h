@@ -93,6 +93,10 @@ struct Session {
   std::uint64_t seed = 0;
   std::int64_t trials = 0;
   double started = 0, ended = 0;  // 0: not ended
+  // The process that runs the session (ThisProcess()), so that a second
+  // tuner can tell a session someone is running from one left behind.
+  // Empty: no one (released at an interruption, or written before owners).
+  std::string owner;
 };
 
 struct StoredModel {
@@ -134,6 +138,11 @@ class Database {
   virtual std::int64_t StartSession(const Session& session) = 0;
   virtual void EndSession(std::int64_t id, double ended) = 0;
   virtual std::vector<Session> Sessions() = 0;
+  // Gives an open session to `owner` if its owner is still `expected` (an
+  // empty string matches a session without one): a compare-and-set, so of
+  // two tuners taking over one session only one succeeds. False when the
+  // owner changed, the session ended, or there is no such session.
+  virtual bool ClaimSession(std::int64_t id, const std::string& expected, const std::string& owner) = 0;
 
   virtual std::int64_t SaveModel(const StoredModel& model) = 0;
   virtual std::vector<StoredModel> Models() = 0;  // newest first, blobs left empty
@@ -152,5 +161,16 @@ std::int64_t Merge(Database& into, Database& from);
 std::string HardwareFingerprint();
 
 double NowSeconds();
+
+// This process as a session owner: "host/pid/start/boot", with the pid's
+// start time (clock ticks since boot) and the boot's id, which a later
+// process given the same pid does not share.
+std::string ThisProcess();
+
+// Whether a session's owner may still be running: false for an empty or
+// unreadable owner, and for one on this host whose boot has passed or
+// whose process has ended; true for a live process and for any owner on
+// another host (this process cannot look there).
+bool OwnerMayBeRunning(const std::string& owner);
 
 }  // namespace tunedb::db

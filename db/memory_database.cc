@@ -120,6 +120,15 @@ void MemoryDatabase::EndSession(std::int64_t id, double ended) {
 
 std::vector<Session> MemoryDatabase::Sessions() { return sessions_; }
 
+bool MemoryDatabase::ClaimSession(std::int64_t id, const std::string& expected, const std::string& owner) {
+  for (Session& s : sessions_) {
+    if (s.id != id || s.ended != 0 || s.owner != expected) continue;
+    s.owner = owner;
+    return true;
+  }
+  return false;
+}
+
 std::int64_t MemoryDatabase::SaveModel(const StoredModel& model) {
   StoredModel m = model;
   m.id = static_cast<std::int64_t>(models_.size()) + 1;

@@ -21,6 +21,7 @@ class MemoryDatabase : public Database {
   std::int64_t StartSession(const Session& session) override;
   void EndSession(std::int64_t id, double ended) override;
   std::vector<Session> Sessions() override;
+  bool ClaimSession(std::int64_t id, const std::string& expected, const std::string& owner) override;
   std::int64_t SaveModel(const StoredModel& model) override;
   std::vector<StoredModel> Models() override;
   std::optional<StoredModel> LoadModel(std::int64_t id) override;

@@ -221,6 +221,7 @@ struct SqliteDatabase::Impl {
   std::string path;
   Connection conn;
   int transaction_depth = 0;
+  int version = 0;  // the file's schema version, once opened
   std::unique_ptr<Statement> find_workload, insert_workload, insert_record, top_k, begin, commit, rollback, count,
       insert_session, end_session, insert_model, find_target, insert_target;
 
@@ -421,9 +422,10 @@ SqliteDatabase::SqliteDatabase(const std::string& path, OpenMode mode) : impl_(s
                         std::to_string(version) + "; this build understands up to " + std::to_string(kSchemaVersion) +
                         ")");
   }
-  if (read_only && version < kSchemaVersion) {
-    throw DatabaseError("database " + path + " has schema version " + std::to_string(version) +
-                        (version == 0 ? " (it holds no tunedb database)" : " and must be upgraded by a tunedb that writes to it"));
+  // A reader cannot migrate the file, so it reads what each version holds
+  // (version 1 has no session owners).
+  if (read_only && version < 1) {
+    throw DatabaseError("database " + path + " has schema version 0 (it holds no tunedb database)");
   }
   impl_->begin = std::make_unique<Statement>(impl_->conn.db, "BEGIN IMMEDIATE", path);
   impl_->commit = std::make_unique<Statement>(impl_->conn.db, "COMMIT", path);
@@ -434,7 +436,19 @@ SqliteDatabase::SqliteDatabase(const std::string& path, OpenMode mode) : impl_(s
       impl_->Exec(kSchemaV1);
       impl_->Exec("PRAGMA user_version = 1");
     });
+    version = 1;
   }
+  if (version < 2 && !read_only) {
+    // Migration 1 -> 2: sessions name the process that runs them.
+    impl_->Write([&] {
+      // Another process may have migrated the file since it was read.
+      if (impl_->UserVersion() >= 2) return;
+      impl_->Exec("ALTER TABLE sessions ADD COLUMN owner TEXT");
+      impl_->Exec("PRAGMA user_version = 2");
+    });
+    version = 2;
+  }
+  impl_->version = version;
   sqlite3* db = impl_->conn.db;
   impl_->find_workload = std::make_unique<Statement>(
       db, "SELECT id, hash, name, kind, structure, program FROM workloads WHERE hash = ?1", path);
@@ -455,7 +469,10 @@ SqliteDatabase::SqliteDatabase(const std::string& path, OpenMode mode) : impl_(s
   impl_->insert_target = std::make_unique<Statement>(db, "INSERT INTO targets(target) VALUES (?1)", path);
   impl_->insert_session = std::make_unique<Statement>(
       db,
-      "INSERT INTO sessions(command, host, target, strategy, seed, trials, started) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+      version >= 2 ? "INSERT INTO sessions(command, host, target, strategy, seed, trials, started, owner) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULLIF(?8, ''))"
+                   : "INSERT INTO sessions(command, host, target, strategy, seed, trials, started) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
       path);
   impl_->end_session = std::make_unique<Statement>(db, "UPDATE sessions SET ended = ?2 WHERE id = ?1", path);
   impl_->insert_model = std::make_unique<Statement>(
@@ -635,8 +652,9 @@ std::int64_t SqliteDatabase::StartSession(const Session& session) {
         .Bind(4, session.strategy)
         .Bind(5, static_cast<std::int64_t>(session.seed))
         .Bind(6, session.trials)
-        .Bind(7, session.started != 0 ? session.started : NowSeconds())
-        .Run();
+        .Bind(7, session.started != 0 ? session.started : NowSeconds());
+    if (impl_->version >= 2) impl_->insert_session->Bind(8, session.owner);
+    impl_->insert_session->Run();
     id = sqlite3_last_insert_rowid(impl_->conn.db);
   });
   return id;
@@ -647,10 +665,12 @@ void SqliteDatabase::EndSession(std::int64_t id, double ended) {
 }
 
 std::vector<Session> SqliteDatabase::Sessions() {
-  Statement s(impl_->conn.db,
-              "SELECT id, command, host, target, strategy, seed, trials, started, COALESCE(ended, 0) FROM sessions "
-              "ORDER BY id",
-              impl_->path);
+  const char* sql = impl_->version >= 2
+                        ? "SELECT id, command, host, target, strategy, seed, trials, started, COALESCE(ended, 0), "
+                          "COALESCE(owner, '') FROM sessions ORDER BY id"
+                        : "SELECT id, command, host, target, strategy, seed, trials, started, COALESCE(ended, 0), '' "
+                          "FROM sessions ORDER BY id";
+  Statement s(impl_->conn.db, sql, impl_->path);
   std::vector<Session> out;
   while (s.Step()) {
     Session x;
@@ -663,9 +683,22 @@ std::vector<Session> SqliteDatabase::Sessions() {
     x.trials = s.Int(6);
     x.started = s.Double(7);
     x.ended = s.Double(8);
+    x.owner = s.Text(9);
     out.push_back(x);
   }
   return out;
+}
+
+bool SqliteDatabase::ClaimSession(std::int64_t id, const std::string& expected, const std::string& owner) {
+  bool claimed = false;
+  impl_->Write([&] {
+    Statement s(impl_->conn.db,
+                "UPDATE sessions SET owner = NULLIF(?3, '') WHERE id = ?1 AND ended IS NULL AND COALESCE(owner, '') = ?2",
+                impl_->path);
+    s.Bind(1, id).Bind(2, expected).Bind(3, owner).Run();
+    claimed = sqlite3_changes(impl_->conn.db) == 1;
+  });
+  return claimed;
 }
 
 std::int64_t SqliteDatabase::SaveModel(const StoredModel& m) {

@@ -23,7 +23,7 @@ namespace tunedb::db {
 
 class SqliteDatabase : public Database {
  public:
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
 
   // kReadOnly opens an existing file without changing what it holds, so
   // that a database on a read-only file or mount can be read; writes then
@@ -49,6 +49,7 @@ class SqliteDatabase : public Database {
   std::int64_t StartSession(const Session& session) override;
   void EndSession(std::int64_t id, double ended) override;
   std::vector<Session> Sessions() override;
+  bool ClaimSession(std::int64_t id, const std::string& expected, const std::string& owner) override;
   std::int64_t SaveModel(const StoredModel& model) override;
   std::vector<StoredModel> Models() override;
   std::optional<StoredModel> LoadModel(std::int64_t id) override;

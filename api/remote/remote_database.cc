@@ -357,13 +357,20 @@ std::vector<std::string> RemoteDatabase::Targets(const std::string& hash) {
 
 std::int64_t RemoteDatabase::StartSession(const db::Session& s) {
   json body = {{"command", s.command}, {"host", s.host},     {"target", s.target}, {"strategy", s.strategy},
-               {"seed", s.seed},       {"trials", s.trials}, {"started", s.started}};
+               {"seed", s.seed},       {"trials", s.trials}, {"started", s.started}, {"owner", s.owner}};
   return impl_->Call(http::verb::post, "/v1/sessions", &body).at("id").get<std::int64_t>();
 }
 
 void RemoteDatabase::EndSession(std::int64_t id, double ended) {
   json body = {{"ended", ended}};
   impl_->Call(http::verb::post, "/v1/sessions/" + std::to_string(id) + "/end", &body);
+}
+
+bool RemoteDatabase::ClaimSession(std::int64_t id, const std::string& expected, const std::string& owner) {
+  json body = {{"expected", expected}, {"owner", owner}};
+  return impl_->Call(http::verb::post, "/v1/sessions/" + std::to_string(id) + "/claim", &body)
+      .at("claimed")
+      .get<bool>();
 }
 
 std::vector<db::Session> RemoteDatabase::Sessions() {
@@ -380,6 +387,7 @@ std::vector<db::Session> RemoteDatabase::Sessions() {
     s.trials = j.at("trials").get<std::int64_t>();
     s.started = j.at("started").get<double>();
     s.ended = j.at("ended").get<double>();
+    s.owner = j.value("owner", std::string());  // a server before owners has none
     out.push_back(std::move(s));
   }
   return out;

@@ -40,6 +40,7 @@ class RemoteDatabase : public db::Database {
   std::int64_t StartSession(const db::Session& session) override;
   void EndSession(std::int64_t id, double ended) override;
   std::vector<db::Session> Sessions() override;
+  bool ClaimSession(std::int64_t id, const std::string& expected, const std::string& owner) override;
 
   std::int64_t SaveModel(const db::StoredModel& model) override;
   std::vector<db::StoredModel> Models() override;

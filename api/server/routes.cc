@@ -170,7 +170,8 @@ std::string CpuOf(const std::string& target) {
 
 bool IsWriteRoute(const std::string& method, const std::string& route) {
   return method == "POST" && (route == "/v1/workloads" || route == "/v1/records" || route == "/v1/sessions" ||
-                              route == "/v1/sessions/{id}/end" || route == "/v1/models");
+                              route == "/v1/sessions/{id}/end" || route == "/v1/sessions/{id}/claim" ||
+                              route == "/v1/models");
 }
 
 std::int64_t IdInPath(const std::string& path, const std::string& prefix) {
@@ -184,7 +185,7 @@ std::int64_t IdInPath(const std::string& path, const std::string& prefix) {
 json SessionJson(const db::Session& s) {
   return {{"id", s.id},           {"command", s.command}, {"host", s.host},     {"target", s.target},
           {"strategy", s.strategy}, {"seed", s.seed},     {"trials", s.trials}, {"started", s.started},
-          {"ended", s.ended}};
+          {"ended", s.ended}, {"owner", s.owner}};
 }
 
 json ModelJson(const db::StoredModel& m) {
@@ -220,8 +221,12 @@ std::string Routes::RouteName(const std::string& path) {
     return "unknown";
   }
   static const std::string kSessions = "/v1/sessions/", kModels = "/v1/models/";
-  if (path.rfind(kSessions, 0) == 0 && path.size() > kSessions.size() + 4 && path.substr(path.size() - 4) == "/end") {
-    return "/v1/sessions/{id}/end";
+  for (const char* action : {"end", "claim"}) {
+    std::string suffix = std::string("/") + action;
+    if (path.rfind(kSessions, 0) == 0 && path.size() > kSessions.size() + suffix.size() &&
+        path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return "/v1/sessions/{id}" + suffix;
+    }
   }
   if (path.rfind(kModels, 0) == 0 && path.size() > kModels.size() && path.find('/', kModels.size()) == std::string::npos) {
     return "/v1/models/{id}";
@@ -239,7 +244,8 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       {"/v1/health", "GET"},   {"/v1/workloads", "GET, POST"},       {"/v1/workloads/{hash}", "GET"},
       {"/v1/workloads/{hash}/best", "GET"}, {"/v1/query", "POST"},   {"/v1/records", "GET, POST"},
       {"/v1/predict", "POST"},  {"/v1/stats", "GET"},                {"/v1/sessions", "GET, POST"},
-      {"/v1/sessions/{id}/end", "POST"}, {"/v1/models", "GET, POST"}, {"/v1/models/{id}", "GET"}};
+      {"/v1/sessions/{id}/end", "POST"}, {"/v1/sessions/{id}/claim", "POST"},
+      {"/v1/models", "GET, POST"},       {"/v1/models/{id}", "GET"}};
   auto allowed = kMethods.find(route);
   if (allowed == kMethods.end()) return JsonError(404, "no route " + req.path);
   if (allowed->second.find(req.method) == std::string::npos) {
@@ -540,6 +546,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
         s.seed = body.value("seed", std::uint64_t{0});
         s.trials = body.value("trials", std::int64_t{0});
         s.started = body.value("started", 0.0);
+        s.owner = body.value("owner", std::string());
       } catch (const json::exception& e) {
         Fail(400, std::string("session: ") + e.what());
       }
@@ -552,6 +559,18 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       if (!body.contains("ended") || !body["ended"].is_number()) Fail(400, "ended (unix seconds) is required");
       database.EndSession(id, body["ended"].get<double>());
       return Json({{"id", id}});
+    }
+
+    if (route == "/v1/sessions/{id}/claim") {
+      std::int64_t id = IdInPath(req.path, "/v1/sessions/");
+      json body = ParseBody(req);
+      for (const char* field : {"expected", "owner"}) {
+        if (!body.contains(field) || !body[field].is_string()) {
+          Fail(400, std::string(field) + " (a session owner, \"\" for none) is required as a string");
+        }
+      }
+      bool claimed = database.ClaimSession(id, body["expected"].get<std::string>(), body["owner"].get<std::string>());
+      return Json({{"id", id}, {"claimed", claimed}});
     }
 
     if (route == "/v1/models" && req.method == "GET") {

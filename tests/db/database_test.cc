@@ -1,6 +1,9 @@
 // The Database contract, run against SQLite and the in-memory oracle.
 #include "db/database.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <memory>
@@ -166,6 +169,58 @@ TYPED_TEST(DatabaseContract, SessionsAndModels) {
   EXPECT_EQ(db.LoadModel(first)->blob, std::string("\0binary\xff", 8));
   EXPECT_EQ(db.Models().size(), 2u);
   EXPECT_TRUE(db.Models()[0].blob.empty());
+}
+
+// Taking over a session is a compare-and-set on its owner.
+TYPED_TEST(DatabaseContract, ASessionIsClaimedOnlyFromTheOwnerItHas) {
+  Database& db = *this->db_;
+  Session s;
+  s.command = "tunedb tune";
+  s.owner = "a";
+  std::int64_t id = db.StartSession(s);
+  ASSERT_EQ(db.Sessions().size(), 1u);
+  EXPECT_EQ(db.Sessions()[0].owner, "a");
+  EXPECT_FALSE(db.ClaimSession(id, "b", "c")) << "claimed from an owner it does not have";
+  EXPECT_EQ(db.Sessions()[0].owner, "a");
+  EXPECT_TRUE(db.ClaimSession(id, "a", "c"));
+  EXPECT_FALSE(db.ClaimSession(id, "a", "d")) << "two claims from the same owner both succeeded";
+  EXPECT_TRUE(db.ClaimSession(id, "c", ""));  // released
+  EXPECT_EQ(db.Sessions()[0].owner, "");
+  EXPECT_TRUE(db.ClaimSession(id, "", "d"));
+  db.EndSession(id, 5.0);
+  EXPECT_FALSE(db.ClaimSession(id, "d", "e")) << "an ended session was claimed";
+  EXPECT_EQ(db.Sessions()[0].owner, "d");
+  EXPECT_FALSE(db.ClaimSession(id + 100, "", "e")) << "a session that does not exist was claimed";
+  Session unowned;
+  unowned.command = "tunedb tune";
+  std::int64_t second = db.StartSession(unowned);
+  EXPECT_EQ(db.Sessions()[1].owner, "");
+  EXPECT_TRUE(db.ClaimSession(second, "", "f"));
+}
+
+TEST(SessionOwnerTest, ARunningProcessIsToldFromOneThatEnded) {
+  std::string me = ThisProcess();
+  EXPECT_TRUE(OwnerMayBeRunning(me)) << me;
+  // The same host and boot, a pid that has ended: a child, waited for.
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  std::string host = me.substr(0, me.find('/'));
+  std::string boot = me.substr(me.rfind('/') + 1);
+  EXPECT_FALSE(OwnerMayBeRunning(host + "/" + std::to_string(child) + "/1/" + boot));
+  // This pid with another start time: the pid was reused.
+  std::string pid = std::to_string(getpid());
+  EXPECT_FALSE(OwnerMayBeRunning(host + "/" + pid + "/1/" + boot));
+  // This process, but before a reboot.
+  std::string start = me.substr(host.size() + pid.size() + 2, me.rfind('/') - host.size() - pid.size() - 2);
+  EXPECT_EQ(host + "/" + pid + "/" + start + "/" + boot, me);
+  EXPECT_FALSE(OwnerMayBeRunning(host + "/" + pid + "/" + start + "/another-boot"));
+  // Another host cannot be looked at, so its sessions are left alone.
+  EXPECT_TRUE(OwnerMayBeRunning("another." + host + "/1/1/x"));
+  for (const char* unreadable : {"", "x", "a/b", "h/12/", "h/pid/1/b", "/1/1/b"}) {
+    EXPECT_FALSE(OwnerMayBeRunning(unreadable)) << unreadable;
+  }
 }
 
 TEST(DifferentialTest, RandomOperationsAgree) {

@@ -203,8 +203,56 @@ TEST(SqliteDatabaseTest, NewerSchemaIsRefusedClearly) {
   } catch (const DatabaseError& e) {
     EXPECT_EQ(std::string(e.what()), "database " + path +
                                          " was written by a newer tunedb (schema version 99; this build understands up "
-                                         "to 1)");
+                                         "to " + std::to_string(SqliteDatabase::kSchemaVersion) + ")");
   }
+}
+
+// A file from before session owners (schema version 1), made by dropping
+// the column a version-2 file has.
+void MakeVersion1(const std::string& path) {
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  char* err = nullptr;
+  ASSERT_EQ(sqlite3_exec(raw, "ALTER TABLE sessions DROP COLUMN owner; PRAGMA user_version = 1", nullptr, nullptr, &err),
+            SQLITE_OK)
+      << (err ? err : "");
+  sqlite3_close(raw);
+}
+
+TEST(SqliteDatabaseTest, AVersion1FileIsReadAsItIsAndUpgradedByAWriter) {
+  std::string path = FreshPath("version1");
+  {
+    SqliteDatabase db(path);
+    db.CommitWorkload(W("1"));
+    db.CommitRecords({R("t1", 2.0)});
+    Session s;
+    s.command = "tunedb tune --workload 1";
+    s.owner = "gone/1/1/1";
+    db.StartSession(s);
+  }
+  MakeVersion1(path);
+  {
+    // A reader cannot add the column, and reads the sessions without owners.
+    SqliteDatabase reader(path, SqliteDatabase::OpenMode::kReadOnly);
+    EXPECT_EQ(reader.Size(), 1);
+    ASSERT_EQ(reader.Sessions().size(), 1u);
+    EXPECT_EQ(reader.Sessions()[0].command, "tunedb tune --workload 1");
+    EXPECT_EQ(reader.Sessions()[0].owner, "");
+  }
+  SqliteDatabase db(path);
+  EXPECT_EQ(db.Size(), 1);
+  ASSERT_EQ(db.Sessions().size(), 1u);
+  EXPECT_EQ(db.Sessions()[0].owner, "") << "a session from before owners has none";
+  EXPECT_TRUE(db.ClaimSession(db.Sessions()[0].id, "", "me/2/2/2"));
+  EXPECT_EQ(db.Sessions()[0].owner, "me/2/2/2");
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(raw, "PRAGMA user_version", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), SqliteDatabase::kSchemaVersion);
+  sqlite3_finalize(st);
+  sqlite3_close(raw);
 }
 
 TEST(SqliteDatabaseTest, NotADatabaseIsAClearError) {

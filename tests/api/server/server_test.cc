@@ -456,6 +456,7 @@ TEST_F(ServerTest, AReadOnlyServerServesReadsAndRefusesWrites) {
     EXPECT_NE(r.Json()["error"].get<std::string>().find("read-only"), std::string::npos) << r.body;
   }
   EXPECT_EQ(Call(port_, http::verb::post, "/v1/sessions/1/end", "{}", "secret").status, 403);
+  EXPECT_EQ(Call(port_, http::verb::post, "/v1/sessions/1/claim", "{}", "secret").status, 403);
   server_->Stop();
   server_.reset();
   db::SqliteDatabase database(path_, db::SqliteDatabase::OpenMode::kReadOnly);
@@ -787,6 +788,35 @@ TEST_F(ServerTest, RemoteErrorsSayWhatTheServerSaid) {
   RemoteDatabase with_token(url, "tok");
   m = message_of([&] { with_token.EndSession(-5, 0); });
   EXPECT_NE(m.find("POST /v1/sessions/-5/end: HTTP 404: no such id: -5"), std::string::npos) << m;
+}
+
+// A tuner takes over a session left behind with a compare-and-set on its
+// owner; through a server, the same call is a write route.
+TEST_F(ServerTest, ASessionIsClaimedThroughTheServerOnlyFromItsOwner) {
+  StartServer("tok");
+  std::string url = "http://127.0.0.1:" + std::to_string(port_);
+  RemoteDatabase remote(url, "tok");
+  db::Session s;
+  s.command = "tunedb tune --workload x";
+  s.owner = "host/1/2/boot";
+  std::int64_t id = remote.StartSession(s);
+  ASSERT_EQ(remote.Sessions().size(), 1u);
+  EXPECT_EQ(remote.Sessions()[0].owner, "host/1/2/boot");
+  EXPECT_FALSE(remote.ClaimSession(id, "someone/else", "me"));
+  EXPECT_TRUE(remote.ClaimSession(id, "host/1/2/boot", "me"));
+  EXPECT_FALSE(remote.ClaimSession(id + 1, "", "me"));
+  EXPECT_EQ(db::SqliteDatabase(path_).Sessions()[0].owner, "me");
+
+  std::string path = "/v1/sessions/" + std::to_string(id) + "/claim";
+  EXPECT_EQ(Call(port_, http::verb::post, path, R"({"expected": "me", "owner": ""})").status, 401);
+  Reply missing = Call(port_, http::verb::post, path, R"({"expected": "me"})", "tok");
+  EXPECT_EQ(missing.status, 400);
+  EXPECT_EQ(missing.Json()["error"], "owner (a session owner, \"\" for none) is required as a string") << missing.body;
+  EXPECT_EQ(Call(port_, http::verb::post, path, R"({"expected": 1, "owner": ""})", "tok").status, 400);
+  EXPECT_EQ(Call(port_, http::verb::get, path).status, 405);
+  json released = Call(port_, http::verb::post, path, R"({"expected": "me", "owner": ""})", "tok").Json();
+  EXPECT_EQ(released["claimed"], true);
+  EXPECT_EQ(remote.Sessions()[0].owner, "");
 }
 
 TEST(RemoteDatabaseTest, UnreachableServerIsAClearError) {
