@@ -97,13 +97,13 @@ class Tuner {
   Tuner(db::Database& database, const TuneOptions& options, const TuneObserver& observer,
         const std::atomic<bool>* stop)
       : db_(database), o_(options), observer_(observer), stop_(stop), target_(options.measure.target.ToString()),
-        hardware_(db::HardwareFingerprint()), model_(ModelOptions(options)),
+        hardware_(db::HardwareFingerprint()), owner_(db::ThisProcess()), model_(ModelOptions(options)),
         start_(std::chrono::steady_clock::now()) {}
 
   TuneReport Run() {
     CheckTuneOptions(o_);
     TaskSchedulerKind scheduler = ParseTaskScheduler(o_.task_scheduler);
-    FindSessionToResume();
+    std::string notes = FindSessionToResume();
     Stopwatch warm_start(times_.warm_start);
     std::string model_note = LoadModel();
     // A workload file with several outputs is one task per output. A
@@ -112,7 +112,6 @@ class Tuner {
     // same database entries.
     std::vector<ir::Workload> workloads;
     std::map<std::string, std::string> spec_of_hash;
-    std::string notes;
     for (const std::string& spec : o_.workloads) {
       std::vector<ir::Workload> loaded = ir::LoadWorkloads(spec);
       for (ir::Workload& w : loaded) {
@@ -137,6 +136,7 @@ class Tuner {
       s.strategy = o_.strategy;
       s.seed = o_.seed;
       s.trials = o_.trials;
+      s.owner = owner_;
       report_.session_id = db_.StartSession(s);
     }
 
@@ -155,7 +155,10 @@ class Tuner {
       TuneBatch(static_cast<std::size_t>(next), std::min({o_.batch, share, o_.trials - spent_}));
     }
     report_.interrupted = Stopped() && spent_ < o_.trials;
-    if (!report_.interrupted) {
+    if (report_.interrupted) {
+      // Left for the same command to resume, even in this process.
+      db_.ClaimSession(report_.session_id, owner_, "");
+    } else {
       db_.EndSession(report_.session_id, db::NowSeconds());
       if (o_.measure_baseline) {
         Stopwatch baseline(times_.baseline);
@@ -196,12 +199,30 @@ class Tuner {
     if (observer_) observer_(e, status_);
   }
 
-  void FindSessionToResume() {
-    if (o_.command.empty()) return;
-    for (const db::Session& s : db_.Sessions()) {
-      if (s.command == o_.command && s.ended == 0 && s.target == target_) report_.session_id = s.id;
+  // The newest open session of the same command and target whose process
+  // is gone (interrupted, killed, or written before sessions had owners) is
+  // taken over; one whose process still runs is left to it, so the same
+  // command run twice at once runs two sessions, not one with two budgets.
+  // Taking over is a compare-and-set on the owner: of two tuners that find
+  // the same session left behind, one resumes it and the other starts anew.
+  // Returns a note for the user when a running session was left alone.
+  std::string FindSessionToResume() {
+    if (o_.command.empty()) return "";
+    std::vector<db::Session> sessions = db_.Sessions();
+    std::vector<std::int64_t> running;
+    for (auto s = sessions.rbegin(); s != sessions.rend(); ++s) {
+      if (s->command != o_.command || s->ended != 0 || s->target != target_) continue;
+      if (db::OwnerMayBeRunning(s->owner)) {
+        running.push_back(s->id);
+      } else if (db_.ClaimSession(s->id, s->owner, owner_)) {
+        report_.session_id = s->id;
+        break;
+      }
     }
     report_.resumed = report_.session_id != 0;
+    if (running.empty() || report_.resumed) return "";
+    return "session " + std::to_string(running.front()) +
+           " of the same command is still running; this one runs a session of its own\n";
   }
 
   std::string LoadModel() {
@@ -505,7 +526,7 @@ class Tuner {
   const TuneOptions& o_;
   const TuneObserver& observer_;
   const std::atomic<bool>* stop_;
-  std::string target_, hardware_;
+  std::string target_, hardware_, owner_;
   costmodel::TuningCostModel model_;
   std::chrono::steady_clock::time_point start_;
   std::vector<std::unique_ptr<Task>> tasks_;

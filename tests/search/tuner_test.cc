@@ -1,6 +1,9 @@
 // The tuning loop end to end: real SQLite file, real JIT, real workers.
 #include "search/tuner.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -162,6 +165,55 @@ TEST(Tuner, InterruptedSessionResumesWithTheTrialsItHasLeft) {
     EXPECT_GT(database.Sessions()[0].ended, 0);
     ExpectNoProgramMeasuredTwice(database, spec);
   }
+}
+
+// A session owner on this host whose process has ended: a child, waited for.
+std::string EndedProcess() {
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  std::string me = db::ThisProcess();
+  std::string host = me.substr(0, me.find('/'));
+  return host + "/" + std::to_string(child) + "/1/" + me.substr(me.rfind('/') + 1);
+}
+
+TEST(Tuner, ASessionStillRunningIsLeftToItAndOneLeftBehindIsResumed) {
+  std::string path = FreshDb("tuner_owners.sqlite");
+  const std::string spec = "matmul:M=16,N=16,K=8";
+  TuneOptions o = SmallTune(spec, 8);
+  db::SqliteDatabase database(path);
+  // The same command, running in another tuner (here: this process).
+  db::Session running;
+  running.command = o.command;
+  running.target = o.measure.target.ToString();
+  running.owner = db::ThisProcess();
+  std::int64_t running_id = database.StartSession(running);
+  std::string setup_note;
+  TuneReport r = Tune(database, o, [&](const TuneEvent& e, const std::vector<TaskStatus>&) {
+    if (e.kind == TuneEvent::kSetup) setup_note = e.message;
+  });
+  EXPECT_FALSE(r.resumed) << "a session that is still running was taken over";
+  EXPECT_NE(r.session_id, running_id);
+  EXPECT_NE(setup_note.find("session " + std::to_string(running_id) + " of the same command is still running"),
+            std::string::npos)
+      << setup_note;
+  std::vector<db::Session> sessions = database.Sessions();
+  ASSERT_EQ(sessions.size(), 2u);
+  EXPECT_EQ(sessions[0].ended, 0);
+  EXPECT_EQ(sessions[0].owner, db::ThisProcess());
+  EXPECT_GT(sessions[1].ended, 0);
+
+  // Its process is gone (killed, say): the next run of the command resumes it.
+  ASSERT_TRUE(database.ClaimSession(running_id, db::ThisProcess(), EndedProcess()));
+  r = Tune(database, o);
+  EXPECT_TRUE(r.resumed);
+  EXPECT_EQ(r.session_id, running_id);
+  EXPECT_EQ(r.tasks[0].trials, 8);
+  sessions = database.Sessions();
+  ASSERT_EQ(sessions.size(), 2u);
+  EXPECT_GT(sessions[0].ended, 0);
+  EXPECT_EQ(sessions[0].owner, db::ThisProcess());
+  ExpectNoProgramMeasuredTwice(database, spec);
 }
 
 TEST(Tuner, SeveralWorkloadsShareTheBudgetAndOtherShapesTransfer) {

@@ -620,6 +620,41 @@ TEST(CliTune, SigkillLeavesNoTemporaryFile) {
   ASSERT_EQ(stats.exit_code, 0) << stats.out;
   EXPECT_NE(stats.out.find("records:   "), std::string::npos) << stats.out;
   EXPECT_EQ(stats.out.find("records:   0\n"), std::string::npos) << stats.out;
+  // The killed tuner still owns its session, but its process is gone: the
+  // same command resumes the session.
+  Result again = RunTunedb(args);
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_NE(again.out.find("resuming a session with"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("48/48 trials"), std::string::npos) << again.out;
+  stats = RunTunedb("db stats --db " + db);
+  EXPECT_NE(stats.out.find("sessions:  1\n"), std::string::npos) << stats.out;
+}
+
+// The same command run twice at once: the second leaves the first's
+// session to it and runs its own, with its own budget. It used to take
+// the running session over as if resuming it, so the two shared one
+// budget and one session held both tuners' records.
+TEST(CliTune, TheSameCommandTwiceAtOnceRunsTwoSessions) {
+  std::string db = TuneDb("cli_tune_twice.sqlite");
+  std::string log = ::testing::TempDir() + "/cli_tune_twice.log";
+  std::string args = "tune --workload matmul:M=32,N=32,K=32 --trials 48 --batch 16 --db " + db + kSmallTune;
+  pid_t first = StartTunedbUntil("", args, log, "16/48 trials");
+  ASSERT_GT(first, 0);
+  Result second = RunTunedb(args);
+  int status = 0;
+  waitpid(first, &status, 0);
+  std::string first_out = ReadAll(log);
+  ASSERT_TRUE(WIFEXITED(status)) << first_out;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << first_out;
+  ASSERT_EQ(second.exit_code, 0) << second.out;
+  EXPECT_EQ(second.out.find("resuming"), std::string::npos) << second.out;
+  EXPECT_NE(second.out.find("session 1 of the same command is still running; this one runs a session of its own"),
+            std::string::npos)
+      << second.out;
+  EXPECT_NE(second.out.find("48/48 trials"), std::string::npos) << second.out;
+  EXPECT_NE(first_out.find("48/48 trials"), std::string::npos) << first_out;
+  Result stats = RunTunedb("db stats --db " + db);
+  EXPECT_NE(stats.out.find("sessions:  2\n"), std::string::npos) << stats.out;
 }
 
 // The processes whose parent is `parent`, by name, read from /proc.

@@ -651,6 +651,7 @@ TEST_F(ServerTest, TuneThroughTheServer) {
   EXPECT_EQ(local.Records(q).size(), 16u);
   ASSERT_EQ(local.Sessions().size(), 1u);
   EXPECT_GT(local.Sessions()[0].ended, 0);
+  EXPECT_EQ(local.Sessions()[0].owner, db::ThisProcess());
   EXPECT_EQ(local.Records(q)[0].session_id, local.Sessions()[0].id);
   EXPECT_FALSE(local.Models().empty());
   // A second session through the server starts from what the first stored,
