@@ -145,12 +145,13 @@ constexpr const char* kMagic = "tunedb-costmodel";
 // The rows of some records, packed into one XGBoost matrix, with each
 // record's prior score.
 struct BoostingData {
-  BoostingData(const std::vector<const Sample*>& records, bool heuristic_prior) : samples(records) {
+  BoostingData(const std::vector<const Sample*>& records, bool heuristic_prior, int threads)
+      : samples(records) {
     std::vector<const std::vector<FeatureRow>*> rows;
     for (const Sample* s : records) rows.push_back(&s->rows);
     packed = Pack(rows);
     prior = Priors(heuristic_prior, rows);
-    if (packed.rows) matrix = std::make_unique<DMatrix>(packed.data, packed.rows, NumFeatures());
+    if (packed.rows) matrix = std::make_unique<DMatrix>(packed.data, packed.rows, NumFeatures(), threads);
   }
   // Each record's score after the first `rounds` trees.
   std::vector<double> Scores(const Booster& b, int rounds) const {
@@ -248,7 +249,7 @@ TrainReport CostModel::Train(const std::vector<Sample>& samples, const TrainOpti
   // The rank objective boosts from the heuristic; a throughput-scaled
   // squared error has no use for a log-work estimate.
   bool prior = o.objective == Objective::kRank;
-  BoostingData fit(train, prior), held(valid, prior);
+  BoostingData fit(train, prior, o.threads), held(valid, prior, o.threads);
   auto booster = MakeBooster(*fit.matrix, o);
   TrainReport report;
   report.holdout_samples = valid.size();
@@ -282,7 +283,7 @@ TrainReport CostModel::Train(const std::vector<Sample>& samples, const TrainOpti
     // +0.010), none on unseen ones.
     std::vector<const Sample*> all = train;
     all.insert(all.end(), valid.begin(), valid.end());
-    BoostingData every(all, prior);
+    BoostingData every(all, prior, o.threads);
     double per_record = static_cast<double>(all.size()) / static_cast<double>(train.size());
     int rounds = std::min(o.max_rounds, std::max(1, static_cast<int>(std::lround(best_round * per_record))));
     booster = MakeBooster(*every.matrix, o);

@@ -62,7 +62,7 @@ struct TrainOptions {
   double eta = 0.2;
   double holdout = 0.2;  // fraction of each group's records held out for early stopping
   std::uint64_t seed = 0;
-  int threads = 0;       // 0: XGBoost's default
+  int threads = 0;       // 0: XGBoost's default (every core)
 };
 
 struct TrainReport {

@@ -187,6 +187,11 @@ class Tuner {
     costmodel::TuningCostModel::Options m;
     m.train.seed = o.seed;
     m.train.max_rounds = 100;
+    // One thread: a session's model trains in about 0.1 s either way, but
+    // beside another busy process XGBoost's OpenMP team spins for cores it
+    // does not get, and two sessions at once spent 0.5-2.6 s each in it
+    // (bench/RESULTS.md, session 49).
+    m.train.threads = 1;
     m.min_samples = static_cast<std::size_t>(std::max(1, o.model_min_samples));
     return m;
   }
