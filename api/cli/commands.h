@@ -76,6 +76,11 @@ std::string RateText(std::int64_t flops, std::int64_t param_bytes, double secs);
 // (ir/flops.h: durations as every tool quotes them.)
 using ir::DurationText;
 
+// "2026-12-04 13:21:44" (UTC) for a time in Unix seconds; "?" for one that
+// is no date (a damaged row, or what another client wrote). (Defined in
+// db_command.cc.)
+std::string UtcTimeText(double unix_seconds);
+
 // The database of a command that reads one (db stats, records, best,
 // export-tvm, merge's source, train, model): a tunedb server's, when the
 // location is its URL (http://HOST:PORT; token: for its write routes), or

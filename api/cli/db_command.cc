@@ -1,4 +1,4 @@
-// `tunedb db ...` (import-tvm, export-tvm, merge, stats, records, check)
+// `tunedb db ...` (import-tvm, export-tvm, merge, stats, records, sessions, check)
 // and `tunedb best`: the tuning database from the command line.
 #include <algorithm>
 #include <cmath>
@@ -141,6 +141,38 @@ void Records(const DbOptions& o) {
     } else {
       fmt::print("(no records: the database has no workload {})\n", *q.workload_hash);
     }
+  }
+}
+
+// What a session is doing, as far as this host can tell from its owner
+// (host/pid/start/boot, db::ThisProcess()).
+std::string SessionState(const db::Session& s) {
+  // Not a duration: a resumed session's span holds the time it was left.
+  if (s.ended != 0) return "ended " + UtcTimeText(s.ended);
+  if (!db::OwnerMayBeRunning(s.owner)) return "open: the same command resumes it";
+  std::string host = s.owner.substr(0, s.owner.find('/'));
+  std::string pid = s.owner.substr(host.size() + 1, s.owner.find('/', host.size() + 1) - host.size() - 1);
+  std::string me = db::ThisProcess();
+  bool here = me.compare(0, host.size() + 1, host + "/") == 0;
+  return "running (pid " + pid + (here ? "" : " on " + host) + ")";
+}
+
+void Sessions(const DbOptions& o) {
+  if (o.limit < 0) throw UsageError("--limit must be 0 or more, not " + std::to_string(o.limit));
+  std::unique_ptr<db::Database> opened = OpenExistingDatabase(o.db);
+  std::vector<db::Session> sessions = opened->Sessions();
+  if (sessions.empty()) {
+    fmt::print("no tuning sessions in {}\n", o.db);
+    return;
+  }
+  fmt::print("{:>5}  {:<19}  {:>6}  {:<36}  {}\n", "id", "started (UTC)", "budget", "state", "command");
+  std::int64_t shown = 0;
+  for (auto s = sessions.rbegin(); s != sessions.rend() && shown < o.limit; ++s, ++shown) {
+    fmt::print("{:>5}  {:<19}  {:>6}  {:<36}  {}\n", s->id, UtcTimeText(s->started), s->trials, SessionState(*s),
+               s->command.empty() ? "-" : s->command);  // e2e's sessions are no command's to resume
+  }
+  if (shown < static_cast<std::int64_t>(sessions.size())) {
+    fmt::print("({} older sessions not shown; --limit shows more)\n", sessions.size() - static_cast<std::size_t>(shown));
   }
 }
 
@@ -314,6 +346,17 @@ std::optional<db::TuningRecord> BestUsableRecord(db::Database& d, const std::str
   return std::nullopt;
 }
 
+std::string UtcTimeText(double unix_seconds) {
+  // Years 1970-9999: what the format prints in 19 characters.
+  if (!(unix_seconds >= 0 && unix_seconds < 253402300800.0)) return "?";
+  std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm parts{};
+  if (!gmtime_r(&t, &parts)) return "?";
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &parts);
+  return text;
+}
+
 std::unique_ptr<db::Database> OpenExistingDatabase(const std::string& location, db::SqliteDatabase::OpenMode mode,
                                                    const std::string& token) {
   if (api::IsRemoteDatabase(location)) return api::OpenDatabase(location, token);
@@ -367,6 +410,10 @@ void AddDbCommands(CLI::App& app) {
   records->add_option("--target", o->target, "Only records of this target");
   records->add_option("--limit", o->limit, "At most this many")->capture_default_str();
   records->callback([o] { Records(*o); });
+  CLI::App* sessions = dbcmd->add_subcommand("sessions", "Tuning sessions, newest first: running, open or ended");
+  add_readable_db(sessions);
+  sessions->add_option("--limit", o->limit, "At most this many")->capture_default_str();
+  sessions->callback([o] { Sessions(*o); });
   CLI::App* check = dbcmd->add_subcommand(
       "check", "Check every row: the file, records' statuses and timings, programs, traces (exit 1 on damage)");
   add_db(check);

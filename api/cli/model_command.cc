@@ -141,11 +141,8 @@ void List(const ModelOptions& o) {
   }
   fmt::print("{:>4}  {:<20} {:>8} {:<13} {:>9}  {}\n", "id", "created", "features", "objective", "trained on", "metrics");
   for (const db::StoredModel& m : models) {
-    std::time_t t = static_cast<std::time_t>(m.created);
-    char when[32];
-    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::gmtime(&t));
-    fmt::print("{:>4}  {:<20} {:>8} {:<13} {:>9}  {}\n", m.id, when, m.feature_version, m.objective, m.training_rows,
-               m.metrics);
+    fmt::print("{:>4}  {:<20} {:>8} {:<13} {:>9}  {}\n", m.id, UtcTimeText(m.created), m.feature_version, m.objective,
+               m.training_rows, m.metrics);
   }
 }
 

@@ -622,6 +622,8 @@ TEST(CliTune, SigkillLeavesNoTemporaryFile) {
   EXPECT_EQ(stats.out.find("records:   0\n"), std::string::npos) << stats.out;
   // The killed tuner still owns its session, but its process is gone: the
   // same command resumes the session.
+  Result listed = RunTunedb("db sessions --db " + db);
+  EXPECT_NE(listed.out.find("      48  open: the same command resumes it"), std::string::npos) << listed.out;
   Result again = RunTunedb(args);
   ASSERT_EQ(again.exit_code, 0) << again.out;
   EXPECT_NE(again.out.find("resuming a session with"), std::string::npos) << again.out;
@@ -640,6 +642,8 @@ TEST(CliTune, TheSameCommandTwiceAtOnceRunsTwoSessions) {
   std::string args = "tune --workload matmul:M=32,N=32,K=32 --trials 48 --batch 16 --db " + db + kSmallTune;
   pid_t first = StartTunedbUntil("", args, log, "16/48 trials");
   ASSERT_GT(first, 0);
+  Result listed = RunTunedb("db sessions --db " + db);
+  EXPECT_NE(listed.out.find("running (pid " + std::to_string(first) + ")"), std::string::npos) << listed.out;
   Result second = RunTunedb(args);
   int status = 0;
   waitpid(first, &status, 0);
@@ -655,6 +659,10 @@ TEST(CliTune, TheSameCommandTwiceAtOnceRunsTwoSessions) {
   EXPECT_NE(first_out.find("48/48 trials"), std::string::npos) << first_out;
   Result stats = RunTunedb("db stats --db " + db);
   EXPECT_NE(stats.out.find("sessions:  2\n"), std::string::npos) << stats.out;
+  listed = RunTunedb("db sessions --db " + db + " --limit 1");
+  ASSERT_EQ(listed.exit_code, 0) << listed.out;
+  EXPECT_NE(listed.out.find("  ended 20"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("(1 older sessions not shown; --limit shows more)"), std::string::npos) << listed.out;
 }
 
 // The processes whose parent is `parent`, by name, read from /proc.
