@@ -56,6 +56,7 @@ struct Task {
   std::unique_ptr<SearchStrategy> strategy;
   std::unique_ptr<measure::Runner> runner;
   std::unordered_map<std::int64_t, std::optional<ir::Trace>> designs;  // record id -> design
+  std::int64_t read_up_to = 0;  // the id of the newest of its records this tuner has read
   TaskProgress progress;
 };
 
@@ -274,20 +275,31 @@ class Tuner {
 
   // Every record of this workload and target: never measured again, the
   // cost model's history, and the session's spent trials when resuming.
-  void LoadHistory(Task& task, TaskStatus& status, int group) {
+  void LoadHistory(Task& task, TaskStatus& status, int group) { ReadRecords(task, status, group, /*first=*/true); }
+
+  // Before each batch, what other tuners committed since (the same command
+  // run twice at once, or several machines tuning into one server): their
+  // programs are not measured again here, the model learns from their
+  // times, and a faster one is the task's best.
+  void CatchUp(Task& task, TaskStatus& status, int group) { ReadRecords(task, status, group, /*first=*/false); }
+
+  void ReadRecords(Task& task, TaskStatus& status, int group, bool first) {
     db::RecordQuery q;
     q.workload_hash = task.hash;
     q.target = target_;
+    q.after_id = task.read_up_to;
     q.limit = 1000;
     std::vector<ir::PrimFunc> programs;
     std::vector<double> medians;
     for (;;) {
       std::vector<db::TuningRecord> page = db_.Records(q);
       if (page.empty()) break;
-      q.after_id = page.back().id;
+      q.after_id = task.read_up_to = page.back().id;
       for (const db::TuningRecord& r : page) {
+        bool ours = report_.session_id != 0 && r.session_id == report_.session_id;
+        if (ours && !first) continue;  // measured by this tuner, known already
         ++status.history;
-        if (report_.session_id != 0 && r.session_id == report_.session_id) {
+        if (ours) {
           ++spent_;
           ++status.trials;
           status.failures += r.status != db::RecordStatus::kOk;
@@ -375,6 +387,7 @@ class Tuner {
   void TuneBatch(std::size_t t, int n) {
     Task& task = *tasks_[t];
     TaskStatus& status = status_[t];
+    CatchUp(task, status, static_cast<int>(t));
     // The first batch of a task: its workers start (and build and check the
     // reference) while the search runs.
     std::future<std::unique_ptr<measure::Runner>> starting;

@@ -216,6 +216,46 @@ TEST(Tuner, ASessionStillRunningIsLeftToItAndOneLeftBehindIsResumed) {
   ExpectNoProgramMeasuredTwice(database, spec);
 }
 
+// Another tuner's records, committed while this session runs (two
+// identical commands at once, or machines tuning into one server), are
+// read before each batch: their programs are not measured again here, and
+// the unscheduled program's stored timing is not taken again.
+TEST(Tuner, RecordsAnotherTunerCommitsMidSessionAreNotMeasuredAgain) {
+  const std::string spec = "matmul:M=16,N=32,K=16";
+  ir::Workload w = ir::BuildWorkload(spec);
+  auto program_of = [&](const db::TuningRecord& r) {
+    return ir::StructuralHash(ir::ReplayTrace(w.func, ir::Trace::FromJsonText(r.trace), 0).func());
+  };
+  // The other tuner's work, with the same seed, so that its candidates are
+  // the ones this session would pick.
+  std::string other_path = FreshDb("tuner_catch_up_other.sqlite");
+  db::SqliteDatabase other(other_path);
+  TuneOptions o = SmallTune(spec, 32);
+  Tune(other, o);
+  std::set<std::uint64_t> others_programs;
+  for (const db::TuningRecord& r : AllRecords(other)) others_programs.insert(program_of(r));
+  ASSERT_EQ(others_programs.size(), 33u);
+
+  db::SqliteDatabase database(FreshDb("tuner_catch_up.sqlite"));
+  std::int64_t merged_up_to = 0;
+  TuneReport r = Tune(database, o, [&](const TuneEvent& e, const std::vector<TaskStatus>&) {
+    if (e.kind != TuneEvent::kMeasured || merged_up_to != 0) return;
+    db::Merge(database, other);  // as if committed by another process just now
+    for (const db::TuningRecord& rec : AllRecords(database)) merged_up_to = std::max(merged_up_to, rec.id);
+  });
+  ASSERT_GT(merged_up_to, 0);
+  EXPECT_EQ(r.tasks[0].trials, 32);
+  EXPECT_EQ(r.tasks[0].history, 33) << "the other tuner's 32 trials and its unscheduled program";
+  EXPECT_TRUE(r.tasks[0].baseline_stored);
+  int measured_after = 0;
+  for (const db::TuningRecord& rec : AllRecords(database)) {
+    if (rec.id <= merged_up_to) continue;
+    ++measured_after;
+    EXPECT_EQ(others_programs.count(program_of(rec)), 0u) << "record " << rec.id << " measured a program again after the other tuner had";
+  }
+  EXPECT_EQ(measured_after, 32 - 8) << "every batch after the first, and no second baseline";
+}
+
 TEST(Tuner, SeveralWorkloadsShareTheBudgetAndOtherShapesTransfer) {
   std::string path = FreshDb("tuner_tasks.sqlite");
   db::SqliteDatabase database(path);
