@@ -1,5 +1,4 @@
 // `tunedb train` and `tunedb model list|eval`: the cost model, offline.
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>

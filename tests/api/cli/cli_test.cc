@@ -121,7 +121,7 @@ TEST(CliTest, AMistypedCommandIsNamedWithTheCommandsThere) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out,
             "tunedb: error: 'stat' is not a command of tunedb db (commands: import-tvm, export-tvm, merge, stats, "
-            "records, check)\n");
+            "records, sessions, check)\n");
   r = RunTunedb("e2e nosuch");  // a command's own argument is the command's to judge
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "tunedb: error: unknown model 'nosuch' (available: mlp)\n");
