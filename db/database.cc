@@ -134,24 +134,29 @@ std::string ThisProcess() {
   return HostName() + "/" + pid + "/" + ProcessStart(pid) + "/" + FirstLine("/proc/sys/kernel/random/boot_id");
 }
 
-bool OwnerMayBeRunning(const std::string& owner) {
+std::optional<OwnerParts> ParseOwner(const std::string& owner) {
   // host/pid/start/boot, read from the right: a host name has no '/'.
   std::size_t boot_at = owner.rfind('/');
-  if (boot_at == std::string::npos || boot_at == 0) return false;
+  if (boot_at == std::string::npos || boot_at == 0) return std::nullopt;
   std::size_t start_at = owner.rfind('/', boot_at - 1);
-  if (start_at == std::string::npos || start_at == 0) return false;
+  if (start_at == std::string::npos || start_at == 0) return std::nullopt;
   std::size_t pid_at = owner.rfind('/', start_at - 1);
-  if (pid_at == std::string::npos) return false;
-  std::string host = owner.substr(0, pid_at);
-  std::string pid = owner.substr(pid_at + 1, start_at - pid_at - 1);
-  std::string start = owner.substr(start_at + 1, boot_at - start_at - 1);
-  std::string boot = owner.substr(boot_at + 1);
-  if (host.empty() || pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || start.empty()) {
-    return false;
+  if (pid_at == std::string::npos) return std::nullopt;
+  OwnerParts p{owner.substr(0, pid_at), owner.substr(pid_at + 1, start_at - pid_at - 1),
+               owner.substr(start_at + 1, boot_at - start_at - 1), owner.substr(boot_at + 1)};
+  if (p.host.empty() || p.pid.empty() || p.pid.find_first_not_of("0123456789") != std::string::npos ||
+      p.start.empty()) {
+    return std::nullopt;
   }
-  if (host != HostName()) return true;
-  if (boot != FirstLine("/proc/sys/kernel/random/boot_id")) return false;
-  return ProcessStart(pid) == start;
+  return p;
+}
+
+bool OwnerMayBeRunning(const std::string& owner) {
+  std::optional<OwnerParts> p = ParseOwner(owner);
+  if (!p) return false;
+  if (p->host != HostName()) return true;
+  if (p->boot != FirstLine("/proc/sys/kernel/random/boot_id")) return false;
+  return ProcessStart(p->pid) == p->start;
 }
 
 }  // namespace tunedb::db

@@ -167,6 +167,12 @@ double NowSeconds();
 // process given the same pid does not share.
 std::string ThisProcess();
 
+// A session owner's parts; nullopt for an empty or unreadable owner.
+struct OwnerParts {
+  std::string host, pid, start, boot;
+};
+std::optional<OwnerParts> ParseOwner(const std::string& owner);
+
 // Whether a session's owner may still be running: false for an empty or
 // unreadable owner, and for one on this host whose boot has passed or
 // whose process has ended; true for a live process and for any owner on

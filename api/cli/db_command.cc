@@ -150,11 +150,10 @@ std::string SessionState(const db::Session& s) {
   // Not a duration: a resumed session's span holds the time it was left.
   if (s.ended != 0) return "ended " + UtcTimeText(s.ended);
   if (!db::OwnerMayBeRunning(s.owner)) return "open: the same command resumes it";
-  std::string host = s.owner.substr(0, s.owner.find('/'));
-  std::string pid = s.owner.substr(host.size() + 1, s.owner.find('/', host.size() + 1) - host.size() - 1);
-  std::string me = db::ThisProcess();
-  bool here = me.compare(0, host.size() + 1, host + "/") == 0;
-  return "running (pid " + pid + (here ? "" : " on " + host) + ")";
+  db::OwnerParts owner = *db::ParseOwner(s.owner);  // a running owner reads
+  std::optional<db::OwnerParts> me = db::ParseOwner(db::ThisProcess());
+  bool here = me && owner.host == me->host;
+  return "running (pid " + owner.pid + (here ? "" : " on " + owner.host) + ")";
 }
 
 void Sessions(const DbOptions& o) {

@@ -206,19 +206,21 @@ TEST(SessionOwnerTest, ARunningProcessIsToldFromOneThatEnded) {
   ASSERT_GE(child, 0);
   if (child == 0) _exit(0);
   ASSERT_EQ(waitpid(child, nullptr, 0), child);
-  std::string host = me.substr(0, me.find('/'));
-  std::string boot = me.substr(me.rfind('/') + 1);
-  EXPECT_FALSE(OwnerMayBeRunning(host + "/" + std::to_string(child) + "/1/" + boot));
+  std::optional<OwnerParts> parts = ParseOwner(me);
+  ASSERT_TRUE(parts.has_value()) << me;
+  const std::string pid = std::to_string(getpid());
+  EXPECT_EQ(parts->pid, pid);
+  EXPECT_EQ(parts->host + "/" + pid + "/" + parts->start + "/" + parts->boot, me);
+  EXPECT_FALSE(OwnerMayBeRunning(parts->host + "/" + std::to_string(child) + "/1/" + parts->boot));
   // This pid with another start time: the pid was reused.
-  std::string pid = std::to_string(getpid());
-  EXPECT_FALSE(OwnerMayBeRunning(host + "/" + pid + "/1/" + boot));
+  EXPECT_FALSE(OwnerMayBeRunning(parts->host + "/" + pid + "/1/" + parts->boot));
   // This process, but before a reboot.
-  std::string start = me.substr(host.size() + pid.size() + 2, me.rfind('/') - host.size() - pid.size() - 2);
-  EXPECT_EQ(host + "/" + pid + "/" + start + "/" + boot, me);
-  EXPECT_FALSE(OwnerMayBeRunning(host + "/" + pid + "/" + start + "/another-boot"));
+  EXPECT_FALSE(OwnerMayBeRunning(parts->host + "/" + pid + "/" + parts->start + "/another-boot"));
+  const std::string host = parts->host;
   // Another host cannot be looked at, so its sessions are left alone.
   EXPECT_TRUE(OwnerMayBeRunning("another." + host + "/1/1/x"));
   for (const char* unreadable : {"", "x", "a/b", "h/12/", "h/pid/1/b", "/1/1/b"}) {
+    EXPECT_FALSE(ParseOwner(unreadable).has_value()) << unreadable;
     EXPECT_FALSE(OwnerMayBeRunning(unreadable)) << unreadable;
   }
 }
