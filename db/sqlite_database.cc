@@ -430,9 +430,13 @@ SqliteDatabase::SqliteDatabase(const std::string& path, OpenMode mode) : impl_(s
   impl_->begin = std::make_unique<Statement>(impl_->conn.db, "BEGIN IMMEDIATE", path);
   impl_->commit = std::make_unique<Statement>(impl_->conn.db, "COMMIT", path);
   impl_->rollback = std::make_unique<Statement>(impl_->conn.db, "ROLLBACK", path);
+  // Each migration looks at the version again inside its transaction:
+  // processes that open a new file together all read version 0, and one
+  // that set version 1 after another had reached 2 undid that step.
   if (version < 1) {
     // Migration 0 -> 1: the first schema.
     impl_->Write([&] {
+      if (impl_->UserVersion() >= 1) return;
       impl_->Exec(kSchemaV1);
       impl_->Exec("PRAGMA user_version = 1");
     });
@@ -441,7 +445,6 @@ SqliteDatabase::SqliteDatabase(const std::string& path, OpenMode mode) : impl_(s
   if (version < 2 && !read_only) {
     // Migration 1 -> 2: sessions name the process that runs them.
     impl_->Write([&] {
-      // Another process may have migrated the file since it was read.
       if (impl_->UserVersion() >= 2) return;
       impl_->Exec("ALTER TABLE sessions ADD COLUMN owner TEXT");
       impl_->Exec("PRAGMA user_version = 2");

@@ -108,6 +108,62 @@ TEST(SqliteDatabaseTest, AnOpenWaitsWhileAnotherConnectionCreatesTheFile) {
   sqlite3_close(check);
 }
 
+// Processes that open one new file at the same moment (two tunes started
+// together) each find it empty, and each runs the schema's migrations. A
+// migration must look at the version again inside its transaction: one
+// that set version 1 after another process had already reached version 2
+// sent that process's next step into "duplicate column name: owner".
+TEST(SqliteDatabaseTest, ProcessesCreatingOneFileAtOnceAllOpenIt) {
+  constexpr int kRounds = 30, kProcesses = 4;
+  int failed_rounds = 0;
+  std::string first_error;
+  for (int round = 0; round < kRounds; ++round) {
+    std::string path = FreshPath("created_together_" + std::to_string(round));
+    int go[2], errors[2];
+    ASSERT_EQ(::pipe(go), 0);
+    ASSERT_EQ(::pipe(errors), 0);
+    std::vector<pid_t> children;
+    for (int p = 0; p < kProcesses; ++p) {
+      pid_t pid = ::fork();
+      if (pid == 0) {
+        ::close(go[1]);
+        char byte;
+        (void)!::read(go[0], &byte, 1);  // returns when the parent closes its end: all start together
+        try {
+          SqliteDatabase db(path);
+          db.CommitWorkload(W("1"));
+        } catch (const std::exception& e) {
+          std::string message = std::string(e.what()) + "\n";
+          (void)!::write(errors[1], message.data(), message.size());
+          ::_exit(1);
+        }
+        ::_exit(0);
+      }
+      children.push_back(pid);
+    }
+    ::close(go[0]);
+    ::close(errors[1]);
+    ::close(go[1]);
+    bool round_failed = false;
+    for (pid_t pid : children) {
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      round_failed |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    }
+    char buffer[512];
+    ssize_t n = ::read(errors[0], buffer, sizeof buffer);
+    ::close(errors[0]);
+    if (round_failed) {
+      ++failed_rounds;
+      if (first_error.empty() && n > 0) first_error.assign(buffer, static_cast<std::size_t>(n));
+      continue;
+    }
+    SqliteDatabase db(path);
+    EXPECT_EQ(db.Workloads().size(), 1u);
+  }
+  EXPECT_EQ(failed_rounds, 0) << "first error: " << first_error;
+}
+
 TEST(SqliteDatabaseTest, KilledWriterLosesOnlyItsOpenTransaction) {
   std::string path = FreshPath("killed");
   SqliteDatabase(path).CommitWorkload(W("1"));
