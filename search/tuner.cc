@@ -156,10 +156,7 @@ class Tuner {
       TuneBatch(static_cast<std::size_t>(next), std::min({o_.batch, share, o_.trials - spent_}));
     }
     report_.interrupted = Stopped() && spent_ < o_.trials;
-    if (report_.interrupted) {
-      // Left for the same command to resume, even in this process.
-      db_.ClaimSession(report_.session_id, owner_, "");
-    } else {
+    if (!report_.interrupted) {
       db_.EndSession(report_.session_id, db::NowSeconds());
       if (o_.measure_baseline) {
         Stopwatch baseline(times_.baseline);
@@ -171,6 +168,9 @@ class Tuner {
       nlohmann::json metrics = {{"session", report_.session_id}, {"samples", model_.samples()}, {"source", "tune"}};
       model_.SaveToDatabase(db_, metrics.dump());
     }
+    // Left for the same command to resume, even in this process. Last, so
+    // that the session is not resumed before its model is stored.
+    if (report_.interrupted) db_.ClaimSession(report_.session_id, owner_, "");
     report_.tasks = status_;
     report_.wall_secs = Elapsed();
     for (const auto& t : tasks_) {

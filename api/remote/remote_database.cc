@@ -153,10 +153,12 @@ struct RemoteDatabase::Impl {
     return *Exchange(method, target, &body, /*not_found_is_error=*/true);
   }
 
-  // As Call (without a body), but a 404 answer (no such workload or
-  // model) is nullopt.
-  std::optional<json> CallOrNotFound(http::verb method, const std::string& target) {
-    return Exchange(method, target, nullptr, /*not_found_is_error=*/false);
+  // As Call, but a 404 answer (no such workload or model, or a route an
+  // older server lacks) is nullopt.
+  std::optional<json> CallOrNotFound(http::verb method, const std::string& target, const json* body = nullptr) {
+    std::optional<std::string> text;
+    if (body) text = body->dump();
+    return Exchange(method, target, text ? &*text : nullptr, /*not_found_is_error=*/false);
   }
 
   // The request itself (body: JSON text or none), on a kept-alive
@@ -368,9 +370,12 @@ void RemoteDatabase::EndSession(std::int64_t id, double ended) {
 
 bool RemoteDatabase::ClaimSession(std::int64_t id, const std::string& expected, const std::string& owner) {
   json body = {{"expected", expected}, {"owner", owner}};
-  return impl_->Call(http::verb::post, "/v1/sessions/" + std::to_string(id) + "/claim", &body)
-      .at("claimed")
-      .get<bool>();
+  // A server older than session owners has no claim route and answers 404:
+  // nothing is claimed, so the tuner starts a session of its own instead of
+  // failing (and does not resume one through that server).
+  std::optional<json> answer =
+      impl_->CallOrNotFound(http::verb::post, "/v1/sessions/" + std::to_string(id) + "/claim", &body);
+  return answer && answer->at("claimed").get<bool>();
 }
 
 std::vector<db::Session> RemoteDatabase::Sessions() {

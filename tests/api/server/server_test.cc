@@ -621,13 +621,11 @@ TEST_F(ServerTest, StopDuringLoadAnswersWhatItAccepted) {
 
 // `tunedb tune --db http://...`: the tuning loop against a server instead of
 // a file; records, session and model land in the server's database.
-TEST_F(ServerTest, TuneThroughTheServer) {
-  StartServer("tok");
-  std::string url = "http://127.0.0.1:" + std::to_string(port_);
-  EXPECT_THROW(RemoteDatabase(url, "wrong").StartSession(db::Session{}), db::DatabaseError);
+// A small tuning session of matmul 16x32x16, as the command "remote test".
+search::TuneOptions SmallRemoteTune(int trials) {
   search::TuneOptions o;
   o.workloads = {"matmul:M=16,N=32,K=16"};
-  o.trials = 16;
+  o.trials = trials;
   o.batch = 8;
   o.chunk = 8;
   o.model_min_samples = 8;
@@ -638,6 +636,14 @@ TEST_F(ServerTest, TuneThroughTheServer) {
   o.measure.min_repeat_ms = 1;
   o.measure_baseline = false;
   o.command = "remote test";
+  return o;
+}
+
+TEST_F(ServerTest, TuneThroughTheServer) {
+  StartServer("tok");
+  std::string url = "http://127.0.0.1:" + std::to_string(port_);
+  EXPECT_THROW(RemoteDatabase(url, "wrong").StartSession(db::Session{}), db::DatabaseError);
+  search::TuneOptions o = SmallRemoteTune(16);
   {
     RemoteDatabase remote(url, "tok");
     search::TuneReport r = search::Tune(remote, o);
@@ -818,6 +824,100 @@ TEST_F(ServerTest, ASessionIsClaimedThroughTheServerOnlyFromItsOwner) {
   json released = Call(port_, http::verb::post, path, R"({"expected": "me", "owner": ""})", "tok").Json();
   EXPECT_EQ(released["claimed"], true);
   EXPECT_EQ(remote.Sessions()[0].owner, "");
+}
+
+// A server from before session owners: the real server behind a proxy
+// that answers the claim route as such a server did (404, "no route") and
+// passes every other request on.
+class ServerWithoutClaims {
+ public:
+  explicit ServerWithoutClaims(int upstream)
+      : acceptor_(ioc_, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0)), upstream_(upstream) {
+    port_ = acceptor_.local_endpoint().port();
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~ServerWithoutClaims() {
+    stopping_ = true;
+    net::io_context ioc;
+    tcp::socket wake(ioc);  // the blocking accept returns for a connection
+    beast::error_code ignored;
+    wake.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port_)), ignored);
+    thread_.join();
+  }
+  std::string Url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int claims_refused() const { return claims_refused_; }
+
+ private:
+  void Serve() {
+    while (!stopping_) {
+      tcp::socket client(ioc_);
+      beast::error_code ec;
+      acceptor_.accept(client, ec);
+      if (ec || stopping_) return;
+      beast::flat_buffer buffer;
+      for (;;) {  // the remote database keeps its connection alive
+        http::request<http::string_body> req;
+        http::read(client, buffer, req, ec);
+        if (ec) break;
+        http::response<http::string_body> res;
+        std::string target(req.target());
+        if (target.size() > 6 && target.compare(target.size() - 6, 6, "/claim") == 0) {
+          ++claims_refused_;
+          res.result(http::status::not_found);
+          res.set(http::field::content_type, "application/json");
+          res.body() = json{{"error", "no route " + target}}.dump();
+          res.prepare_payload();
+        } else {
+          tcp::socket server(ioc_);
+          server.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(upstream_)));
+          http::write(server, req);
+          beast::flat_buffer server_buffer;
+          http::read(server, server_buffer, res);
+        }
+        http::write(client, res, ec);
+        if (ec) break;
+      }
+    }
+  }
+
+  net::io_context ioc_;
+  tcp::acceptor acceptor_;
+  int upstream_, port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> claims_refused_{0};
+  std::thread thread_;
+};
+
+// A new tuner and an older server: a session left open there cannot be
+// claimed, so the tuner runs a session of its own instead of failing, and
+// an interrupted one ends without error though its release is refused too.
+TEST_F(ServerTest, ATunerThroughAServerWithoutClaimsRunsASessionOfItsOwn) {
+  StartServer("tok");
+  ServerWithoutClaims old_server(port_);
+  search::TuneOptions o = SmallRemoteTune(8);
+  db::Session left;  // as an older server holds it: no owner
+  left.command = o.command;
+  left.target = o.measure.target.ToString();
+  RemoteDatabase remote(old_server.Url(), "tok");
+  std::int64_t left_id = remote.StartSession(left);
+
+  search::TuneReport r = search::Tune(remote, o);
+  EXPECT_FALSE(r.resumed);
+  EXPECT_NE(r.session_id, left_id);
+  EXPECT_EQ(r.tasks[0].trials, 8);
+  EXPECT_GE(old_server.claims_refused(), 1);
+  std::vector<db::Session> sessions = db::SqliteDatabase(path_).Sessions();
+  ASSERT_EQ(sessions.size(), 2u);
+  EXPECT_EQ(sessions[0].ended, 0);
+  EXPECT_GT(sessions[1].ended, 0);
+
+  // Stopped before its first batch: its release is refused as well, and the
+  // run still ends and reports.
+  std::atomic<bool> stop{true};
+  int refused_before = old_server.claims_refused();
+  search::TuneReport stopped = search::Tune(remote, o, {}, &stop);
+  EXPECT_TRUE(stopped.interrupted);
+  EXPECT_GT(old_server.claims_refused(), refused_before);
 }
 
 TEST(RemoteDatabaseTest, UnreachableServerIsAClearError) {
