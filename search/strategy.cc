@@ -137,7 +137,7 @@ class EvolutionarySearch : public SearchStrategy {
     int random_share = static_cast<int>(options_.eps_greedy * n + 0.5);
     std::unordered_set<std::uint64_t> picked;
     std::vector<Candidate> batch;
-    if (context.measured->empty()) batch = SpaceDecisions(context, n / 2, picked);
+    if (context.measured->empty() && !context.designs_measured_elsewhere) batch = SpaceDecisions(context, n / 2, picked);
     for (Candidate& c : Neighbours(context, NeighbourQuota(n), picked)) {
       picked.insert(c.program_hash);
       batch.push_back(std::move(c));

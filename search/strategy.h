@@ -51,6 +51,9 @@ struct SearchContext {
   std::vector<ir::Trace> transfer;                // designs replayed from similar workloads
   const costmodel::TuningCostModel* model = nullptr;
   int threads = 0;                                // for featurization; 0: one per core
+  // A running session of the same command measures the space's own designs
+  // first (it started with nothing measured too): this one leaves them to it.
+  bool designs_measured_elsewhere = false;
 };
 
 class SearchStrategy {

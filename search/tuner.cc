@@ -104,7 +104,8 @@ class Tuner {
   TuneReport Run() {
     CheckTuneOptions(o_);
     TaskSchedulerKind scheduler = ParseTaskScheduler(o_.task_scheduler);
-    std::string notes = FindSessionToResume();
+    FindSessionToResume();
+    std::string notes;
     Stopwatch warm_start(times_.warm_start);
     std::string model_note = LoadModel();
     // A workload file with several outputs is one task per output. A
@@ -128,7 +129,6 @@ class Tuner {
     }
     for (std::size_t i = 0; i < workloads.size(); ++i) SetUpTask(i, std::move(workloads[i]));
     warm_start.Stop();
-    Emit({TuneEvent::kSetup, -1, spent_, o_.trials, Elapsed(), notes + model_note});
     if (report_.session_id == 0) {
       db::Session s;
       s.command = o_.command;
@@ -140,6 +140,9 @@ class Tuner {
       s.owner = owner_;
       report_.session_id = db_.StartSession(s);
     }
+    notes += LookForSiblings();
+    for (std::size_t i = 0; i < tasks_.size(); ++i) MakeStrategy(i);
+    Emit({TuneEvent::kSetup, -1, spent_, o_.trials, Elapsed(), notes + model_note});
 
     int last = -1;
     while (spent_ < o_.trials && !Stopped()) {
@@ -211,24 +214,34 @@ class Tuner {
   // command run twice at once runs two sessions, not one with two budgets.
   // Taking over is a compare-and-set on the owner: of two tuners that find
   // the same session left behind, one resumes it and the other starts anew.
-  // Returns a note for the user when a running session was left alone.
-  std::string FindSessionToResume() {
-    if (o_.command.empty()) return "";
+  void FindSessionToResume() {
+    if (o_.command.empty()) return;
     std::vector<db::Session> sessions = db_.Sessions();
-    std::vector<std::int64_t> running;
     for (auto s = sessions.rbegin(); s != sessions.rend(); ++s) {
       if (s->command != o_.command || s->ended != 0 || s->target != target_) continue;
-      if (db::OwnerMayBeRunning(s->owner)) {
-        running.push_back(s->id);
-      } else if (db_.ClaimSession(s->id, s->owner, owner_)) {
+      if (!db::OwnerMayBeRunning(s->owner) && db_.ClaimSession(s->id, s->owner, owner_)) {
         report_.session_id = s->id;
         break;
       }
     }
     report_.resumed = report_.session_id != 0;
-    if (running.empty() || report_.resumed) return "";
-    return "session " + std::to_string(running.front()) +
-           " of the same command is still running; this one runs a session of its own\n";
+  }
+
+  // Sessions of the same command still running that started before this
+  // one (by id, which the database hands out in order, so that of two
+  // commands started at the same moment exactly one sees the other).
+  // Counted once this session has its id; returns a note for the user.
+  std::string LookForSiblings() {
+    if (o_.command.empty()) return "";
+    std::vector<std::int64_t> earlier;
+    for (const db::Session& s : db_.Sessions()) {
+      if (s.command != o_.command || s.ended != 0 || s.target != target_) continue;
+      if (s.id < report_.session_id && db::OwnerMayBeRunning(s.owner)) earlier.push_back(s.id);
+    }
+    siblings_ = earlier.size();
+    if (earlier.empty()) return "";
+    return "session " + std::to_string(earlier.back()) +
+           " of the same command is still running; this one runs a session of its own, sampling other programs\n";
   }
 
   std::string LoadModel() {
@@ -267,10 +280,21 @@ class Tuner {
     LoadHistory(*task, status, static_cast<int>(index));
     if (o_.transfer) ctx.transfer = Transfer(*task);
     status.transferred = static_cast<int>(ctx.transfer.size());
-    std::uint64_t seed = o_.seed * 1000003 + index;
-    task->strategy = o_.strategy == "random" ? MakeRandomSearch(seed) : MakeEvolutionarySearch(o_.evolutionary, seed);
     status_.push_back(status);
     tasks_.push_back(std::move(task));
+  }
+
+  void MakeStrategy(std::size_t index) {
+    Task& task = *tasks_[index];
+    std::uint64_t seed = o_.seed * 1000003 + index;
+    // Beside running sessions of the same command, the same seed would
+    // spend this session's first batch on exactly the programs they are
+    // measuring (the catch-up read helps only from the second batch on).
+    // The stream is moved by how many run, so that the n-th such session
+    // is still reproducible; a lone session keeps the seed's own stream.
+    if (siblings_ > 0) seed ^= (siblings_ * 0x9E3779B97F4A7C15ull) | 1;
+    task.context.designs_measured_elsewhere = siblings_ > 0;
+    task.strategy = o_.strategy == "random" ? MakeRandomSearch(seed) : MakeEvolutionarySearch(o_.evolutionary, seed);
   }
 
   // Every record of this workload and target: never measured again, the
@@ -550,6 +574,7 @@ class Tuner {
   std::vector<std::unique_ptr<Task>> tasks_;
   std::vector<TaskStatus> status_;
   TuneReport report_;
+  std::uint64_t siblings_ = 0;  // running sessions of the same command beside this one
   SessionTimes times_;  // build and run are the runners' own, added at the end
   int spent_ = 0;
 };

@@ -216,6 +216,46 @@ TEST(Tuner, ASessionStillRunningIsLeftToItAndOneLeftBehindIsResumed) {
   ExpectNoProgramMeasuredTwice(database, spec);
 }
 
+// Beside a running session of the same command, a second session samples
+// other programs: with the seed's own stream, and the space's own designs
+// first, its first batch would be the very programs the running one is
+// measuring. A lone session keeps its seed's programs.
+TEST(Tuner, ASessionBesideARunningOneOfTheSameCommandSamplesOtherPrograms) {
+  const std::string spec = "matmul:M=64,N=64,K=64";
+  TuneOptions o = SmallTune(spec, 8);
+  o.measure_baseline = false;
+  ir::Workload w = ir::BuildWorkload(spec);
+  auto programs_in = [&](db::Database& d) {
+    std::set<std::uint64_t> programs;
+    for (const db::TuningRecord& r : AllRecords(d)) {
+      programs.insert(ir::StructuralHash(ir::ReplayTrace(w.func, ir::Trace::FromJsonText(r.trace), 0).func()));
+    }
+    return programs;
+  };
+  db::SqliteDatabase alone(FreshDb("tuner_alone.sqlite")), alone_again(FreshDb("tuner_alone_again.sqlite"));
+  Tune(alone, o);
+  Tune(alone_again, o);
+  ASSERT_EQ(programs_in(alone).size(), 8u);
+  ASSERT_EQ(programs_in(alone), programs_in(alone_again)) << "a lone session's programs follow its seed";
+
+  db::SqliteDatabase beside(FreshDb("tuner_beside.sqlite"));
+  db::Session running;
+  running.command = o.command;
+  running.target = o.measure.target.ToString();
+  running.owner = db::ThisProcess();
+  beside.StartSession(running);
+  std::string setup_note;
+  Tune(beside, o, [&](const TuneEvent& e, const std::vector<TaskStatus>&) {
+    if (e.kind == TuneEvent::kSetup) setup_note = e.message;
+  });
+  EXPECT_NE(setup_note.find("sampling other programs"), std::string::npos) << setup_note;
+  std::set<std::uint64_t> first = programs_in(alone), second = programs_in(beside);
+  ASSERT_EQ(second.size(), 8u);
+  std::size_t shared = 0;
+  for (std::uint64_t p : second) shared += first.count(p);
+  EXPECT_LE(shared, 2u) << "the session beside the running one measured its programs again";
+}
+
 // Another tuner's records, committed while this session runs (two
 // identical commands at once, or machines tuning into one server), are
 // read before each batch: their programs are not measured again here, and
