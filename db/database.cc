@@ -42,6 +42,21 @@ double TuningRecord::Median() const {
   return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
+std::vector<double> WithLaterTimings(std::int64_t record_id, std::vector<double> earlier,
+                                     const std::vector<double>& secs) {
+  for (double s : secs) {
+    if (!(s > 0) || !std::isfinite(s)) {
+      throw DatabaseError("record " + std::to_string(record_id) + ": a timing must be positive seconds, not " +
+                          std::to_string(s));
+    }
+  }
+  earlier.insert(earlier.end(), secs.begin(), secs.end());
+  if (earlier.size() > Database::kMaxTimings) {
+    earlier.erase(earlier.begin(), earlier.end() - static_cast<std::ptrdiff_t>(Database::kMaxTimings));
+  }
+  return earlier;
+}
+
 std::string ServingProblem(const TuningRecord& record) {
   if (!nlohmann::json::accept(record.trace)) return "its trace is not valid JSON";
   if (!std::isfinite(record.Median())) return "its run_secs do not read as seconds";

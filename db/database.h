@@ -143,6 +143,14 @@ class Database {
   // two tuners taking over one session only one succeeds. False when the
   // owner changed, the session ended, or there is no such session.
   virtual bool ClaimSession(std::int64_t id, const std::string& expected, const std::string& owner) = 0;
+  // Later timings of a valid record (its kernel timed again beside its
+  // rivals, tuner.h): they join its run_secs, of which it keeps the newest
+  // kMaxTimings, and its median, by which it ranks, is taken over all it
+  // keeps. For duplicates it stays the measurement first committed.
+  // False when there is no such ok record; throws DatabaseError for a
+  // timing that is not positive seconds.
+  virtual bool AddTimings(std::int64_t record_id, const std::vector<double>& run_secs) = 0;
+  static constexpr std::size_t kMaxTimings = 64;
 
   virtual std::int64_t SaveModel(const StoredModel& model) = 0;
   virtual std::vector<StoredModel> Models() = 0;  // newest first, blobs left empty
@@ -156,6 +164,11 @@ WorkloadInput WholeInput(Database& db, const WorkloadStats& listed);
 // Copies every workload and record of `from` into `into` (duplicates
 // skipped). Returns the number of records added.
 std::int64_t Merge(Database& into, Database& from);
+
+// `secs` after `earlier`, the newest Database::kMaxTimings of them; throws
+// DatabaseError naming `record_id` for a timing that is not positive seconds.
+std::vector<double> WithLaterTimings(std::int64_t record_id, std::vector<double> earlier,
+                                     const std::vector<double>& secs);
 
 // The hardware fingerprint of this machine: "CPU model; N cores".
 std::string HardwareFingerprint();

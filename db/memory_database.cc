@@ -6,9 +6,9 @@
 namespace tunedb::db {
 namespace {
 
-bool SameMeasurement(const TuningRecord& a, const TuningRecord& b) {
+bool SameMeasurement(const TuningRecord& a, const std::vector<double>& a_first_run_secs, const TuningRecord& b) {
   return a.workload_hash == b.workload_hash && a.target == b.target && a.trace == b.trace &&
-         a.run_secs == b.run_secs && a.status == b.status;
+         a_first_run_secs == b.run_secs && a.status == b.status;
 }
 
 }  // namespace
@@ -34,11 +34,15 @@ std::int64_t MemoryDatabase::CommitRecords(const std::vector<TuningRecord>& reco
   }
   std::int64_t added = 0;
   for (TuningRecord r : records) {
-    bool duplicate = std::any_of(records_.begin(), records_.end(), [&](const TuningRecord& x) { return SameMeasurement(x, r); });
+    bool duplicate = false;
+    for (std::size_t i = 0; i < records_.size() && !duplicate; ++i) {
+      duplicate = SameMeasurement(records_[i], first_run_secs_[i], r);
+    }
     if (duplicate) continue;
     r.id = static_cast<std::int64_t>(records_.size()) + 1;
     if (r.created == 0) r.created = NowSeconds();
     records_.push_back(r);
+    first_run_secs_.push_back(r.run_secs);
     ++added;
   }
   return added;
@@ -124,6 +128,15 @@ bool MemoryDatabase::ClaimSession(std::int64_t id, const std::string& expected, 
   for (Session& s : sessions_) {
     if (s.id != id || s.ended != 0 || s.owner != expected) continue;
     s.owner = owner;
+    return true;
+  }
+  return false;
+}
+
+bool MemoryDatabase::AddTimings(std::int64_t record_id, const std::vector<double>& run_secs) {
+  for (TuningRecord& r : records_) {
+    if (r.id != record_id || r.status != RecordStatus::kOk) continue;
+    r.run_secs = WithLaterTimings(record_id, r.run_secs, run_secs);
     return true;
   }
   return false;

@@ -22,6 +22,7 @@ class MemoryDatabase : public Database {
   void EndSession(std::int64_t id, double ended) override;
   std::vector<Session> Sessions() override;
   bool ClaimSession(std::int64_t id, const std::string& expected, const std::string& owner) override;
+  bool AddTimings(std::int64_t record_id, const std::vector<double>& run_secs) override;
   std::int64_t SaveModel(const StoredModel& model) override;
   std::vector<StoredModel> Models() override;
   std::optional<StoredModel> LoadModel(std::int64_t id) override;
@@ -29,6 +30,8 @@ class MemoryDatabase : public Database {
  private:
   std::vector<Workload> workloads_;
   std::vector<TuningRecord> records_;
+  // Each record's timings as first committed: its identity for duplicates.
+  std::vector<std::vector<double>> first_run_secs_;
   std::vector<Session> sessions_;
   std::vector<StoredModel> models_;
 };

@@ -704,6 +704,23 @@ bool SqliteDatabase::ClaimSession(std::int64_t id, const std::string& expected, 
   return claimed;
 }
 
+bool SqliteDatabase::AddTimings(std::int64_t record_id, const std::vector<double>& run_secs) {
+  bool found = false;
+  impl_->Write([&] {
+    // Read and written in one transaction: another tuner adding timings to
+    // the same record meanwhile waits, and neither's are lost.
+    Statement get(impl_->conn.db, "SELECT run_secs FROM records WHERE id = ?1 AND status = 'ok'", impl_->path);
+    get.Bind(1, record_id);
+    if (!get.Step()) return;
+    TuningRecord r;
+    r.run_secs = WithLaterTimings(record_id, ParseRunSecs(get.Text(0)), run_secs);
+    Statement set(impl_->conn.db, "UPDATE records SET run_secs = ?2, median = ?3 WHERE id = ?1", impl_->path);
+    set.Bind(1, record_id).Bind(2, RunSecsJson(r.run_secs)).Bind(3, r.Median()).Run();
+    found = true;
+  });
+  return found;
+}
+
 std::int64_t SqliteDatabase::SaveModel(const StoredModel& m) {
   std::int64_t id = 0;
   impl_->Write([&] {

@@ -50,6 +50,7 @@ class SqliteDatabase : public Database {
   void EndSession(std::int64_t id, double ended) override;
   std::vector<Session> Sessions() override;
   bool ClaimSession(std::int64_t id, const std::string& expected, const std::string& owner) override;
+  bool AddTimings(std::int64_t record_id, const std::vector<double>& run_secs) override;
   std::int64_t SaveModel(const StoredModel& model) override;
   std::vector<StoredModel> Models() override;
   std::optional<StoredModel> LoadModel(std::int64_t id) override;

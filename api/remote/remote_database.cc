@@ -378,6 +378,15 @@ bool RemoteDatabase::ClaimSession(std::int64_t id, const std::string& expected, 
   return answer && answer->at("claimed").get<bool>();
 }
 
+bool RemoteDatabase::AddTimings(std::int64_t record_id, const std::vector<double>& run_secs) {
+  json body = {{"run_secs", run_secs}};
+  // 404: no such valid record, or a server older than this route (whose
+  // tuners then keep their records' first timings).
+  std::optional<json> answer =
+      impl_->CallOrNotFound(http::verb::post, "/v1/records/" + std::to_string(record_id) + "/timings", &body);
+  return answer.has_value();
+}
+
 std::vector<db::Session> RemoteDatabase::Sessions() {
   json answer = impl_->Call(http::verb::get, "/v1/sessions");
   std::vector<db::Session> out;

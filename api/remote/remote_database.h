@@ -41,6 +41,7 @@ class RemoteDatabase : public db::Database {
   void EndSession(std::int64_t id, double ended) override;
   std::vector<db::Session> Sessions() override;
   bool ClaimSession(std::int64_t id, const std::string& expected, const std::string& owner) override;
+  bool AddTimings(std::int64_t record_id, const std::vector<double>& run_secs) override;
 
   std::int64_t SaveModel(const db::StoredModel& model) override;
   std::vector<db::StoredModel> Models() override;

@@ -171,7 +171,7 @@ std::string CpuOf(const std::string& target) {
 bool IsWriteRoute(const std::string& method, const std::string& route) {
   return method == "POST" && (route == "/v1/workloads" || route == "/v1/records" || route == "/v1/sessions" ||
                               route == "/v1/sessions/{id}/end" || route == "/v1/sessions/{id}/claim" ||
-                              route == "/v1/models");
+                              route == "/v1/records/{id}/timings" || route == "/v1/models");
 }
 
 std::int64_t IdInPath(const std::string& path, const std::string& prefix) {
@@ -220,7 +220,12 @@ std::string Routes::RouteName(const std::string& path) {
     if (rest.substr(slash) == "/best") return "/v1/workloads/{hash}/best";
     return "unknown";
   }
-  static const std::string kSessions = "/v1/sessions/", kModels = "/v1/models/";
+  static const std::string kSessions = "/v1/sessions/", kModels = "/v1/models/", kRecords = "/v1/records/";
+  static const std::string kTimings = "/timings";
+  if (path.rfind(kRecords, 0) == 0 && path.size() > kRecords.size() + kTimings.size() &&
+      path.compare(path.size() - kTimings.size(), kTimings.size(), kTimings) == 0) {
+    return "/v1/records/{id}/timings";
+  }
   for (const char* action : {"end", "claim"}) {
     std::string suffix = std::string("/") + action;
     if (path.rfind(kSessions, 0) == 0 && path.size() > kSessions.size() + suffix.size() &&
@@ -244,7 +249,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       {"/v1/health", "GET"},   {"/v1/workloads", "GET, POST"},       {"/v1/workloads/{hash}", "GET"},
       {"/v1/workloads/{hash}/best", "GET"}, {"/v1/query", "POST"},   {"/v1/records", "GET, POST"},
       {"/v1/predict", "POST"},  {"/v1/stats", "GET"},                {"/v1/sessions", "GET, POST"},
-      {"/v1/sessions/{id}/end", "POST"}, {"/v1/sessions/{id}/claim", "POST"},
+      {"/v1/sessions/{id}/end", "POST"}, {"/v1/sessions/{id}/claim", "POST"}, {"/v1/records/{id}/timings", "POST"},
       {"/v1/models", "GET, POST"},       {"/v1/models/{id}", "GET"}};
   auto allowed = kMethods.find(route);
   if (allowed == kMethods.end()) return JsonError(404, "no route " + req.path);
@@ -571,6 +576,22 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       }
       bool claimed = database.ClaimSession(id, body["expected"].get<std::string>(), body["owner"].get<std::string>());
       return Json({{"id", id}, {"claimed", claimed}});
+    }
+
+    if (route == "/v1/records/{id}/timings") {
+      std::int64_t id = IdInPath(req.path, "/v1/records/");
+      json body = ParseBody(req);
+      const json* secs = body.contains("run_secs") ? &body["run_secs"] : nullptr;
+      bool valid = secs && secs->is_array() && !secs->empty() && secs->size() <= db::Database::kMaxTimings;
+      for (std::size_t i = 0; valid && i < secs->size(); ++i) {
+        valid = (*secs)[i].is_number() && (*secs)[i].get<double>() > 0 && std::isfinite((*secs)[i].get<double>());
+      }
+      if (!valid) {
+        Fail(400, "run_secs (1 to " + std::to_string(db::Database::kMaxTimings) +
+                      " timings, positive seconds) is required");
+      }
+      if (!database.AddTimings(id, secs->get<std::vector<double>>())) Fail(404, "no valid record with id " + std::to_string(id));
+      return Json({{"id", id}});
     }
 
     if (route == "/v1/models" && req.method == "GET") {

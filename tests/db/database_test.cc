@@ -86,6 +86,39 @@ TYPED_TEST(DatabaseContract, TopKIsValidRecordsFastestFirstPerTarget) {
   EXPECT_EQ(db.Targets("1"), (std::vector<std::string>{"other", "t"}));
 }
 
+// A record timed again: the later timings join its own, its median and so
+// its rank follow all of them, and it stays the same measurement for
+// duplicates (committing it as first measured again adds nothing).
+TYPED_TEST(DatabaseContract, LaterTimingsJoinARecordAndMoveItsRank) {
+  Database& db = *this->db_;
+  db.CommitWorkload(W("1"));
+  db.CommitRecords({R("1", "t", {1.0}, RecordStatus::kOk, "lucky"), R("1", "t", {2.0, 2.2}, RecordStatus::kOk, "steady"),
+                    R("1", "t", {}, RecordStatus::kRunError, "failed")});
+  std::vector<TuningRecord> top = db.TopK("1", "t", 2);
+  ASSERT_EQ(top[0].trace, "lucky");
+  std::int64_t lucky = top[0].id, steady = top[1].id;
+  EXPECT_TRUE(db.AddTimings(lucky, {3.0, 3.1}));
+  EXPECT_TRUE(db.AddTimings(steady, {2.1}));
+  top = db.TopK("1", "t", 2);
+  EXPECT_EQ(top[0].trace, "steady");  // median of 2.0, 2.1, 2.2
+  EXPECT_EQ(top[0].run_secs, (std::vector<double>{2.0, 2.2, 2.1}));
+  EXPECT_EQ(top[1].run_secs, (std::vector<double>{1.0, 3.0, 3.1}));
+  EXPECT_DOUBLE_EQ(top[1].Median(), 3.0);
+
+  EXPECT_EQ(db.CommitRecords({R("1", "t", {1.0}, RecordStatus::kOk, "lucky")}), 0);
+  EXPECT_FALSE(db.AddTimings(top[1].id + 100, {1.0})) << "timings added to a record that does not exist";
+  RecordQuery failures;
+  failures.status = RecordStatus::kRunError;
+  EXPECT_FALSE(db.AddTimings(db.Records(failures).at(0).id, {1.0})) << "a failed record was given timings";
+  EXPECT_THROW(db.AddTimings(lucky, {-1.0}), DatabaseError);
+  EXPECT_THROW(db.AddTimings(lucky, {std::nan("")}), DatabaseError);
+
+  // The newest kMaxTimings are kept.
+  EXPECT_TRUE(db.AddTimings(steady, std::vector<double>(Database::kMaxTimings, 5.0)));
+  TuningRecord kept = db.TopK("1", "t", 2)[1];
+  EXPECT_EQ(kept.run_secs, std::vector<double>(Database::kMaxTimings, 5.0));
+}
+
 TYPED_TEST(DatabaseContract, RecordsFilterAndPage) {
   Database& db = *this->db_;
   db.CommitWorkload(W("1"));

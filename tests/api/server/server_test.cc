@@ -826,6 +826,33 @@ TEST_F(ServerTest, ASessionIsClaimedThroughTheServerOnlyFromItsOwner) {
   EXPECT_EQ(remote.Sessions()[0].owner, "");
 }
 
+// Later timings of a record through the server: a write route, checked
+// before they reach the database.
+TEST_F(ServerTest, LaterTimingsOfARecordGoThroughTheServer) {
+  StartServer("tok");
+  std::string url = "http://127.0.0.1:" + std::to_string(port_);
+  RemoteDatabase remote(url, "tok");
+  std::vector<db::TuningRecord> top = remote.TopK(hash_, kTarget, 2);
+  ASSERT_EQ(top.size(), 2u);
+  EXPECT_TRUE(remote.AddTimings(top[0].id, {2e-5, 2.1e-5, 2.2e-5}));  // slower than all the others
+  std::vector<db::TuningRecord> after = db::SqliteDatabase(path_).TopK(hash_, kTarget, 12);
+  EXPECT_EQ(after.back().id, top[0].id) << "the record timed slower since is still ranked first";
+  EXPECT_EQ(after.back().run_secs.size(), 5u);
+  EXPECT_FALSE(remote.AddTimings(999999, {1e-6}));
+
+  std::string path = "/v1/records/" + std::to_string(top[1].id) + "/timings";
+  EXPECT_EQ(Call(port_, http::verb::post, path, R"({"run_secs": [1e-6]})").status, 401);
+  for (const char* bad : {R"({})", R"({"run_secs": []})", R"({"run_secs": [0]})", R"({"run_secs": ["1"]})",
+                          R"({"run_secs": 1e-6})"}) {
+    Reply r = Call(port_, http::verb::post, path, bad, "tok");
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_NE(r.body.find("run_secs (1 to 64 timings, positive seconds) is required"), std::string::npos) << r.body;
+  }
+  EXPECT_EQ(Call(port_, http::verb::post, "/v1/records/x/timings", R"({"run_secs": [1e-6]})", "tok").status, 404);
+  EXPECT_EQ(Call(port_, http::verb::get, path).status, 405);
+  EXPECT_EQ(Call(port_, http::verb::post, path, R"({"run_secs": [1e-6]})", "tok").status, 200);
+}
+
 // A server from before session owners: the real server behind a proxy
 // that answers the claim route as such a server did (404, "no route") and
 // passes every other request on.
