@@ -62,6 +62,16 @@ struct TuneOptions {
   // 0 turns it off.
   int confirm_best = 2;
   double confirm_margin = 0.05;
+  // At the end of a session that ran to its budget, each workload's best
+  // final_check kernels in the database are timed together (repeats
+  // alternating, final_check_passes times `measure.repeat` each), and
+  // their timings join their records (Database::AddTimings). A record's
+  // median comes from the moments it was timed, and a shared VM's speed
+  // drifts 10-20% between moments: the best by median can be a slower
+  // kernel timed in a fast one (bench/RESULTS.md, session 50). Side by
+  // side, the drift touches all alike. 0 or 1 turns it off.
+  int final_check = 4;
+  int final_check_passes = 3;
   int model_min_samples = 16;          // the cost model's heuristic until this many samples
   bool transfer = true;
   // Time the unscheduled program at the end, unless the database holds its
@@ -119,6 +129,7 @@ struct TuneReport {
   bool interrupted = false;
   double wall_secs = 0;
   SessionTimes times;   // wall_secs - times.Sum() is what none of them covers
+  int final_check_rounds = 0;  // rounds of TuneOptions::final_check, all workloads
   std::string model;  // the cost model at the end, described
 };
 

@@ -35,6 +35,7 @@ struct TuneCliOptions {
   int model_min_samples = search::TuneOptions{}.model_min_samples;
   int confirm_best = search::TuneOptions{}.confirm_best;
   double confirm_margin = search::TuneOptions{}.confirm_margin;
+  int final_check = search::TuneOptions{}.final_check;
   std::string token_file;
   bool no_transfer = false;
   bool no_baseline = false;
@@ -114,6 +115,7 @@ void RunTune(const TuneCliOptions& o) {
     throw UsageError("--confirm-margin must be a finite fraction, 0 or more");
   }
   options.confirm_margin = o.confirm_margin;
+  options.final_check = o.final_check;
   options.measure_baseline = !o.no_baseline;
   options.measure.repeat = o.repeat;
   options.measure.min_repeat_ms = o.min_repeat_ms;
@@ -252,6 +254,10 @@ void AddTuneCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--confirm-margin", o->confirm_margin,
                   "Candidates this fraction slower than the best also count as new-best contenders")
+      ->capture_default_str();
+  cmd->add_option("--final-check", o->final_check,
+                  "At the end, this many of the best kernels are timed together and their records ranked by it "
+                  "(0: none)")
       ->capture_default_str();
   cmd->add_flag("--no-transfer", o->no_transfer, "Do not seed the search with other shapes' best schedules");
   cmd->add_flag("--no-baseline", o->no_baseline, "Do not time the unscheduled program at the end");
