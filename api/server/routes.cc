@@ -44,9 +44,15 @@ struct Routes::ModelCache {
   std::int64_t training_rows = 0;
   std::shared_ptr<costmodel::CostModel> model;
   std::map<std::string, Work> work;  // by workload hash
-  // Rendered records of the best route, by record id. Records never change
-  // once stored, so an entry never goes stale; the map is bounded.
-  std::unordered_map<std::int64_t, std::string> best_records;
+  // Rendered records of the best route, by record id, with the timings they
+  // were rendered from: later timings (Database::AddTimings, from this
+  // server or from a tuner writing the file) are a record's only change,
+  // so an entry whose timings still match is current. The map is bounded.
+  struct RenderedRecord {
+    std::vector<double> run_secs;
+    std::string json;
+  };
+  std::unordered_map<std::int64_t, RenderedRecord> best_records;
 };
 
 namespace {
@@ -334,7 +340,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
         {
           std::lock_guard<std::mutex> lock(models_->mutex);
           auto it = models_->best_records.find(r.id);
-          if (it != models_->best_records.end()) rendered = it->second;
+          if (it != models_->best_records.end() && it->second.run_secs == r.run_secs) rendered = it->second.json;
         }
         if (rendered.empty()) {
           if (std::string problem = db::ServingProblem(r); !problem.empty()) {
@@ -344,7 +350,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
           rendered = JsonText(RecordJson(r, work, true));
           std::lock_guard<std::mutex> lock(models_->mutex);
           if (models_->best_records.size() >= 100000) models_->best_records.clear();
-          models_->best_records.emplace(r.id, rendered);
+          models_->best_records.insert_or_assign(r.id, ModelCache::RenderedRecord{r.run_secs, rendered});
         }
         list += (list.size() > 1 ? "," : "") + rendered;
         ++listed;

@@ -838,6 +838,12 @@ TEST_F(ServerTest, LaterTimingsOfARecordGoThroughTheServer) {
   std::vector<db::TuningRecord> after = db::SqliteDatabase(path_).TopK(hash_, kTarget, 12);
   EXPECT_EQ(after.back().id, top[0].id) << "the record timed slower since is still ranked first";
   EXPECT_EQ(after.back().run_secs.size(), 5u);
+  // The best route rendered that record before (remote.TopK above); it
+  // serves it with its timings as they are now.
+  std::vector<db::TuningRecord> served = remote.TopK(hash_, kTarget, 12);
+  ASSERT_EQ(served.size(), 12u);
+  EXPECT_EQ(served.back().id, top[0].id);
+  EXPECT_EQ(served.back().run_secs, after.back().run_secs);
   EXPECT_FALSE(remote.AddTimings(999999, {1e-6}));
 
   std::string path = "/v1/records/" + std::to_string(top[1].id) + "/timings";
