@@ -7,8 +7,11 @@
 #include <chrono>
 #include <fstream>
 #include <limits>
+#include <map>
+#include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -69,10 +72,69 @@ WorkloadInput WholeInput(Database& db, const WorkloadStats& listed) {
   return whole ? whole->input : listed.workload.input;
 }
 
-std::int64_t Merge(Database& into, Database& from) {
-  std::int64_t added = 0;
+namespace {
+
+// The ok records of one workload in a database, by what identifies a
+// measurement across databases once later timings have changed its
+// run_secs (and with them the dedupe key): target, program, commit time.
+class MeasuredCopies {
+ public:
+  MeasuredCopies(Database& db, const std::string& workload_hash) {
+    RecordQuery q;
+    q.workload_hash = workload_hash;
+    q.status = RecordStatus::kOk;
+    q.limit = 5000;
+    while (true) {
+      std::vector<TuningRecord> page = db.Records(q);
+      if (page.empty()) break;
+      q.after_id = page.back().id;
+      for (TuningRecord& r : page) copies_[Key(r)].push_back(std::move(r));
+    }
+  }
+
+  // The copy of `r` here: same key and at least one timing in common (two
+  // measurements of one program in one commit share no timing).
+  TuningRecord* Find(const TuningRecord& r) {
+    auto it = copies_.find(Key(r));
+    if (it == copies_.end()) return nullptr;
+    for (TuningRecord& copy : it->second) {
+      for (double s : r.run_secs) {
+        if (std::find(copy.run_secs.begin(), copy.run_secs.end(), s) != copy.run_secs.end()) return &copy;
+      }
+    }
+    return nullptr;
+  }
+
+ private:
+  static std::tuple<std::string, std::string, double> Key(const TuningRecord& r) {
+    return {r.target, r.trace, r.created};
+  }
+  std::map<std::tuple<std::string, std::string, double>, std::vector<TuningRecord>> copies_;
+};
+
+// The timings of `theirs` that `ours` lacks, counted with multiplicity: a
+// merge in either direction, repeated, adds each timing once.
+std::vector<double> TimingsMissing(const std::vector<double>& ours, const std::vector<double>& theirs) {
+  std::multiset<double> have(ours.begin(), ours.end());
+  std::vector<double> missing;
+  for (double s : theirs) {
+    auto it = have.find(s);
+    if (it != have.end()) {
+      have.erase(it);
+    } else {
+      missing.push_back(s);
+    }
+  }
+  return missing;
+}
+
+}  // namespace
+
+MergeCounts Merge(Database& into, Database& from) {
+  MergeCounts counts;
   for (const WorkloadStats& w : from.Workloads()) {
     into.CommitWorkload(WholeInput(from, w));
+    MeasuredCopies copies(into, w.workload.input.hash);
     RecordQuery q;
     q.workload_hash = w.workload.input.hash;
     q.limit = 5000;
@@ -80,6 +142,7 @@ std::int64_t Merge(Database& into, Database& from) {
       std::vector<TuningRecord> page = from.Records(q);
       if (page.empty()) break;
       q.after_id = page.back().id;
+      std::vector<TuningRecord> fresh;
       for (TuningRecord& r : page) {
         // Named by its id where it is, not by its place in a batch here.
         if (r.status == RecordStatus::kOk && r.run_secs.empty()) {
@@ -87,12 +150,21 @@ std::int64_t Merge(Database& into, Database& from) {
                               " of the database merged from: status ok without a timing (tunedb db check lists "
                               "every such record)");
         }
+        if (TuningRecord* copy = r.status == RecordStatus::kOk ? copies.Find(r) : nullptr) {
+          std::vector<double> missing = TimingsMissing(copy->run_secs, r.run_secs);
+          if (!missing.empty() && into.AddTimings(copy->id, missing)) {
+            copy->run_secs = WithLaterTimings(copy->id, copy->run_secs, missing);
+            ++counts.records_with_later_timings;
+          }
+          continue;
+        }
         r.session_id = 0;  // sessions are per database
+        fresh.push_back(std::move(r));
       }
-      added += into.CommitRecords(page);
+      counts.records += into.CommitRecords(fresh);
     }
   }
-  return added;
+  return counts;
 }
 
 std::string HardwareFingerprint() {

@@ -161,9 +161,17 @@ class Database {
 // program, else FindWorkload's (a server's listing leaves programs out).
 WorkloadInput WholeInput(Database& db, const WorkloadStats& listed);
 
+struct MergeCounts {
+  std::int64_t records = 0;                     // added to `into`
+  std::int64_t records_with_later_timings = 0;  // already there, given timings they lacked
+};
+
 // Copies every workload and record of `from` into `into` (duplicates
-// skipped). Returns the number of records added.
-std::int64_t Merge(Database& into, Database& from);
+// skipped). A record both hold, copied by an earlier merge and timed again
+// on either side since (Database::AddTimings), is one measurement: the
+// timings `into`'s copy lacks are added to it. Such a pair is told by its
+// program, target and commit time, and a timing in common.
+MergeCounts Merge(Database& into, Database& from);
 
 // `secs` after `earlier`, the newest Database::kMaxTimings of them; throws
 // DatabaseError naming `record_id` for a timing that is not positive seconds.

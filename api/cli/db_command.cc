@@ -73,7 +73,8 @@ void WriteRemovingANewFileOnFailure(const std::string& path, Write&& write) {
 
 void MergeInto(const DbOptions& o) {
   std::unique_ptr<db::Database> from = OpenExistingDatabase(o.other);
-  std::int64_t added = 0, size = 0;
+  db::MergeCounts added;
+  std::int64_t size = 0;
   if (api::IsRemoteDatabase(o.db)) {
     // Checked before anything is written: a server rebuilds a workload from
     // its tunedb program, which a TVM workload does not have.
@@ -93,7 +94,11 @@ void MergeInto(const DbOptions& o) {
       size = into.Size();
     });
   }
-  fmt::print("merged {} new records from {} into {} ({} records now)\n", added, o.other, o.db, size);
+  fmt::print("merged {} new records from {} into {} ({} records now)\n", added.records, o.other, o.db, size);
+  if (added.records_with_later_timings > 0) {
+    fmt::print("{} records already in {} took the timings {} added to them later\n", added.records_with_later_timings,
+               o.db, o.other);
+  }
 }
 
 // The workload hash named by --workload (spec or file) or --hash.

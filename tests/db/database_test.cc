@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <random>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -297,9 +298,73 @@ TEST(MergeTest, MergeSkipsDuplicates) {
   b.CommitWorkload(W("1"));
   b.CommitWorkload(W("2"));
   b.CommitRecords({R("1", "t", {2.0}), R("2", "t", {3.0})});
-  EXPECT_EQ(Merge(a, b), 1);
+  EXPECT_EQ(Merge(a, b).records, 1);
   EXPECT_EQ(a.Size(), 3);
-  EXPECT_EQ(Merge(a, b), 0);
+  EXPECT_EQ(Merge(a, b).records, 0);
+}
+
+// The timings of one record, whatever their order.
+std::multiset<double> TimingsOf(Database& db, const std::string& trace) {
+  std::multiset<double> out;
+  int found = 0;
+  for (const TuningRecord& r : db.TopK("1", "t", 100)) {
+    if (r.trace != trace) continue;
+    ++found;
+    out.insert(r.run_secs.begin(), r.run_secs.end());
+  }
+  EXPECT_EQ(found, 1) << "records of " << trace;
+  return out;
+}
+
+// A record copied by a merge and timed again afterwards (the final check
+// of a session, Database::AddTimings) is still one measurement: a later
+// merge carries the new timings over instead of copying it a second time,
+// in both directions, and merging again changes nothing.
+TEST(MergeTest, LaterTimingsOfARecordAlreadyMergedJoinItsCopy) {
+  const std::string dir = ::testing::TempDir();
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(dir + "/merge_b.sqlite" + suffix);
+  MemoryDatabase a;
+  SqliteDatabase b(dir + "/merge_b.sqlite");
+  a.CommitWorkload(W("1"));
+  a.CommitRecords({R("1", "t", {1.0, 1.2}, RecordStatus::kOk, "[[\"p\"],[]]"),
+                   R("1", "t", {3.0}, RecordStatus::kOk, "[[\"q\"],[]]"),
+                   R("1", "t", {}, RecordStatus::kRunError, "[[\"r\"],[]]")});
+  EXPECT_EQ(Merge(b, a).records, 3);
+
+  const std::int64_t p_in_a = a.TopK("1", "t", 1)[0].id;
+  ASSERT_TRUE(a.AddTimings(p_in_a, {0.9, 0.8}));
+  MergeCounts again = Merge(b, a);
+  EXPECT_EQ(again.records, 0);
+  EXPECT_EQ(again.records_with_later_timings, 1);
+  EXPECT_EQ(b.Size(), 3);
+  EXPECT_EQ(TimingsOf(b, "[[\"p\"],[]]"), (std::multiset<double>{0.8, 0.9, 1.0, 1.2}));
+  EXPECT_EQ(b.TopK("1", "t", 1)[0].Median(), a.TopK("1", "t", 1)[0].Median());
+
+  // Timed again on each side: each merge brings over what the other lacks.
+  const std::int64_t p_in_b = b.TopK("1", "t", 1)[0].id;
+  ASSERT_TRUE(b.AddTimings(p_in_b, {2.0}));
+  ASSERT_TRUE(a.AddTimings(p_in_a, {0.7}));
+  EXPECT_EQ(Merge(b, a).records_with_later_timings, 1);
+  EXPECT_EQ(Merge(a, b).records_with_later_timings, 1);
+  const std::multiset<double> all{0.7, 0.8, 0.9, 1.0, 1.2, 2.0};
+  EXPECT_EQ(TimingsOf(a, "[[\"p\"],[]]"), all);
+  EXPECT_EQ(TimingsOf(b, "[[\"p\"],[]]"), all);
+  EXPECT_EQ(TimingsOf(b, "[[\"q\"],[]]"), (std::multiset<double>{3.0}));
+
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_EQ(Merge(b, a).records + Merge(b, a).records_with_later_timings, 0);
+    EXPECT_EQ(Merge(a, b).records + Merge(a, b).records_with_later_timings, 0);
+  }
+  EXPECT_EQ(a.Size(), 3);
+  EXPECT_EQ(b.Size(), 3);
+
+  // The same program measured anew (another commit, other timings) is
+  // another record, as before.
+  MemoryDatabase c;
+  c.CommitWorkload(W("1"));
+  c.CommitRecords({R("1", "t", {1.1}, RecordStatus::kOk, "[[\"p\"],[]]")});
+  EXPECT_EQ(Merge(b, c).records, 1);
+  EXPECT_EQ(b.Size(), 4);
 }
 
 }  // namespace

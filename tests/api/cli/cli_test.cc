@@ -1070,6 +1070,37 @@ TEST(CliDb, MergesIntoAServer) {
   EXPECT_EQ(r.out, "tunedb: error: " + url +
                        " is a server: db import-tvm imports into a file; import into one, then db merge it into the "
                        "server\n");
+
+  // A later session on the file times its best kernels again (its final
+  // check). Merged again, those timings join the records the server and
+  // the copy hold, rather than making second records of them.
+  ASSERT_EQ(RunTunedb("tune -w matmul:M=16,N=16,K=16 --trials 8 --no-baseline --population 32 --repeat 2 "
+                      "--min-repeat-ms 1 --seed 2 --db " + tuned)
+                .exit_code,
+            0);
+  for (const std::string& into : {url, copy}) {
+    r = RunTunedb("db merge " + tuned + " --db " + into + " --token-file " + dir + "/token");
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find(" records already in " + into + " took the timings " + tuned + " added to them later\n"),
+              std::string::npos)
+        << r.out;
+  }
+  Result listed = RunTunedb("db records -w matmul:M=16,N=16,K=16 --limit 100 --db " + tuned);
+  EXPECT_EQ(RunTunedb("db records -w matmul:M=16,N=16,K=16 --limit 100 --db " + url).out, listed.out);
+  // The copy numbers its records after the TVM one: all but the ids.
+  auto without_ids = [](const std::string& listing) {
+    std::istringstream lines(listing);
+    std::string out, line;
+    while (std::getline(lines, line)) {
+      std::size_t id_end = line.find_first_not_of(' ');
+      id_end = id_end == std::string::npos ? line.size() : line.find(' ', id_end);
+      out += (id_end == std::string::npos ? "" : line.substr(id_end)) + "\n";
+    }
+    return out;
+  };
+  EXPECT_EQ(without_ids(RunTunedb("db records -w matmul:M=16,N=16,K=16 --limit 100 --db " + copy).out),
+            without_ids(listed.out));
+
   EXPECT_TRUE(server.Stop()) << server.log();
   EXPECT_EQ(RunTunedb("db check --db " + served).exit_code, 0);
 }
