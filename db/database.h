@@ -29,6 +29,13 @@ class DatabaseError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// An operation this database cannot do, with nothing changed: a server
+// older than the operation's route.
+class UnsupportedError : public DatabaseError {
+ public:
+  using DatabaseError::DatabaseError;
+};
+
 // The statuses of measure/runner.h, as stored.
 enum class RecordStatus { kOk, kBuildError, kRunError, kTimeout, kWrongResult };
 std::string_view StatusName(RecordStatus s);
@@ -148,7 +155,8 @@ class Database {
   // kMaxTimings, and its median, by which it ranks, is taken over all it
   // keeps. For duplicates it stays the measurement first committed.
   // False when there is no such ok record; throws DatabaseError for a
-  // timing that is not positive seconds.
+  // timing that is not positive seconds, UnsupportedError for a server
+  // older than later timings.
   virtual bool AddTimings(std::int64_t record_id, const std::vector<double>& run_secs) = 0;
   static constexpr std::size_t kMaxTimings = 64;
 

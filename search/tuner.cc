@@ -573,11 +573,16 @@ class Tuner {
             results[k].run_secs.insert(results[k].run_secs.end(), more[k].run_secs.begin(), more[k].run_secs.end());
           }
         }
-        for (std::size_t k = 0; k < ids.size(); ++k) {
-          checked.insert(ids[k]);
-          // A kernel that fails now keeps its record as it was: one bad
-          // run is no verdict on a kernel that passed its check before.
-          if (results[k].status == measure::MeasureStatus::kOk) db_.AddTimings(ids[k], results[k].run_secs);
+        try {
+          for (std::size_t k = 0; k < ids.size(); ++k) {
+            checked.insert(ids[k]);
+            // A kernel that fails now keeps its record as it was: one bad
+            // run is no verdict on a kernel that passed its check before.
+            if (results[k].status == measure::MeasureStatus::kOk) db_.AddTimings(ids[k], results[k].run_secs);
+          }
+        } catch (const db::UnsupportedError& e) {
+          report_.final_check_note = std::string("the final check's timings were not stored: ") + e.what();
+          return;  // the same for every workload
         }
         ++report_.final_check_rounds;
       }

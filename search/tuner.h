@@ -130,6 +130,7 @@ struct TuneReport {
   double wall_secs = 0;
   SessionTimes times;   // wall_secs - times.Sum() is what none of them covers
   int final_check_rounds = 0;  // rounds of TuneOptions::final_check, all workloads
+  std::string final_check_note;  // why its timings were not stored (a server older than them), if they were not
   std::string model;  // the cost model at the end, described
 };
 

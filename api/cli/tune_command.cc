@@ -212,6 +212,7 @@ void RunTune(const TuneCliOptions& o) {
   }
   fmt::print("\nsession {} took {:.1f} s ({}); {}\n", report.session_id, report.wall_secs,
              search::TimesText(report.times, report.wall_secs), report.model);
+  if (!report.final_check_note.empty()) fmt::print("note: {}\n", report.final_check_note);
 }
 
 }  // namespace

@@ -119,6 +119,7 @@ struct RemoteDatabase::Impl {
   std::size_t max_body_bytes = 8 << 20;
   std::size_t max_records_per_post = kMaxRecordsPerPost;
   std::string write_refusal;  // from the server's health answer
+  std::string not_found;      // the message of the last 404 CallOrNotFound returned as nullopt
   net::io_context ioc;
   std::optional<beast::tcp_stream> stream;
   beast::flat_buffer buffer;
@@ -154,7 +155,7 @@ struct RemoteDatabase::Impl {
   }
 
   // As Call, but a 404 answer (no such workload or model, or a route an
-  // older server lacks) is nullopt.
+  // older server lacks) is nullopt, its message left in not_found.
   std::optional<json> CallOrNotFound(http::verb method, const std::string& target, const json* body = nullptr) {
     std::optional<std::string> text;
     if (body) text = body->dump();
@@ -198,7 +199,10 @@ struct RemoteDatabase::Impl {
              " with a body that is not JSON");
       }
       int status = res.result_int();
-      if (status == 404 && !not_found_is_error) return std::nullopt;
+      if (status == 404 && !not_found_is_error) {
+        not_found = answer.is_object() ? answer.value("error", std::string()) : std::string();
+        return std::nullopt;
+      }
       if (status / 100 != 2) {
         std::string why = answer.is_object() ? answer.value("error", std::string("?")) : std::string("?");
         // The server's message says what the route needs; this says how a
@@ -380,10 +384,15 @@ bool RemoteDatabase::ClaimSession(std::int64_t id, const std::string& expected, 
 
 bool RemoteDatabase::AddTimings(std::int64_t record_id, const std::vector<double>& run_secs) {
   json body = {{"run_secs", run_secs}};
-  // 404: no such valid record, or a server older than this route (whose
-  // tuners then keep their records' first timings).
-  std::optional<json> answer =
-      impl_->CallOrNotFound(http::verb::post, "/v1/records/" + std::to_string(record_id) + "/timings", &body);
+  const std::string route = "/v1/records/" + std::to_string(record_id) + "/timings";
+  std::optional<json> answer = impl_->CallOrNotFound(http::verb::post, route, &body);
+  // Every tunedb server answers a path it does not know with "no route":
+  // this one is older than the route, and a tuner says its later timings
+  // were not stored rather than losing them without a word.
+  if (!answer && impl_->not_found.rfind("no route ", 0) == 0) {
+    throw db::UnsupportedError(impl_->url + " is a tunedb server older than later timings (it has no route POST " +
+                               route + "); records keep their first timings");
+  }
   return answer.has_value();
 }
 

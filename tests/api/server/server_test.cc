@@ -859,17 +859,17 @@ TEST_F(ServerTest, LaterTimingsOfARecordGoThroughTheServer) {
   EXPECT_EQ(Call(port_, http::verb::post, path, R"({"run_secs": [1e-6]})", "tok").status, 200);
 }
 
-// A server from before session owners: the real server behind a proxy
-// that answers the claim route as such a server did (404, "no route") and
-// passes every other request on.
-class ServerWithoutClaims {
+// A server from before session owners and later timings: the real server
+// behind a proxy that answers the claim and timings routes as such a
+// server did (404, "no route") and passes every other request on.
+class OlderServer {
  public:
-  explicit ServerWithoutClaims(int upstream)
+  explicit OlderServer(int upstream)
       : acceptor_(ioc_, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0)), upstream_(upstream) {
     port_ = acceptor_.local_endpoint().port();
     thread_ = std::thread([this] { Serve(); });
   }
-  ~ServerWithoutClaims() {
+  ~OlderServer() {
     stopping_ = true;
     net::io_context ioc;
     tcp::socket wake(ioc);  // the blocking accept returns for a connection
@@ -879,6 +879,7 @@ class ServerWithoutClaims {
   }
   std::string Url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   int claims_refused() const { return claims_refused_; }
+  int timings_refused() const { return timings_refused_; }
 
  private:
   void Serve() {
@@ -894,8 +895,12 @@ class ServerWithoutClaims {
         if (ec) break;
         http::response<http::string_body> res;
         std::string target(req.target());
-        if (target.size() > 6 && target.compare(target.size() - 6, 6, "/claim") == 0) {
-          ++claims_refused_;
+        auto ends_with = [&](const std::string& suffix) {
+          return target.size() > suffix.size() &&
+                 target.compare(target.size() - suffix.size(), suffix.size(), suffix) == 0;
+        };
+        if (ends_with("/claim") || ends_with("/timings")) {
+          ++(ends_with("/claim") ? claims_refused_ : timings_refused_);
           res.result(http::status::not_found);
           res.set(http::field::content_type, "application/json");
           res.body() = json{{"error", "no route " + target}}.dump();
@@ -917,16 +922,17 @@ class ServerWithoutClaims {
   tcp::acceptor acceptor_;
   int upstream_, port_ = 0;
   std::atomic<bool> stopping_{false};
-  std::atomic<int> claims_refused_{0};
+  std::atomic<int> claims_refused_{0}, timings_refused_{0};
   std::thread thread_;
 };
 
 // A new tuner and an older server: a session left open there cannot be
 // claimed, so the tuner runs a session of its own instead of failing, and
 // an interrupted one ends without error though its release is refused too.
-TEST_F(ServerTest, ATunerThroughAServerWithoutClaimsRunsASessionOfItsOwn) {
+// The final check's timings cannot be stored there: the report says so.
+TEST_F(ServerTest, ATunerThroughAnOlderServerRunsASessionOfItsOwn) {
   StartServer("tok");
-  ServerWithoutClaims old_server(port_);
+  OlderServer old_server(port_);
   search::TuneOptions o = SmallRemoteTune(8);
   db::Session left;  // as an older server holds it: no owner
   left.command = o.command;
@@ -939,6 +945,12 @@ TEST_F(ServerTest, ATunerThroughAServerWithoutClaimsRunsASessionOfItsOwn) {
   EXPECT_NE(r.session_id, left_id);
   EXPECT_EQ(r.tasks[0].trials, 8);
   EXPECT_GE(old_server.claims_refused(), 1);
+  EXPECT_EQ(old_server.timings_refused(), 1);  // the first refusal ends the check
+  EXPECT_NE(r.final_check_note.find("the final check's timings were not stored: " + old_server.Url() +
+                                    " is a tunedb server older than later timings (it has no route POST "
+                                    "/v1/records/"),
+            std::string::npos)
+      << r.final_check_note;
   std::vector<db::Session> sessions = db::SqliteDatabase(path_).Sessions();
   ASSERT_EQ(sessions.size(), 2u);
   EXPECT_EQ(sessions[0].ended, 0);
