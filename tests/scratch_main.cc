@@ -10,11 +10,20 @@
 // starts (the CLI, forked writers, servers) inherit it.
 //
 // TUNEDB_KEEP_TEST_FILES=1 keeps the directory and prints where it is.
+//
+// A process that crashes cannot remove its directory. Its name carries the
+// pid, so a later test process removes the directories of processes that
+// are gone, once they have been left alone for an hour (a pid seen from
+// another pid namespace sharing /tmp may look gone while it runs).
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -31,10 +40,33 @@ std::string ScratchParent() {
   return "/tmp";
 }
 
+constexpr const char* kPrefix = "tunedb-test-";
+constexpr const char* kKeepMark = ".kept";  // TUNEDB_KEEP_TEST_FILES=1 asked for this one
+
+// Directories "tunedb-test-PID-XXXXXX" under `parent` whose process has
+// ended and that nothing touched for an hour, except those kept on purpose.
+void RemoveLeftBehind(const std::string& parent) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto an_hour_ago = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  for (const fs::directory_entry& entry : fs::directory_iterator(parent, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(kPrefix, 0) != 0 || !entry.is_directory(ec)) continue;
+    const std::string rest = name.substr(std::char_traits<char>::length(kPrefix));
+    const std::size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string::npos || rest.find_first_not_of("0123456789") != dash) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(rest.substr(0, dash)));
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // running, or not ours to ask about
+    if (fs::exists(entry.path() / kKeepMark, ec) || entry.last_write_time(ec) > an_hour_ago || ec) continue;
+    fs::remove_all(entry.path(), ec);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string pattern = ScratchParent() + "/tunedb-test-XXXXXX";
+  RemoveLeftBehind(ScratchParent());
+  std::string pattern = ScratchParent() + "/" + kPrefix + std::to_string(::getpid()) + "-XXXXXX";
   std::vector<char> buffer(pattern.begin(), pattern.end());
   buffer.push_back('\0');
   if (::mkdtemp(buffer.data()) == nullptr) {
@@ -57,6 +89,7 @@ int main(int argc, char** argv) {
   if (::getpid() == owner) {
     const char* keep = std::getenv("TUNEDB_KEEP_TEST_FILES");
     if (keep != nullptr && std::string(keep) == "1") {
+      std::ofstream(dir + "/" + kKeepMark) << "kept by TUNEDB_KEEP_TEST_FILES=1\n";
       std::fprintf(stderr, "tests: kept the test files in %s\n", dir.c_str());
     } else {
       std::error_code ignored;  // a file still open elsewhere must not fail a passing run
