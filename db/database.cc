@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -214,23 +215,37 @@ std::string HostName() {
   return name;
 }
 
+// The pid namespace's inode, from the link "pid:[4026531836]"; empty if
+// it cannot be read.
+std::string PidNamespace() {
+  std::error_code ec;
+  std::string link = std::filesystem::read_symlink("/proc/self/ns/pid", ec).string();
+  std::size_t open = link.find('['), close = link.rfind(']');
+  if (ec || open == std::string::npos || close == std::string::npos || close <= open + 1) return "";
+  return link.substr(open + 1, close - open - 1);
+}
+
+std::string ThisBoot() { return FirstLine("/proc/sys/kernel/random/boot_id"); }
+
 }  // namespace
 
 std::string ThisProcess() {
   std::string pid = std::to_string(getpid());
-  return HostName() + "/" + pid + "/" + ProcessStart(pid) + "/" + FirstLine("/proc/sys/kernel/random/boot_id");
+  return HostName() + "/" + pid + "/" + ProcessStart(pid) + "/" + ThisBoot() + "/" + PidNamespace();
 }
 
 std::optional<OwnerParts> ParseOwner(const std::string& owner) {
-  // host/pid/start/boot, read from the right: a host name has no '/'.
-  std::size_t boot_at = owner.rfind('/');
-  if (boot_at == std::string::npos || boot_at == 0) return std::nullopt;
-  std::size_t start_at = owner.rfind('/', boot_at - 1);
-  if (start_at == std::string::npos || start_at == 0) return std::nullopt;
-  std::size_t pid_at = owner.rfind('/', start_at - 1);
-  if (pid_at == std::string::npos) return std::nullopt;
-  OwnerParts p{owner.substr(0, pid_at), owner.substr(pid_at + 1, start_at - pid_at - 1),
-               owner.substr(start_at + 1, boot_at - start_at - 1), owner.substr(boot_at + 1)};
+  // host/pid/start/boot[/pidns]: a host name has no '/'.
+  std::vector<std::string> parts;
+  std::size_t from = 0;
+  while (true) {
+    std::size_t slash = owner.find('/', from);
+    parts.push_back(owner.substr(from, slash == std::string::npos ? std::string::npos : slash - from));
+    if (slash == std::string::npos) break;
+    from = slash + 1;
+  }
+  if (parts.size() != 4 && parts.size() != 5) return std::nullopt;
+  OwnerParts p{parts[0], parts[1], parts[2], parts[3], parts.size() == 5 ? parts[4] : ""};
   if (p.host.empty() || p.pid.empty() || p.pid.find_first_not_of("0123456789") != std::string::npos ||
       p.start.empty()) {
     return std::nullopt;
@@ -238,11 +253,18 @@ std::optional<OwnerParts> ParseOwner(const std::string& owner) {
   return p;
 }
 
+bool OwnerIsVisibleHere(const OwnerParts& owner) {
+  if (owner.host != HostName() || owner.boot != ThisBoot()) return false;
+  const std::string here = PidNamespace();
+  return owner.pid_namespace.empty() || here.empty() || owner.pid_namespace == here;
+}
+
 bool OwnerMayBeRunning(const std::string& owner) {
   std::optional<OwnerParts> p = ParseOwner(owner);
   if (!p) return false;
   if (p->host != HostName()) return true;
-  if (p->boot != FirstLine("/proc/sys/kernel/random/boot_id")) return false;
+  if (p->boot != ThisBoot()) return false;  // this host started again since
+  if (!OwnerIsVisibleHere(*p)) return true;  // another container's pids
   return ProcessStart(p->pid) == p->start;
 }
 

@@ -191,21 +191,31 @@ std::string HardwareFingerprint();
 
 double NowSeconds();
 
-// This process as a session owner: "host/pid/start/boot", with the pid's
-// start time (clock ticks since boot) and the boot's id, which a later
-// process given the same pid does not share.
+// This process as a session owner: "host/pid/start/boot/pidns", with the
+// pid's start time (clock ticks since boot), the boot's id, which a later
+// process given the same pid does not share, and the pid namespace the pid
+// is counted in (containers on one host share its boot, and with the
+// host's network, its name too, but not its pids).
 std::string ThisProcess();
 
 // A session owner's parts; nullopt for an empty or unreadable owner.
+// Owners written before pid namespaces have four parts, and pid_namespace
+// empty.
 struct OwnerParts {
-  std::string host, pid, start, boot;
+  std::string host, pid, start, boot, pid_namespace;
 };
 std::optional<OwnerParts> ParseOwner(const std::string& owner);
 
+// Whether this process can look at the owner's process: same host, boot
+// and pid namespace (an owner from before pid namespaces counts as in this
+// one).
+bool OwnerIsVisibleHere(const OwnerParts& owner);
+
 // Whether a session's owner may still be running: false for an empty or
-// unreadable owner, and for one on this host whose boot has passed or
-// whose process has ended; true for a live process and for any owner on
-// another host (this process cannot look there).
+// unreadable owner, and for one visible here whose boot has passed or whose
+// process has ended; true for a live process and for any owner this
+// process cannot look at (another host, another container): `tunedb db
+// release` hands such a session back once its owner is known to be gone.
 bool OwnerMayBeRunning(const std::string& owner);
 
 }  // namespace tunedb::db

@@ -37,6 +37,7 @@ struct DbOptions {
   std::string format = "script";
   std::int64_t limit = 20;
   std::string token_file;
+  std::int64_t session = 0;
 };
 
 // A mistyped path would otherwise become an empty database file.
@@ -149,16 +150,52 @@ void Records(const DbOptions& o) {
   }
 }
 
+// Where a session's owner runs, seen from here: "" (this host), " on
+// HOST", or " in another container" of this host.
+std::string OwnerPlace(const db::OwnerParts& owner) {
+  std::optional<db::OwnerParts> me = db::ParseOwner(db::ThisProcess());
+  if (!me || owner.host != me->host) return " on " + owner.host;
+  return db::OwnerIsVisibleHere(owner) ? "" : " in another container";
+}
+
 // What a session is doing, as far as this host can tell from its owner
-// (host/pid/start/boot, db::ThisProcess()).
+// (host/pid/start/boot/pidns, db::ThisProcess()).
 std::string SessionState(const db::Session& s) {
   // Not a duration: a resumed session's span holds the time it was left.
   if (s.ended != 0) return "ended " + UtcTimeText(s.ended);
   if (!db::OwnerMayBeRunning(s.owner)) return "open: the same command resumes it";
   db::OwnerParts owner = *db::ParseOwner(s.owner);  // a running owner reads
-  std::optional<db::OwnerParts> me = db::ParseOwner(db::ThisProcess());
-  bool here = me && owner.host == me->host;
-  return "running (pid " + owner.pid + (here ? "" : " on " + owner.host) + ")";
+  return "running (pid " + owner.pid + OwnerPlace(owner) + ")";
+}
+
+// `db release ID`. A tuner resumes a session left open only when it can
+// see that the session's process is gone, which it cannot for a process of
+// another host or container: such a session stays "running" after a crash.
+// The user, who knows it is gone, hands it back here; one whose process
+// runs where this command can see it is refused.
+void Release(const DbOptions& o) {
+  std::unique_ptr<db::Database> opened =
+      OpenExistingDatabase(o.db, db::SqliteDatabase::OpenMode::kReadWrite, ReadTokenFile(o.token_file));
+  std::optional<db::Session> found;
+  for (db::Session& s : opened->Sessions()) {
+    if (s.id == o.session) found = std::move(s);
+  }
+  const std::string name = "session " + std::to_string(o.session);
+  if (!found) throw UsageError(o.db + " has no " + name + " (tunedb db sessions lists them)");
+  if (found->ended != 0) throw UsageError(name + " ended at " + UtcTimeText(found->ended) + ": nothing to release");
+  if (!db::OwnerMayBeRunning(found->owner)) {
+    fmt::print("{} is open already: the same command resumes it\n", name);
+    return;
+  }
+  db::OwnerParts owner = *db::ParseOwner(found->owner);
+  if (db::OwnerIsVisibleHere(owner)) {
+    throw UsageError(name + " is running here (pid " + owner.pid +
+                     "): stop that tuner instead (Ctrl-C ends it and leaves the session open)");
+  }
+  if (!opened->ClaimSession(found->id, found->owner, "")) {
+    throw UsageError(name + " changed hands meanwhile: look again with tunedb db sessions");
+  }
+  fmt::print("released {} of pid {}{}: the same command resumes it\n", name, owner.pid, OwnerPlace(owner));
 }
 
 void Sessions(const DbOptions& o) {
@@ -418,6 +455,12 @@ void AddDbCommands(CLI::App& app) {
   add_readable_db(sessions);
   sessions->add_option("--limit", o->limit, "At most this many")->capture_default_str();
   sessions->callback([o] { Sessions(*o); });
+  CLI::App* release = dbcmd->add_subcommand(
+      "release", "Hand back an open session of a tuner on another host or container that is gone, to be resumed");
+  add_readable_db(release);
+  release->add_option("--token-file", o->token_file, "Bearer token for a server's write routes");
+  release->add_option("session", o->session, "The session's id (tunedb db sessions)")->required();
+  release->callback([o] { Release(*o); });
   CLI::App* check = dbcmd->add_subcommand(
       "check", "Check every row: the file, records' statuses and timings, programs, traces (exit 1 on damage)");
   add_db(check);

@@ -244,16 +244,27 @@ TEST(SessionOwnerTest, ARunningProcessIsToldFromOneThatEnded) {
   ASSERT_TRUE(parts.has_value()) << me;
   const std::string pid = std::to_string(getpid());
   EXPECT_EQ(parts->pid, pid);
-  EXPECT_EQ(parts->host + "/" + pid + "/" + parts->start + "/" + parts->boot, me);
-  EXPECT_FALSE(OwnerMayBeRunning(parts->host + "/" + std::to_string(child) + "/1/" + parts->boot));
+  ASSERT_FALSE(parts->pid_namespace.empty()) << me;
+  EXPECT_EQ(parts->host + "/" + pid + "/" + parts->start + "/" + parts->boot + "/" + parts->pid_namespace, me);
+  EXPECT_TRUE(OwnerIsVisibleHere(*parts));
+  const std::string ns = "/" + parts->pid_namespace;
+  EXPECT_FALSE(OwnerMayBeRunning(parts->host + "/" + std::to_string(child) + "/1/" + parts->boot + ns));
   // This pid with another start time: the pid was reused.
-  EXPECT_FALSE(OwnerMayBeRunning(parts->host + "/" + pid + "/1/" + parts->boot));
+  EXPECT_FALSE(OwnerMayBeRunning(parts->host + "/" + pid + "/1/" + parts->boot + ns));
   // This process, but before a reboot.
-  EXPECT_FALSE(OwnerMayBeRunning(parts->host + "/" + pid + "/" + parts->start + "/another-boot"));
+  EXPECT_FALSE(OwnerMayBeRunning(parts->host + "/" + pid + "/" + parts->start + "/another-boot" + ns));
+  // An owner written before pid namespaces is looked at here.
+  EXPECT_FALSE(OwnerMayBeRunning(parts->host + "/" + std::to_string(child) + "/1/" + parts->boot));
+  EXPECT_TRUE(OwnerMayBeRunning(parts->host + "/" + pid + "/" + parts->start + "/" + parts->boot));
   const std::string host = parts->host;
-  // Another host cannot be looked at, so its sessions are left alone.
+  // Another host cannot be looked at, so its sessions are left alone; nor
+  // can another container of this host (same name and boot, its own pids),
+  // where the child's pid may well be a running tuner.
   EXPECT_TRUE(OwnerMayBeRunning("another." + host + "/1/1/x"));
-  for (const char* unreadable : {"", "x", "a/b", "h/12/", "h/pid/1/b", "/1/1/b"}) {
+  const std::string in_a_container = parts->host + "/" + std::to_string(child) + "/1/" + parts->boot + "/1";
+  EXPECT_FALSE(OwnerIsVisibleHere(*ParseOwner(in_a_container)));
+  EXPECT_TRUE(OwnerMayBeRunning(in_a_container));
+  for (const char* unreadable : {"", "x", "a/b", "h/12/", "h/pid/1/b", "/1/1/b", "h/1/1/b/n/extra"}) {
     EXPECT_FALSE(ParseOwner(unreadable).has_value()) << unreadable;
     EXPECT_FALSE(OwnerMayBeRunning(unreadable)) << unreadable;
   }

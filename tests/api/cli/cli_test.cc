@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <iterator>
 #include <cstdio>
@@ -121,7 +122,7 @@ TEST(CliTest, AMistypedCommandIsNamedWithTheCommandsThere) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out,
             "tunedb: error: 'stat' is not a command of tunedb db (commands: import-tvm, export-tvm, merge, stats, "
-            "records, sessions, check)\n");
+            "records, sessions, release, check)\n");
   r = RunTunedb("e2e nosuch");  // a command's own argument is the command's to judge
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out, "tunedb: error: unknown model 'nosuch' (available: mlp)\n");
@@ -634,6 +635,48 @@ TEST(CliTune, SigkillLeavesNoTemporaryFile) {
   EXPECT_NE(stats.out.find("sessions:  1\n"), std::string::npos) << stats.out;
 }
 
+// A tuner killed in another container of this host (the same host name,
+// with the host's network, and boot, but pids of its own): this host
+// cannot tell whether it runs, so the same command leaves its session
+// alone, until the user, who knows, releases it with `db release`.
+TEST(CliTune, ASessionOfAnotherContainerIsResumedOnceReleased) {
+  std::string db = TuneDb("cli_tune_release.sqlite");
+  std::string log = ::testing::TempDir() + "/cli_tune_release.log";
+  std::string args = "tune --workload matmul:M=32,N=32,K=32 --trials 48 --batch 16 --db " + db + kSmallTune;
+  pid_t pid = StartTunedbUntil("", args, log, "16/48 trials");
+  ASSERT_GT(pid, 0);
+  kill(-pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << ReadAll(log);
+  // Its owner as a process of another pid namespace would have written it.
+  std::string owner = Sql(db, "SELECT owner FROM sessions WHERE id = 1");
+  ASSERT_EQ(std::count(owner.begin(), owner.end(), '/'), 4) << owner;
+  owner = owner.substr(0, owner.rfind('/')) + "/1";
+  Sql(db, "UPDATE sessions SET owner = '" + owner + "' WHERE id = 1");
+  const std::string pid_text = std::to_string(pid);
+
+  Result listed = RunTunedb("db sessions --db " + db);
+  EXPECT_NE(listed.out.find("running (pid " + pid_text + " in another container)"), std::string::npos) << listed.out;
+  Result r = RunTunedb("db release 1 --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "released session 1 of pid " + pid_text +
+                       " in another container: the same command resumes it\n");
+  EXPECT_EQ(RunTunedb("db release 1 --db " + db).out, "session 1 is open already: the same command resumes it\n");
+  Result again = RunTunedb(args);
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_NE(again.out.find("resuming a session with"), std::string::npos) << again.out;
+  EXPECT_NE(RunTunedb("db stats --db " + db).out.find("sessions:  1\n"), std::string::npos);
+
+  r = RunTunedb("db release 1 --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out.rfind("tunedb: error: session 1 ended at 20", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find(": nothing to release\n"), std::string::npos) << r.out;
+  r = RunTunedb("db release 7 --db " + db);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: " + db + " has no session 7 (tunedb db sessions lists them)\n");
+}
+
 // The same command run twice at once: the second leaves the first's
 // session to it and runs its own, with its own budget. It used to take
 // the running session over as if resuming it, so the two shared one
@@ -646,6 +689,10 @@ TEST(CliTune, TheSameCommandTwiceAtOnceRunsTwoSessions) {
   ASSERT_GT(first, 0);
   Result listed = RunTunedb("db sessions --db " + db);
   EXPECT_NE(listed.out.find("running (pid " + std::to_string(first) + ")"), std::string::npos) << listed.out;
+  Result refused = RunTunedb("db release 1 --db " + db);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_EQ(refused.out, "tunedb: error: session 1 is running here (pid " + std::to_string(first) +
+                             "): stop that tuner instead (Ctrl-C ends it and leaves the session open)\n");
   Result second = RunTunedb(args);
   int status = 0;
   waitpid(first, &status, 0);
