@@ -78,8 +78,15 @@ namespace {
 // The ok records of one workload in a database, by what identifies a
 // measurement across databases once later timings have changed its
 // run_secs (and with them the dedupe key): target, program, commit time.
+// Only ids and timings are kept (traces run to kilobytes; the program is
+// kept as a hash, which the commit time and a shared timing back up).
 class MeasuredCopies {
  public:
+  struct Copy {
+    std::int64_t id;
+    std::vector<double> run_secs;
+  };
+
   MeasuredCopies(Database& db, const std::string& workload_hash) {
     RecordQuery q;
     q.workload_hash = workload_hash;
@@ -89,16 +96,16 @@ class MeasuredCopies {
       std::vector<TuningRecord> page = db.Records(q);
       if (page.empty()) break;
       q.after_id = page.back().id;
-      for (TuningRecord& r : page) copies_[Key(r)].push_back(std::move(r));
+      for (TuningRecord& r : page) copies_[KeyOf(r)].push_back({r.id, std::move(r.run_secs)});
     }
   }
 
   // The copy of `r` here: same key and at least one timing in common (two
   // measurements of one program in one commit share no timing).
-  TuningRecord* Find(const TuningRecord& r) {
-    auto it = copies_.find(Key(r));
+  Copy* Find(const TuningRecord& r) {
+    auto it = copies_.find(KeyOf(r));
     if (it == copies_.end()) return nullptr;
-    for (TuningRecord& copy : it->second) {
+    for (Copy& copy : it->second) {
       for (double s : r.run_secs) {
         if (std::find(copy.run_secs.begin(), copy.run_secs.end(), s) != copy.run_secs.end()) return &copy;
       }
@@ -107,10 +114,9 @@ class MeasuredCopies {
   }
 
  private:
-  static std::tuple<std::string, std::string, double> Key(const TuningRecord& r) {
-    return {r.target, r.trace, r.created};
-  }
-  std::map<std::tuple<std::string, std::string, double>, std::vector<TuningRecord>> copies_;
+  using CopyKey = std::tuple<std::string, std::size_t, double>;
+  static CopyKey KeyOf(const TuningRecord& r) { return {r.target, std::hash<std::string>{}(r.trace), r.created}; }
+  std::map<CopyKey, std::vector<Copy>> copies_;
 };
 
 // The timings of `theirs` that `ours` lacks, counted with multiplicity: a
@@ -151,7 +157,7 @@ MergeCounts Merge(Database& into, Database& from) {
                               " of the database merged from: status ok without a timing (tunedb db check lists "
                               "every such record)");
         }
-        if (TuningRecord* copy = r.status == RecordStatus::kOk ? copies.Find(r) : nullptr) {
+        if (MeasuredCopies::Copy* copy = r.status == RecordStatus::kOk ? copies.Find(r) : nullptr) {
           std::vector<double> missing = TimingsMissing(copy->run_secs, r.run_secs);
           if (!missing.empty() && into.AddTimings(copy->id, missing)) {
             copy->run_secs = WithLaterTimings(copy->id, copy->run_secs, missing);
