@@ -594,10 +594,18 @@ class Tuner {
   }
 
   // The database's best record of a task that can be served (the server
-  // and `tunedb best` skip damaged ones too).
+  // and `tunedb best` skip damaged ones too) and that this build replays
+  // onto the task's program, as the history it learns from: the report
+  // prints it as a script, which a trace of a newer tunedb cannot give.
   std::optional<db::TuningRecord> ServedBest(const Task& task) {
     for (db::TuningRecord& r : db_.TopK(task.hash, target_, 16)) {
-      if (db::ServingProblem(r).empty()) return std::move(r);
+      if (!db::ServingProblem(r).empty()) continue;
+      try {
+        ir::ReplayTrace(task.workload.func, ir::Trace::FromJsonText(r.trace), 0);
+      } catch (const ir::IrError&) {
+        continue;
+      }
+      return std::move(r);
     }
     return std::nullopt;
   }

@@ -312,6 +312,35 @@ TEST(Tuner, TheFinalCheckTakesTheBestFromARecordThatWasAFluke) {
   EXPECT_GE(timed_again, 4);
 }
 
+// A record whose trace this build cannot replay (written by a newer
+// tunedb, or damaged inside valid JSON) is not timed by the final check,
+// nor reported as the session's best after it: `tunedb tune` prints the
+// best as a script, and reading this one would fail the command at its
+// very end, after every trial was spent.
+TEST(Tuner, TheBestAfterTheFinalCheckIsOneThisBuildCanReplay) {
+  const std::string spec = "matmul:M=32,N=32,K=32";
+  ir::Workload w = ir::BuildWorkload(spec);
+  TuneOptions o = SmallTune(spec, 8);
+  o.measure_baseline = false;
+  db::SqliteDatabase database(FreshDb("tuner_unreadable_best.sqlite"));
+  database.CommitWorkload(
+      {ir::WorkloadHash(w.func), spec, "tunedb", ir::CanonicalEncoding(w.func), ir::ProgramToJson(w.func)});
+  db::TuningRecord newer;
+  newer.workload_hash = ir::WorkloadHash(w.func);
+  newer.target = o.measure.target.ToString();
+  newer.trace = R"([[["AnInstructionOfANewerTunedb", [], [], []]], []])";
+  newer.run_secs = {1e-9};
+  database.CommitRecords({newer});
+  ASSERT_EQ(db::ServingProblem(newer), "");  // valid JSON, a time: only replaying it fails
+
+  TuneReport r = Tune(database, o);
+  EXPECT_GE(r.final_check_rounds, 1);
+  ASSERT_FALSE(r.tasks[0].best_trace.empty());
+  EXPECT_NE(r.tasks[0].best_trace, newer.trace);
+  EXPECT_NO_THROW(ir::ReplayTrace(w.func, ir::Trace::FromJsonText(r.tasks[0].best_trace), 0));
+  EXPECT_GT(r.tasks[0].best_secs, 1e-8);
+}
+
 // Another tuner's records, committed while this session runs (two
 // identical commands at once, or machines tuning into one server), are
 // read before each batch: their programs are not measured again here, and
