@@ -193,7 +193,10 @@ void Release(const DbOptions& o) {
                      "): stop that tuner instead (Ctrl-C ends it and leaves the session open)");
   }
   if (!opened->ClaimSession(found->id, found->owner, "")) {
-    throw UsageError(name + " changed hands meanwhile: look again with tunedb db sessions");
+    // The owner changed since it was read, or a server older than owners
+    // (which answers every claim "not claimed").
+    throw UsageError(name + " was not released: its owner changed meanwhile (look again with tunedb db sessions)" +
+                     (api::IsRemoteDatabase(o.db) ? ", or the server is older than session owners" : ""));
   }
   fmt::print("released {} of pid {}{}: the same command resumes it\n", name, owner.pid, OwnerPlace(owner));
 }
