@@ -537,7 +537,9 @@ class Tuner {
   // programs together; when the best after it is one that was not timed
   // (the round ran in a slow moment and the checked records fell behind an
   // unchecked one), a next round takes it in, up to three rounds. A record
-  // this build cannot replay is left as it is.
+  // this build cannot replay is left as it is, and so is one measured on
+  // other hardware (a merged database, a shared server): its timings are
+  // that machine's, and this one's would not belong with them.
   void TimeTheBestTogether() {
     if (o_.final_check < 2) return;
     constexpr int kMaxRounds = 3;
@@ -547,13 +549,14 @@ class Tuner {
       std::set<std::int64_t> checked;
       for (int round = 0; round < kMaxRounds && !Stopped(); ++round) {
         std::optional<db::TuningRecord> top = ServedBest(task);
-        if (!top || (round > 0 && checked.count(top->id))) break;
+        if (!top || (round > 0 && (checked.count(top->id) || top->hardware != hardware_))) break;
         std::vector<ir::PrimFunc> kernels;
         std::vector<std::int64_t> ids;
         std::set<std::string> traces;
         for (const db::TuningRecord& r : db_.TopK(task.hash, target_, 2 * o_.final_check)) {
           if (static_cast<int>(kernels.size()) == o_.final_check) break;
           if (!db::ServingProblem(r).empty()) continue;   // damaged: never served (db check names it)
+          if (r.hardware != hardware_) continue;
           if (!traces.insert(r.trace).second) continue;  // one program timed in two sessions
           try {
             kernels.push_back(ir::ReplayTrace(task.workload.func, ir::Trace::FromJsonText(r.trace), 0).func());

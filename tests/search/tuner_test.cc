@@ -283,6 +283,7 @@ TEST(Tuner, TheFinalCheckTakesTheBestFromARecordThatWasAFluke) {
     fluke.target = o.measure.target.ToString();
     fluke.trace = unscheduled;
     fluke.run_secs = {1e-9};
+    fluke.hardware = db::HardwareFingerprint();  // measured here, as if by an earlier session
     db->CommitRecords({fluke});
     return db;
   };
@@ -310,6 +311,44 @@ TEST(Tuner, TheFinalCheckTakesTheBestFromARecordThatWasAFluke) {
   int timed_again = 0;
   for (const db::TuningRecord& r : top) timed_again += r.run_secs.size() >= 1 + 3u * o.measure.repeat;
   EXPECT_GE(timed_again, 4);
+}
+
+// A record measured on other hardware (a merged database, a shared
+// server) under the same target string keeps its timings: the final check
+// times this machine's records only, and adds this machine's timings to
+// those alone.
+TEST(Tuner, TheFinalCheckLeavesRecordsOfOtherHardwareAsTheyAre) {
+  const std::string spec = "matmul:M=32,N=32,K=32";
+  ir::Workload w = ir::BuildWorkload(spec);
+  const std::string unscheduled = ir::Schedule(w.func, 0).trace().ToJson().dump();
+  TuneOptions o = SmallTune(spec, 8);
+  o.measure_baseline = false;
+  db::SqliteDatabase database(FreshDb("tuner_other_hardware.sqlite"));
+  database.CommitWorkload(
+      {ir::WorkloadHash(w.func), spec, "tunedb", ir::CanonicalEncoding(w.func), ir::ProgramToJson(w.func)});
+  db::TuningRecord elsewhere;
+  elsewhere.workload_hash = ir::WorkloadHash(w.func);
+  elsewhere.target = o.measure.target.ToString();
+  elsewhere.trace = unscheduled;
+  elsewhere.run_secs = {1e-9, 2e-9};
+  elsewhere.hardware = "Another CPU; 2 cores";
+  database.CommitRecords({elsewhere});
+
+  TuneReport r = Tune(database, o);
+  EXPECT_GE(r.final_check_rounds, 1);
+  int timed_again = 0;
+  for (const db::TuningRecord& rec : database.TopK(ir::WorkloadHash(w.func), o.measure.target.ToString(), 100)) {
+    if (rec.hardware == elsewhere.hardware) {
+      EXPECT_EQ(rec.run_secs, elsewhere.run_secs) << "another machine's record took this machine's timings";
+    } else {
+      EXPECT_EQ(rec.hardware, db::HardwareFingerprint());
+      timed_again += rec.run_secs.size() >= 1 + 3u * o.measure.repeat;
+    }
+  }
+  EXPECT_GE(timed_again, 2);
+  // It is still the database's best (nothing here can speak for that
+  // machine's timings), and the report says so.
+  EXPECT_EQ(r.tasks[0].best_trace, unscheduled);
 }
 
 // A record whose trace this build cannot replay (written by a newer
