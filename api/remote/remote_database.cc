@@ -383,7 +383,11 @@ bool RemoteDatabase::ClaimSession(std::int64_t id, const std::string& expected, 
 }
 
 bool RemoteDatabase::AddTimings(std::int64_t record_id, const std::vector<double>& run_secs) {
-  json body = {{"run_secs", run_secs}};
+  // A record keeps its newest kMaxTimings, which is also what the route
+  // takes at once: newer timings than those would push every earlier one
+  // out, so the newest kMaxTimings alone leave the record as all of them
+  // would. Every timing is checked first, as a file's database does.
+  json body = {{"run_secs", db::WithLaterTimings(record_id, {}, run_secs)}};
   const std::string route = "/v1/records/" + std::to_string(record_id) + "/timings";
   std::optional<json> answer = impl_->CallOrNotFound(http::verb::post, route, &body);
   // Every tunedb server answers a path it does not know with "no route":

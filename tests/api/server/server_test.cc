@@ -846,6 +846,18 @@ TEST_F(ServerTest, LaterTimingsOfARecordGoThroughTheServer) {
   EXPECT_EQ(served.back().run_secs, after.back().run_secs);
   EXPECT_FALSE(remote.AddTimings(999999, {1e-6}));
 
+  // More timings than a record keeps (a final check at --repeat 25 takes
+  // 75): the record keeps the newest 64, as a file would, though the route
+  // takes at most 64 at once.
+  std::vector<double> many;
+  for (int i = 1; i <= 100; ++i) many.push_back(i * 1e-6);
+  EXPECT_TRUE(remote.AddTimings(top[1].id, many));
+  for (const db::TuningRecord& r : db::SqliteDatabase(path_).TopK(hash_, kTarget, 12)) {
+    if (r.id == top[1].id) {
+      EXPECT_EQ(r.run_secs, std::vector<double>(many.end() - 64, many.end()));
+    }
+  }
+
   std::string path = "/v1/records/" + std::to_string(top[1].id) + "/timings";
   EXPECT_EQ(Call(port_, http::verb::post, path, R"({"run_secs": [1e-6]})").status, 401);
   for (const char* bad : {R"({})", R"({"run_secs": []})", R"({"run_secs": [0]})", R"({"run_secs": ["1"]})",
