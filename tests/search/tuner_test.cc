@@ -265,6 +265,26 @@ TEST(Tuner, ASessionBesideARunningOneOfTheSameCommandSamplesOtherPrograms) {
   EXPECT_LE(shared, 2u) << "the session beside the running one measured its programs again";
 }
 
+// A new database file holding `spec`'s workload and one record planted
+// in it, as an earlier session, another machine or a newer tunedb would
+// have stored it.
+std::unique_ptr<db::SqliteDatabase> DatabaseWithARecord(const std::string& name, const std::string& spec,
+                                                        const TuneOptions& o, const std::string& trace,
+                                                        std::vector<double> run_secs, const std::string& hardware) {
+  ir::Workload w = ir::BuildWorkload(spec);
+  auto database = std::make_unique<db::SqliteDatabase>(FreshDb(name));
+  database->CommitWorkload(
+      {ir::WorkloadHash(w.func), spec, "tunedb", ir::CanonicalEncoding(w.func), ir::ProgramToJson(w.func)});
+  db::TuningRecord planted;
+  planted.workload_hash = ir::WorkloadHash(w.func);
+  planted.target = o.measure.target.ToString();
+  planted.trace = trace;
+  planted.run_secs = std::move(run_secs);
+  planted.hardware = hardware;
+  database->CommitRecords({planted});
+  return database;
+}
+
 // A record whose stored timing was a fluke (here: the unscheduled program
 // recorded at a nanosecond) is the database's best until the session's
 // final check times it beside the best kernels: its later timings join its
@@ -275,17 +295,9 @@ TEST(Tuner, TheFinalCheckTakesTheBestFromARecordThatWasAFluke) {
   const std::string spec = "matmul:M=64,N=64,K=64";
   ir::Workload w = ir::BuildWorkload(spec);
   const std::string unscheduled = ir::Schedule(w.func, 0).trace().ToJson().dump();
+  // Measured here, as if by an earlier session.
   auto database_with_a_fluke = [&](const std::string& name, const TuneOptions& o) {
-    auto db = std::make_unique<db::SqliteDatabase>(FreshDb(name));
-    db->CommitWorkload({ir::WorkloadHash(w.func), spec, "tunedb", ir::CanonicalEncoding(w.func), ir::ProgramToJson(w.func)});
-    db::TuningRecord fluke;
-    fluke.workload_hash = ir::WorkloadHash(w.func);
-    fluke.target = o.measure.target.ToString();
-    fluke.trace = unscheduled;
-    fluke.run_secs = {1e-9};
-    fluke.hardware = db::HardwareFingerprint();  // measured here, as if by an earlier session
-    db->CommitRecords({fluke});
-    return db;
+    return DatabaseWithARecord(name, spec, o, unscheduled, {1e-9}, db::HardwareFingerprint());
   };
   TuneOptions o = SmallTune(spec, 8);
   o.measure_baseline = false;
@@ -323,23 +335,17 @@ TEST(Tuner, TheFinalCheckLeavesRecordsOfOtherHardwareAsTheyAre) {
   const std::string unscheduled = ir::Schedule(w.func, 0).trace().ToJson().dump();
   TuneOptions o = SmallTune(spec, 8);
   o.measure_baseline = false;
-  db::SqliteDatabase database(FreshDb("tuner_other_hardware.sqlite"));
-  database.CommitWorkload(
-      {ir::WorkloadHash(w.func), spec, "tunedb", ir::CanonicalEncoding(w.func), ir::ProgramToJson(w.func)});
-  db::TuningRecord elsewhere;
-  elsewhere.workload_hash = ir::WorkloadHash(w.func);
-  elsewhere.target = o.measure.target.ToString();
-  elsewhere.trace = unscheduled;
-  elsewhere.run_secs = {1e-9, 2e-9};
-  elsewhere.hardware = "Another CPU; 2 cores";
-  database.CommitRecords({elsewhere});
+  const std::vector<double> elsewhere_secs = {1e-9, 2e-9};
+  const std::string elsewhere = "Another CPU; 2 cores";
+  auto owned = DatabaseWithARecord("tuner_other_hardware.sqlite", spec, o, unscheduled, elsewhere_secs, elsewhere);
+  db::SqliteDatabase& database = *owned;
 
   TuneReport r = Tune(database, o);
   EXPECT_GE(r.final_check_rounds, 1);
   int timed_again = 0;
   for (const db::TuningRecord& rec : database.TopK(ir::WorkloadHash(w.func), o.measure.target.ToString(), 100)) {
-    if (rec.hardware == elsewhere.hardware) {
-      EXPECT_EQ(rec.run_secs, elsewhere.run_secs) << "another machine's record took this machine's timings";
+    if (rec.hardware == elsewhere) {
+      EXPECT_EQ(rec.run_secs, elsewhere_secs) << "another machine's record took this machine's timings";
     } else {
       EXPECT_EQ(rec.hardware, db::HardwareFingerprint());
       timed_again += rec.run_secs.size() >= 1 + 3u * o.measure.repeat;
@@ -361,21 +367,16 @@ TEST(Tuner, TheBestAfterTheFinalCheckIsOneThisBuildCanReplay) {
   ir::Workload w = ir::BuildWorkload(spec);
   TuneOptions o = SmallTune(spec, 8);
   o.measure_baseline = false;
-  db::SqliteDatabase database(FreshDb("tuner_unreadable_best.sqlite"));
-  database.CommitWorkload(
-      {ir::WorkloadHash(w.func), spec, "tunedb", ir::CanonicalEncoding(w.func), ir::ProgramToJson(w.func)});
-  db::TuningRecord newer;
-  newer.workload_hash = ir::WorkloadHash(w.func);
-  newer.target = o.measure.target.ToString();
-  newer.trace = R"([[["AnInstructionOfANewerTunedb", [], [], []]], []])";
-  newer.run_secs = {1e-9};
-  database.CommitRecords({newer});
-  ASSERT_EQ(db::ServingProblem(newer), "");  // valid JSON, a time: only replaying it fails
+  const std::string newer = R"([[["AnInstructionOfANewerTunedb", [], [], []]], []])";
+  auto owned = DatabaseWithARecord("tuner_unreadable_best.sqlite", spec, o, newer, {1e-9}, db::HardwareFingerprint());
+  db::SqliteDatabase& database = *owned;
+  // Valid JSON and a time: only replaying it fails.
+  ASSERT_EQ(db::ServingProblem(database.TopK(ir::WorkloadHash(w.func), o.measure.target.ToString(), 1)[0]), "");
 
   TuneReport r = Tune(database, o);
   EXPECT_GE(r.final_check_rounds, 1);
   ASSERT_FALSE(r.tasks[0].best_trace.empty());
-  EXPECT_NE(r.tasks[0].best_trace, newer.trace);
+  EXPECT_NE(r.tasks[0].best_trace, newer);
   EXPECT_NO_THROW(ir::ReplayTrace(w.func, ir::Trace::FromJsonText(r.tasks[0].best_trace), 0));
   EXPECT_GT(r.tasks[0].best_secs, 1e-8);
 }
