@@ -558,10 +558,9 @@ class Tuner {
           if (!db::ServingProblem(r).empty()) continue;   // damaged: never served (db check names it)
           if (r.hardware != hardware_) continue;
           if (!traces.insert(r.trace).second) continue;  // one program timed in two sessions
-          try {
-            kernels.push_back(ir::ReplayTrace(task.workload.func, ir::Trace::FromJsonText(r.trace), 0).func());
+          if (std::optional<ir::PrimFunc> kernel = Replayed(task, r.trace)) {
+            kernels.push_back(std::move(*kernel));
             ids.push_back(r.id);
-          } catch (const std::exception&) {
           }
         }
         if (kernels.size() < 2) break;
@@ -602,15 +601,19 @@ class Tuner {
   // prints it as a script, which a trace of a newer tunedb cannot give.
   std::optional<db::TuningRecord> ServedBest(const Task& task) {
     for (db::TuningRecord& r : db_.TopK(task.hash, target_, 16)) {
-      if (!db::ServingProblem(r).empty()) continue;
-      try {
-        ir::ReplayTrace(task.workload.func, ir::Trace::FromJsonText(r.trace), 0);
-      } catch (const ir::IrError&) {
-        continue;
-      }
-      return std::move(r);
+      if (db::ServingProblem(r).empty() && Replayed(task, r.trace)) return std::move(r);
     }
     return std::nullopt;
+  }
+
+  // A stored trace replayed onto the task's program; nullopt for one this
+  // build cannot read or apply (damaged, or a newer tunedb's).
+  static std::optional<ir::PrimFunc> Replayed(const Task& task, const std::string& trace) {
+    try {
+      return ir::ReplayTrace(task.workload.func, ir::Trace::FromJsonText(trace), 0).func();
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
   }
 
   void MeasureBaselines() {
