@@ -105,8 +105,9 @@ TEST(Tuner, TunesASmallMatmulIntoARealDatabaseAndResumesWithoutRemeasuring) {
     // (measure/runner.h) and keep two timings, or, if the look brings them
     // back within reach, three, and five if that makes them contenders.
     // At the end, the four best were timed together (3 passes of 2
-    // repeats), and a round more takes in an unchecked best, if any
-    // (TheFinalCheckTakesTheBestFromARecordThatWasAFluke).
+    // repeats), and while an unchecked record leads, a round more times
+    // the four best again, up to three rounds: 4 to 12 records
+    // (TheFinalCheckTakesTheBestFromARecordThatWasAFluke). CI saw 8.
     EXPECT_GE(best[0].run_secs.size(), 4u);
     int confirmed = 0, checked = 0;
     for (const db::TuningRecord& rec : AllRecords(database)) {
@@ -116,7 +117,7 @@ TEST(Tuner, TunesASmallMatmulIntoARealDatabaseAndResumesWithoutRemeasuring) {
       confirmed += rec.run_secs.size() >= 4u;
     }
     EXPECT_GE(checked, 4);
-    EXPECT_LE(checked, 6);
+    EXPECT_LE(checked, 12);
     EXPECT_GE(confirmed, 1);
     EXPECT_LT(confirmed, 24);
     // Where the time went: every phase took some, and together they
