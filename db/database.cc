@@ -61,6 +61,46 @@ std::vector<double> WithLaterTimings(std::int64_t record_id, std::vector<double>
   return earlier;
 }
 
+std::string CanonicalTarget(const std::string& target) {
+  std::istringstream in(target);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  auto joined = [](const std::vector<std::string>& parts) {
+    std::string out;
+    for (const std::string& p : parts) out += (out.empty() ? "" : " ") + p;
+    return out;
+  };
+  if (words.empty() || words[0] != "llvm") return joined(words);
+  // Options by name ("mcpu"), each with its whole word ("-mcpu=znver4").
+  std::map<std::string, std::string> options;
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    if (w.size() < 2 || w[0] != '-') return joined(words);
+    std::size_t eq = w.find('=');
+    std::string name = w.substr(1, eq == std::string::npos ? std::string::npos : eq - 1);
+    std::string word = w;
+    if (name == "num-cores" && eq != std::string::npos) {
+      // "-num-cores=02" is the target tunedb parses as 2.
+      std::string value = w.substr(eq + 1);
+      if (!value.empty() && value.find_first_not_of("0123456789") == std::string::npos) {
+        value.erase(0, std::min(value.find_first_not_of('0'), value.size() - 1));
+        word = "-num-cores=" + value;
+      }
+    }
+    if (name == "keys" && word == "-keys=cpu") continue;
+    if (!options.emplace(name, word).second) return joined(words);
+  }
+  std::vector<std::string> out = {"llvm"};
+  for (const char* first : {"mcpu", "mattr", "num-cores"}) {
+    if (auto it = options.find(first); it != options.end()) {
+      out.push_back(it->second);
+      options.erase(it);
+    }
+  }
+  for (const auto& [name, word] : options) out.push_back(word);
+  return joined(out);
+}
+
 std::string ServingProblem(const TuningRecord& record) {
   if (!nlohmann::json::accept(record.trace)) return "its trace is not valid JSON";
   if (!std::isfinite(record.Median())) return "its run_secs do not read as seconds";

@@ -270,6 +270,26 @@ TEST(SessionOwnerTest, ARunningProcessIsToldFromOneThatEnded) {
   }
 }
 
+TEST(CanonicalTargetTest, OneTargetSpelledTwoWaysHasOneName) {
+  const std::string ours = "llvm -mcpu=znver4 -num-cores=2";
+  EXPECT_EQ(CanonicalTarget(ours), ours);
+  EXPECT_EQ(CanonicalTarget("llvm -num-cores=2 -mcpu=znver4"), ours);
+  EXPECT_EQ(CanonicalTarget("  llvm   -mcpu=znver4\t-num-cores=02 "), ours);
+  EXPECT_EQ(CanonicalTarget("llvm -keys=cpu -mcpu=znver4 -num-cores=2"), ours) << "TVM's str(target)";
+  EXPECT_EQ(CanonicalTarget("llvm -num-cores=4 -mattr=+avx2,-avx512f -mcpu=znver4"),
+            "llvm -mcpu=znver4 -mattr=+avx2,-avx512f -num-cores=4");
+  // Options tunedb does not print keep their place in the name, after its own.
+  EXPECT_EQ(CanonicalTarget("llvm -model=xeon -mtriple=x86_64-linux-gnu -num-cores=2 -mcpu=znver4"),
+            "llvm -mcpu=znver4 -num-cores=2 -model=xeon -mtriple=x86_64-linux-gnu");
+  EXPECT_EQ(CanonicalTarget("llvm -keys=arm_cpu,cpu -mcpu=cortex-a72"), "llvm -mcpu=cortex-a72 -keys=arm_cpu,cpu");
+  EXPECT_EQ(CanonicalTarget("llvm -num-cores=0"), "llvm -num-cores=0");
+  // Not this function's to read: only the spaces change.
+  EXPECT_EQ(CanonicalTarget("llvm -num-cores=2 -mcpu=znver4 -mcpu=znver3"), "llvm -num-cores=2 -mcpu=znver4 -mcpu=znver3");
+  EXPECT_EQ(CanonicalTarget("cuda  -arch=sm_86"), "cuda -arch=sm_86");
+  EXPECT_EQ(CanonicalTarget("llvm znver4"), "llvm znver4");
+  EXPECT_EQ(CanonicalTarget(""), "");
+}
+
 TEST(DifferentialTest, RandomOperationsAgree) {
   std::string path = ::testing::TempDir() + "/differential.sqlite";
   std::filesystem::remove(path);
