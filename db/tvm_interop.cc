@@ -26,7 +26,7 @@ WorkloadInput TvmWorkloadInput(const std::string& hash, const std::string& modul
 
 std::string TargetStringFromTvm(const std::string& target_json) {
   json t = json::parse(target_json, nullptr, false);
-  if (t.is_string()) return t.get<std::string>();
+  if (t.is_string()) return CanonicalTarget(t.get<std::string>());
   if (!t.is_object()) return target_json;
   std::string s = t.value("kind", std::string("llvm"));
   if (t.contains("mcpu") && t["mcpu"].is_string()) s += " -mcpu=" + t["mcpu"].get<std::string>();

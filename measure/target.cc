@@ -203,6 +203,8 @@ Target Target::Parse(const std::string& text) {
       t.num_cores = static_cast<int>(cores);
     } else if (word.rfind("-mtriple=", 0) == 0) {
       CheckTripleIsHost(text, word.substr(9));
+    } else if (word == "-keys=cpu") {
+      // TVM's default keys of an llvm target, which its str(target) prints.
     } else if (word.rfind("-mattr=", 0) == 0) {
       t.mattr = word.substr(7);
       CheckFeaturesKnown(text, t.mattr);

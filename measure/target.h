@@ -28,8 +28,9 @@ struct Target {
   // features.
   static Target Host();
   // Parses a target string. -mcpu defaults to the host's; a CPU equal to
-  // the host's takes the host's features. -mtriple may only name
-  // this machine's (kernels are measured here). Throws
+  // the host's takes the host's features. -mtriple may only name this
+  // machine's (kernels are measured here). TVM's "-keys=cpu", which its
+  // str(target) prints, is taken and left out. Throws
   // std::invalid_argument naming the bad part, a CPU that LLVM does not
   // know included.
   static Target Parse(const std::string& text);

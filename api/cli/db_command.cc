@@ -131,7 +131,7 @@ void Records(const DbOptions& o) {
   db::Database& d = *opened;
   db::RecordQuery q;
   q.workload_hash = HashOf(o);
-  if (!o.target.empty()) q.target = o.target;
+  if (!o.target.empty()) q.target = db::CanonicalTarget(o.target);
   q.limit = o.limit;
   std::vector<db::TuningRecord> records = d.Records(q);
   fmt::print("{:>8}  {:<12} {:>12}  {:<36} {}\n", "id", "status", "median", "target", "error");
@@ -227,7 +227,7 @@ void Best(const DbOptions& o) {
   std::unique_ptr<db::Database> opened = OpenExistingDatabase(o.db);
   db::Database& d = *opened;
   std::string hash = HashOf(o);
-  std::string target = o.target.empty() ? measure::Target::Host().ToString() : o.target;
+  std::string target = db::CanonicalTarget(o.target.empty() ? measure::Target::Host().ToString() : o.target);
   // The program the record's trace must replay onto: the one named, or
   // the stored one (none for an imported TVM workload, which is opaque).
   std::optional<ir::PrimFunc> program;

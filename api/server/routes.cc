@@ -293,7 +293,10 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       models_->work[hash] = work;
       return work;
     };
-    auto best = [&](const std::string& hash, const std::string& target, int k, bool allow_nearest) {
+    auto best = [&](const std::string& hash, const std::string& asked, int k, bool allow_nearest) {
+      // A compiler's str(target) names the records a tuner stored under its
+      // own spelling of the same target.
+      const std::string target = db::CanonicalTarget(asked);
       json out = {{"workload_hash", hash}, {"target", target}, {"exact", true}};
       std::string served = target;
       std::vector<db::TuningRecord> records = database.TopK(hash, target, k);
@@ -451,7 +454,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
     if (route == "/v1/records" && req.method == "GET") {
       db::RecordQuery q;
       if (auto it = req.query.find("workload"); it != req.query.end() && !it->second.empty()) q.workload_hash = it->second;
-      if (auto it = req.query.find("target"); it != req.query.end() && !it->second.empty()) q.target = it->second;
+      if (auto it = req.query.find("target"); it != req.query.end() && !it->second.empty()) q.target = db::CanonicalTarget(it->second);
       if (auto it = req.query.find("status"); it != req.query.end() && !it->second.empty()) {
         try {
           q.status = db::ParseStatus(it->second);
@@ -492,7 +495,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
         r.workload_hash = j["workload_hash"].get<std::string>();
         if (!database.FindWorkload(r.workload_hash)) Fail(400, at + ": no workload with hash " + r.workload_hash);
         if (!j.contains("target") || !j["target"].is_string()) Fail(400, at + ".target is required");
-        r.target = j["target"].get<std::string>();
+        r.target = db::CanonicalTarget(j["target"].get<std::string>());
         if (!j.contains("trace")) Fail(400, at + ".trace is required");
         try {
           const json& t = j["trace"];
@@ -552,7 +555,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       try {
         s.command = body.value("command", std::string());
         s.host = body.value("host", std::string());
-        s.target = body.value("target", std::string());
+        s.target = db::CanonicalTarget(body.value("target", std::string()));
         s.strategy = body.value("strategy", std::string());
         s.seed = body.value("seed", std::uint64_t{0});
         s.trials = body.value("trials", std::int64_t{0});

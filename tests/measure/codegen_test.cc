@@ -700,6 +700,9 @@ TEST(TargetTest, ParseAndPrint) {
   EXPECT_THROW(Target::Parse("llvm -num-cores=zero"), std::invalid_argument);
   EXPECT_THROW(Target::Parse("llvm -frobnicate"), std::invalid_argument);
   EXPECT_EQ(Target::Parse("llvm -mcpu=generic").cpu, "generic");
+  // TVM's own printing of a target: its default keys, options in its order.
+  EXPECT_EQ(Target::Parse("llvm -keys=cpu -num-cores=2 -mcpu=znver4").ToString(), "llvm -mcpu=znver4 -num-cores=2");
+  EXPECT_THROW(Target::Parse("llvm -keys=arm_cpu,cpu -mcpu=znver4"), std::invalid_argument);
 }
 
 // A core count becomes that many pool threads when a kernel runs: 100000

@@ -28,6 +28,7 @@
 #include "ir/structural.h"
 #include "ir/workload_lang.h"
 #include "ir/workloads.h"
+#include "measure/target.h"
 #include "search/space.h"
 #include "search/tuner.h"
 
@@ -224,6 +225,36 @@ TEST_F(ServerTest, BestForTheExactTargetAndTheNearestOne) {
   Reply no_target = Call(port_, http::verb::get, "/v1/workloads/" + hash_ + "/best");
   EXPECT_EQ(no_target.status, 400);
   EXPECT_NE(no_target.Json()["error"].get<std::string>().find("target"), std::string::npos);
+}
+
+// A compiler asks with its own spelling of a target (TVM's str(target)
+// adds "-keys=cpu" and orders options its way), and a client may post
+// records so: both meet the records the tuner stored as
+// measure::Target::ToString prints them.
+TEST_F(ServerTest, ATargetHasOneNameHoweverItIsSpelled) {
+  StartServer();
+  const std::string tvm = "llvm%20-keys%3Dcpu%20-num-cores%3D2%20-mcpu%3Dznver4";
+  json best = Call(port_, http::verb::get, "/v1/workloads/" + hash_ + "/best?nearest=0&target=" + tvm).Json();
+  EXPECT_TRUE(best["exact"].get<bool>());
+  EXPECT_EQ(best["target"], kTarget);
+  EXPECT_EQ(best["records"].size(), 1u);
+  json query = {{"spec", workload_.spec}, {"target", "llvm  -num-cores=2 -mcpu=znver4"}};
+  EXPECT_TRUE(Call(port_, http::verb::post, "/v1/query", query.dump()).Json()["exact"].get<bool>());
+
+  json record = {{"workload_hash", hash_}, {"target", "llvm -keys=cpu -num-cores=2 -mcpu=znver4"},
+                 {"trace", json::parse(traces_[0])}, {"run_secs", {0.5e-6}}};
+  Reply added = Call(port_, http::verb::post, "/v1/records", json{{"records", {record}}}.dump());
+  ASSERT_EQ(added.status, 201) << added.body;
+  json listed = Call(port_, http::verb::get, "/v1/records?limit=100&target=" + tvm).Json();
+  ASSERT_EQ(listed["records"].size(), 13u);
+  EXPECT_EQ(listed["records"][12]["target"], kTarget);
+  db::SqliteDatabase check(path_);
+  EXPECT_EQ(check.Targets(hash_), std::vector<std::string>{kTarget});
+  // What the tuner stores is the name already.
+  for (const char* t : {"llvm -num-cores=2 -mcpu=znver4", "llvm -mcpu=znver4 -mattr=+avx2,-avx512f -num-cores=1"}) {
+    std::string printed = measure::Target::Parse(t).ToString();
+    EXPECT_EQ(db::CanonicalTarget(printed), printed);
+  }
 }
 
 TEST_F(ServerTest, QueryByWorkloadSpecOrText) {
