@@ -12,6 +12,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -237,6 +238,42 @@ struct SqliteDatabase::Impl {
     return sqlite3_last_insert_rowid(conn.db);
   }
 
+  // Records an older server stored under another spelling of a target
+  // (TVM's "-keys=cpu", options in another order) join the one name that
+  // lookups use now (CanonicalTarget): the target is renamed, or its records
+  // move to the row of that name where there is one. Their dedupe keys stay
+  // as committed (a record's first timings may be gone, see AddTimings).
+  // Read first outside a write: almost every file has nothing to change.
+  void NameTargetsCanonically() {
+    auto misnamed = [&] {
+      std::vector<std::pair<std::int64_t, std::string>> out;
+      Statement all(conn.db, "SELECT id, target FROM targets", path);
+      while (all.Step()) {
+        if (CanonicalTarget(all.Text(1)) != all.Text(1)) out.emplace_back(all.Int(0), all.Text(1));
+      }
+      return out;
+    };
+    if (misnamed().empty()) return;
+    Write([&] {
+      for (const auto& [id, name] : misnamed()) {
+        std::optional<std::int64_t> named;
+        {
+          Statement find(conn.db, "SELECT id FROM targets WHERE target = ?1", path);
+          if (find.Bind(1, CanonicalTarget(name)).Step()) named = find.Int(0);
+        }
+        if (!named) {
+          Statement rename(conn.db, "UPDATE targets SET target = ?1 WHERE id = ?2", path);
+          rename.Bind(1, CanonicalTarget(name)).Bind(2, id).Run();
+          continue;
+        }
+        Statement move(conn.db, "UPDATE records SET target_id = ?1 WHERE target_id = ?2", path);
+        move.Bind(1, *named).Bind(2, id).Run();
+        Statement drop(conn.db, "DELETE FROM targets WHERE id = ?1", path);
+        drop.Bind(1, id).Run();
+      }
+    });
+  }
+
   void Exec(const char* sql) {
     char* err = nullptr;
     if (sqlite3_exec(conn.db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
@@ -452,6 +489,7 @@ SqliteDatabase::SqliteDatabase(const std::string& path, OpenMode mode) : impl_(s
     version = 2;
   }
   impl_->version = version;
+  if (!read_only) impl_->NameTargetsCanonically();
   sqlite3* db = impl_->conn.db;
   impl_->find_workload = std::make_unique<Statement>(
       db, "SELECT id, hash, name, kind, structure, program FROM workloads WHERE hash = ?1", path);

@@ -486,6 +486,40 @@ TEST(SqliteDatabaseTest, ReopenKeepsEverything) {
   EXPECT_EQ(db.TopK("1", "llvm", 1)[0].trace, "b");
 }
 
+// An older server stored records under the target string its client sent.
+// Lookups now read every spelling as one name (CanonicalTarget), so the
+// next writer to open the file brings those records under it.
+TEST(SqliteDatabaseTest, RecordsStoredUnderAnotherSpellingOfATargetJoinItsName) {
+  std::string path = FreshPath("spellings");
+  const std::string name = "llvm -mcpu=znver4 -num-cores=2";
+  auto at = [](const std::string& target, const std::string& trace, double secs) {
+    TuningRecord r = R(trace, secs);
+    r.target = target;
+    return r;
+  };
+  {
+    SqliteDatabase db(path);
+    db.CommitWorkload(W("1"));
+    db.CommitRecords({at(name, "a", 3.0), at("llvm -keys=cpu -mcpu=znver4 -num-cores=2", "b", 2.0),
+                      at("llvm -num-cores=2 -mcpu=znver4", "c", 1.0), at("llvm -num-cores=4 -mcpu=znver4", "d", 4.0),
+                      at("llvm  -num-cores=4  -mcpu=znver4", "e", 5.0)});
+    EXPECT_EQ(db.Targets("1").size(), 5u);
+  }
+  {
+    SqliteDatabase reader(path, SqliteDatabase::OpenMode::kReadOnly);
+    EXPECT_EQ(reader.Targets("1").size(), 5u) << "a reader changes nothing";
+  }
+  SqliteDatabase db(path);
+  EXPECT_EQ(db.Size(), 5);
+  EXPECT_EQ(db.Targets("1"), (std::vector<std::string>{name, "llvm -mcpu=znver4 -num-cores=4"}));
+  std::vector<TuningRecord> best = db.TopK("1", name, 5);
+  ASSERT_EQ(best.size(), 3u);
+  EXPECT_EQ(best[0].trace, "c");
+  EXPECT_EQ(best[0].target, name);
+  EXPECT_EQ(db.TopK("1", "llvm -mcpu=znver4 -num-cores=4", 5).size(), 2u);
+  EXPECT_EQ(db.IntegrityCheck(), "ok");
+}
+
 TEST(SqliteDatabaseTest, TransactionsCommitAllOrNothing) {
   std::string path = FreshPath("txn");
   SqliteDatabase db(path);
