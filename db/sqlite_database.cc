@@ -245,11 +245,13 @@ struct SqliteDatabase::Impl {
   // as committed (a record's first timings may be gone, see AddTimings).
   // Read first outside a write: almost every file has nothing to change.
   void NameTargetsCanonically() {
+    // Each misnamed target's id with the name it should have.
     auto misnamed = [&] {
       std::vector<std::pair<std::int64_t, std::string>> out;
       Statement all(conn.db, "SELECT id, target FROM targets", path);
       while (all.Step()) {
-        if (CanonicalTarget(all.Text(1)) != all.Text(1)) out.emplace_back(all.Int(0), all.Text(1));
+        std::string name = CanonicalTarget(all.Text(1));
+        if (name != all.Text(1)) out.emplace_back(all.Int(0), std::move(name));
       }
       return out;
     };
@@ -259,11 +261,11 @@ struct SqliteDatabase::Impl {
         std::optional<std::int64_t> named;
         {
           Statement find(conn.db, "SELECT id FROM targets WHERE target = ?1", path);
-          if (find.Bind(1, CanonicalTarget(name)).Step()) named = find.Int(0);
+          if (find.Bind(1, name).Step()) named = find.Int(0);
         }
         if (!named) {
           Statement rename(conn.db, "UPDATE targets SET target = ?1 WHERE id = ?2", path);
-          rename.Bind(1, CanonicalTarget(name)).Bind(2, id).Run();
+          rename.Bind(1, name).Bind(2, id).Run();
           continue;
         }
         Statement move(conn.db, "UPDATE records SET target_id = ?1 WHERE target_id = ?2", path);
