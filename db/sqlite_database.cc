@@ -238,6 +238,18 @@ struct SqliteDatabase::Impl {
     return sqlite3_last_insert_rowid(conn.db);
   }
 
+  // Each target stored under a name other than its CanonicalTarget, with
+  // that name. Almost every file has none.
+  std::vector<std::pair<std::int64_t, std::string>> MisnamedTargets() {
+    std::vector<std::pair<std::int64_t, std::string>> out;
+    Statement all(conn.db, "SELECT id, target FROM targets", path);
+    while (all.Step()) {
+      std::string name = CanonicalTarget(all.Text(1));
+      if (name != all.Text(1)) out.emplace_back(all.Int(0), std::move(name));
+    }
+    return out;
+  }
+
   // Records an older server stored under another spelling of a target
   // (TVM's "-keys=cpu", options in another order) join the one name that
   // lookups use now (CanonicalTarget): the target is renamed, or its records
@@ -245,19 +257,9 @@ struct SqliteDatabase::Impl {
   // as committed (a record's first timings may be gone, see AddTimings).
   // Read first outside a write: almost every file has nothing to change.
   void NameTargetsCanonically() {
-    // Each misnamed target's id with the name it should have.
-    auto misnamed = [&] {
-      std::vector<std::pair<std::int64_t, std::string>> out;
-      Statement all(conn.db, "SELECT id, target FROM targets", path);
-      while (all.Step()) {
-        std::string name = CanonicalTarget(all.Text(1));
-        if (name != all.Text(1)) out.emplace_back(all.Int(0), std::move(name));
-      }
-      return out;
-    };
-    if (misnamed().empty()) return;
+    if (MisnamedTargets().empty()) return;
     Write([&] {
-      for (const auto& [id, name] : misnamed()) {
+      for (const auto& [id, name] : MisnamedTargets()) {
         std::optional<std::int64_t> named;
         {
           Statement find(conn.db, "SELECT id FROM targets WHERE target = ?1", path);
@@ -274,6 +276,31 @@ struct SqliteDatabase::Impl {
         drop.Bind(1, id).Run();
       }
     });
+  }
+
+  // A reader cannot rename what NameTargetsCanonically renames, but it
+  // should answer as if a writer had: `tunedb best --target`, a read-only
+  // server and `db check` look records up by the canonical name. So this
+  // connection reads the targets table through a view of the same name in
+  // its own TEMP schema (which SQLite searches before the file's, and
+  // which a read-only connection may write): every stored name as its
+  // canonical one. Every query below then sees one name per target, with
+  // no change to its text. Only files that hold a misnamed target get it.
+  void ReadTargetsCanonically(bool query_only) {
+    if (MisnamedTargets().empty()) return;
+    auto canonical = [](sqlite3_context* context, int, sqlite3_value** args) {
+      const unsigned char* text = sqlite3_value_text(args[0]);
+      std::string name = CanonicalTarget(text ? reinterpret_cast<const char*>(text) : "");
+      sqlite3_result_text(context, name.c_str(), static_cast<int>(name.size()), SQLITE_TRANSIENT);
+    };
+    if (sqlite3_create_function(conn.db, "tunedb_canonical_target", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC, nullptr,
+                                canonical, nullptr, nullptr) != SQLITE_OK) {
+      throw DatabaseError(path + ": " + sqlite3_errmsg(conn.db));
+    }
+    // query_only refuses every statement that writes, TEMP ones included.
+    if (query_only) Exec("PRAGMA query_only=OFF");
+    Exec("CREATE TEMP VIEW targets AS SELECT id, tunedb_canonical_target(target) AS target FROM main.targets");
+    if (query_only) Exec("PRAGMA query_only=ON");
   }
 
   void Exec(const char* sql) {
@@ -491,7 +518,11 @@ SqliteDatabase::SqliteDatabase(const std::string& path, OpenMode mode) : impl_(s
     version = 2;
   }
   impl_->version = version;
-  if (!read_only) impl_->NameTargetsCanonically();
+  if (read_only) {
+    impl_->ReadTargetsCanonically(query_only);
+  } else {
+    impl_->NameTargetsCanonically();
+  }
   sqlite3* db = impl_->conn.db;
   impl_->find_workload = std::make_unique<Statement>(
       db, "SELECT id, hash, name, kind, structure, program FROM workloads WHERE hash = ?1", path);
@@ -509,7 +540,7 @@ SqliteDatabase::SqliteDatabase(const std::string& path, OpenMode mode) : impl_(s
       path);
   impl_->count = std::make_unique<Statement>(db, "SELECT COUNT(*) FROM records", path);
   impl_->find_target = std::make_unique<Statement>(db, "SELECT id FROM targets WHERE target = ?1", path);
-  impl_->insert_target = std::make_unique<Statement>(db, "INSERT INTO targets(target) VALUES (?1)", path);
+  impl_->insert_target = std::make_unique<Statement>(db, "INSERT INTO main.targets(target) VALUES (?1)", path);
   impl_->insert_session = std::make_unique<Statement>(
       db,
       version >= 2 ? "INSERT INTO sessions(command, host, target, strategy, seed, trials, started, owner) "
