@@ -1,5 +1,6 @@
 #include "api/server/routes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -263,6 +264,26 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
     HttpResponse r = JsonError(405, req.method + " is not allowed on " + route + " (allowed: " + allowed->second + ")");
     r.headers.push_back({"Allow", allowed->second});
     return r;
+  }
+  // A misspelt filter (workload_hash= for workload=) would otherwise be
+  // ignored, and the answer look like the filtered one: every record.
+  static const std::map<std::string, std::vector<std::string>> kQueryParams = {
+      {"GET /v1/workloads", {"limit", "after"}},
+      {"GET /v1/workloads/{hash}/best", {"target", "k", "nearest"}},
+      {"GET /v1/records", {"workload", "target", "status", "limit", "after"}}};
+  auto params = kQueryParams.find(req.method + " " + route);
+  for (const auto& [name, value] : req.query) {
+    if (params != kQueryParams.end() &&
+        std::find(params->second.begin(), params->second.end(), name) != params->second.end()) {
+      continue;
+    }
+    std::string takes;
+    for (const std::string& known : params == kQueryParams.end() ? std::vector<std::string>{} : params->second) {
+      takes += (takes.empty() ? "" : ", ") + known;
+    }
+    if (takes.empty()) takes = "none";
+    return JsonError(400, "unknown query parameter " + name + " on " + req.method + " " + route + " (it takes: " + takes +
+                              ")");
   }
   if (read_only_ && IsWriteRoute(req.method, route)) {
     return JsonError(403, "this server serves its database read-only (tunedb serve --read-only): " + req.method + " " +

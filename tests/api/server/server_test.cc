@@ -515,6 +515,23 @@ TEST_F(ServerTest, UnknownRoutesWrongMethodsAndBadRequests) {
   EXPECT_EQ(Call(port_, http::verb::get, "/v1/health").status, 200);
 }
 
+// A misspelt filter once was ignored, and the answer (every record) looked
+// like the filtered one.
+TEST_F(ServerTest, AnUnknownQueryParameterIsNamed) {
+  StartServer();
+  Reply misspelt = Call(port_, http::verb::get, "/v1/records?workload_hash=" + hash_);
+  EXPECT_EQ(misspelt.status, 400);
+  EXPECT_EQ(misspelt.Json()["error"],
+            "unknown query parameter workload_hash on GET /v1/records (it takes: workload, target, status, limit, after)");
+  Reply none = Call(port_, http::verb::get, "/v1/health?verbose=1");
+  EXPECT_EQ(none.status, 400);
+  EXPECT_EQ(none.Json()["error"], "unknown query parameter verbose on GET /v1/health (it takes: none)");
+  Reply best = Call(port_, http::verb::get, "/v1/workloads/" + hash_ + "/best?target=llvm%20-mcpu%3Dznver4&top=3");
+  EXPECT_EQ(best.status, 400);
+  EXPECT_NE(best.Json()["error"].get<std::string>().find("(it takes: target, k, nearest)"), std::string::npos);
+  EXPECT_EQ(Call(port_, http::verb::get, "/v1/records?workload=" + hash_ + "&limit=2&after=0").status, 200);
+}
+
 // Error messages quote the path and the query; bytes there that are not
 // UTF-8 once made the error's JSON throw outside every handler, and one
 // request took the server down.
@@ -525,6 +542,8 @@ TEST_F(ServerTest, BytesThatAreNotUtf8InThePathOrQueryGetAnAnswer) {
   EXPECT_NE(unknown.find("/v1/work\xEF\xBF\xBDloads"), std::string::npos) << unknown;  // U+FFFD
   std::string bad_limit = RawExchange(port_, "GET /v1/records?limit=%97 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_NE(bad_limit.find("400 Bad Request"), std::string::npos) << bad_limit;
+  std::string bad_name = RawExchange(port_, "GET /v1/records?%97=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(bad_name.find("unknown query parameter \xEF\xBF\xBD on GET /v1/records"), std::string::npos) << bad_name;
   EXPECT_EQ(Call(port_, http::verb::get, "/v1/health").status, 200);
 }
 
