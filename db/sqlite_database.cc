@@ -238,14 +238,19 @@ struct SqliteDatabase::Impl {
     return sqlite3_last_insert_rowid(conn.db);
   }
 
-  // Each target stored under a name other than its CanonicalTarget, with
-  // that name. Almost every file has none.
-  std::vector<std::pair<std::int64_t, std::string>> MisnamedTargets() {
-    std::vector<std::pair<std::int64_t, std::string>> out;
+  struct MisnamedTarget {
+    std::int64_t id;
+    std::string stored, canonical;
+  };
+
+  // Each target stored under a name other than its CanonicalTarget. Almost
+  // every file has none.
+  std::vector<MisnamedTarget> MisnamedTargets() {
+    std::vector<MisnamedTarget> out;
     Statement all(conn.db, "SELECT id, target FROM targets", path);
     while (all.Step()) {
-      std::string name = CanonicalTarget(all.Text(1));
-      if (name != all.Text(1)) out.emplace_back(all.Int(0), std::move(name));
+      std::string canonical = CanonicalTarget(all.Text(1));
+      if (canonical != all.Text(1)) out.push_back({all.Int(0), all.Text(1), std::move(canonical)});
     }
     return out;
   }
@@ -253,29 +258,66 @@ struct SqliteDatabase::Impl {
   // Records an older server stored under another spelling of a target
   // (TVM's "-keys=cpu", options in another order) join the one name that
   // lookups use now (CanonicalTarget): the target is renamed, or its records
-  // move to the row of that name where there is one. Their dedupe keys stay
-  // as committed (a record's first timings may be gone, see AddTimings).
-  // Read first outside a write: almost every file has nothing to change.
+  // move to the row of that name where there is one. Read first outside a
+  // write: almost every file has nothing to change.
   void NameTargetsCanonically() {
     if (MisnamedTargets().empty()) return;
     Write([&] {
-      for (const auto& [id, name] : MisnamedTargets()) {
+      for (const MisnamedTarget& target : MisnamedTargets()) {
+        RekeyRecords(target);
         std::optional<std::int64_t> named;
         {
           Statement find(conn.db, "SELECT id FROM targets WHERE target = ?1", path);
-          if (find.Bind(1, name).Step()) named = find.Int(0);
+          if (find.Bind(1, target.canonical).Step()) named = find.Int(0);
         }
         if (!named) {
           Statement rename(conn.db, "UPDATE targets SET target = ?1 WHERE id = ?2", path);
-          rename.Bind(1, name).Bind(2, id).Run();
+          rename.Bind(1, target.canonical).Bind(2, target.id).Run();
           continue;
         }
         Statement move(conn.db, "UPDATE records SET target_id = ?1 WHERE target_id = ?2", path);
-        move.Bind(1, *named).Bind(2, id).Run();
+        move.Bind(1, *named).Bind(2, target.id).Run();
         Statement drop(conn.db, "DELETE FROM targets WHERE id = ?1", path);
-        drop.Bind(1, id).Run();
+        drop.Bind(1, target.id).Run();
       }
     });
+  }
+
+  // A record's dedupe key covers its target's name, so a renamed target's
+  // records get the key they would have been committed with under the new
+  // name: a client that posts its records again in the old spelling (the
+  // server now stores them under the new one) adds none twice. A record
+  // whose key is not the one its stored fields give was timed again since
+  // (AddTimings keeps the key it was committed with): its first timings may
+  // be gone, and so it keeps the key it has. Where the new key is already
+  // another record's (the same measurement stored under both spellings),
+  // the record keeps its own too.
+  void RekeyRecords(const MisnamedTarget& target) {
+    std::vector<std::pair<std::int64_t, std::string>> rekeyed;
+    {
+      Statement each(conn.db,
+                     "SELECT r.id, w.hash, r.trace, r.run_secs, r.status, r.dedupe FROM records r "
+                     "JOIN workloads w ON w.id = r.workload_id WHERE r.target_id = ?1",
+                     path);
+      each.Bind(1, target.id);
+      while (each.Step()) {
+        TuningRecord r;
+        r.workload_hash = each.Text(1);
+        r.trace = each.Text(2);
+        const std::string run_secs = each.Text(3);
+        try {
+          r.status = ParseStatus(each.Text(4));
+        } catch (const DatabaseError&) {
+          continue;  // damaged (db check names it): its key cannot be what this gives
+        }
+        r.target = target.stored;
+        if (DedupeKey(r, run_secs) != each.Text(5)) continue;
+        r.target = target.canonical;
+        rekeyed.emplace_back(each.Int(0), DedupeKey(r, run_secs));
+      }
+    }
+    Statement set(conn.db, "UPDATE OR IGNORE records SET dedupe = ?2 WHERE id = ?1", path);
+    for (const auto& [id, key] : rekeyed) set.Reset().Bind(1, id).BindBlob(2, key).Run();
   }
 
   // A reader cannot rename what NameTargetsCanonically renames, but it
