@@ -705,7 +705,8 @@ std::vector<TuningRecord> SqliteDatabase::TopK(const std::string& workload_hash,
         impl_->path);
   }
   for (std::int64_t id : spelt->second) {
-    Statement& s = impl_->top_k_of_target_id->Reset().Bind(1, workload_hash).Bind(2, id).Bind(3, static_cast<std::int64_t>(k));
+    Statement& s = impl_->top_k_of_target_id->Reset().Bind(1, workload_hash).Bind(2, id);
+    s.Bind(3, static_cast<std::int64_t>(k));
     while (s.Step()) out.push_back(impl_->RecordFrom(s));
   }
   std::sort(out.begin(), out.end(), [](const TuningRecord& a, const TuningRecord& b) {

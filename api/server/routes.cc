@@ -271,19 +271,15 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       {"GET /v1/workloads", {"limit", "after"}},
       {"GET /v1/workloads/{hash}/best", {"target", "k", "nearest"}},
       {"GET /v1/records", {"workload", "target", "status", "limit", "after"}}};
-  auto params = kQueryParams.find(req.method + " " + route);
+  static const std::vector<std::string> kNone;
+  auto listed = kQueryParams.find(req.method + " " + route);
+  const std::vector<std::string>& takes = listed == kQueryParams.end() ? kNone : listed->second;
   for (const auto& [name, value] : req.query) {
-    if (params != kQueryParams.end() &&
-        std::find(params->second.begin(), params->second.end(), name) != params->second.end()) {
-      continue;
-    }
-    std::string takes;
-    for (const std::string& known : params == kQueryParams.end() ? std::vector<std::string>{} : params->second) {
-      takes += (takes.empty() ? "" : ", ") + known;
-    }
-    if (takes.empty()) takes = "none";
-    return JsonError(400, "unknown query parameter " + name + " on " + req.method + " " + route + " (it takes: " + takes +
-                              ")");
+    if (std::find(takes.begin(), takes.end(), name) != takes.end()) continue;
+    std::string names;
+    for (const std::string& known : takes) names += (names.empty() ? "" : ", ") + known;
+    return JsonError(400, "unknown query parameter " + name + " on " + req.method + " " + route +
+                              " (it takes: " + (names.empty() ? "none" : names) + ")");
   }
   if (read_only_ && IsWriteRoute(req.method, route)) {
     return JsonError(403, "this server serves its database read-only (tunedb serve --read-only): " + req.method + " " +
