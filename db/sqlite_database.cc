@@ -250,7 +250,7 @@ struct SqliteDatabase::Impl {
   // every file has none.
   std::vector<MisnamedTarget> MisnamedTargets() {
     std::vector<MisnamedTarget> out;
-    Statement all(conn.db, "SELECT id, target FROM targets", path);
+    Statement all(conn.db, "SELECT id, target FROM main.targets", path);
     while (all.Step()) {
       std::string canonical = CanonicalTarget(all.Text(1));
       if (canonical != all.Text(1)) out.push_back({all.Int(0), all.Text(1), std::move(canonical)});
