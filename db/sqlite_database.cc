@@ -332,22 +332,28 @@ struct SqliteDatabase::Impl {
   // Every query below then sees one name per target, with no change to
   // its text. Only files that hold a misnamed target get it.
   void ReadTargetsCanonically(bool query_only) {
-    if (MisnamedTargets().empty()) return;
+    std::vector<std::pair<std::int64_t, std::string>> named;  // every target, by its canonical name
+    bool misnamed = false;
+    {
+      Statement each(conn.db, "SELECT id, target FROM main.targets", path);
+      while (each.Step()) {
+        named.emplace_back(each.Int(0), CanonicalTarget(each.Text(1)));
+        misnamed = misnamed || named.back().second != each.Text(1);
+      }
+    }
+    if (!misnamed) return;
     // query_only refuses every statement that writes, TEMP ones included.
     if (query_only) Exec("PRAGMA query_only=OFF");
     Exec("CREATE TEMP TABLE targets (id INTEGER PRIMARY KEY, target TEXT NOT NULL)");
     Exec("CREATE INDEX temp.targets_by_name ON targets(target)");
     {
-      std::vector<std::pair<std::int64_t, std::string>> all;
-      Statement each(conn.db, "SELECT id, target FROM main.targets", path);
-      while (each.Step()) all.emplace_back(each.Int(0), CanonicalTarget(each.Text(1)));
       Statement add(conn.db, "INSERT INTO temp.targets(id, target) VALUES (?1, ?2)", path);
-      for (const auto& [id, name] : all) {
+      for (const auto& [id, name] : named) {
         add.Reset().Bind(1, id).Bind(2, name).Run();
         spellings[name].push_back(id);
       }
-      std::erase_if(spellings, [](const auto& name_ids) { return name_ids.second.size() < 2; });
     }
+    std::erase_if(spellings, [](const auto& name_ids) { return name_ids.second.size() < 2; });
     if (query_only) Exec("PRAGMA query_only=ON");
   }
 
