@@ -10,8 +10,18 @@
 // and the caller learns of its end one handoff late, so the overhead is
 // that and whatever the pool adds to it.
 //
+// The median hides what happens when the scheduler puts two of the pool's
+// threads on one core: the caller spins out its budget (1000 pauses)
+// before it yields to the worker, whose chunk it waits for, and the worker
+// spins out its own before it yields back, some 50 us a call. So the table
+// also gives the 90th percentile, and how many calls ran two chunks on one
+// CPU (each chunk notes sched_getcpu()).
+//
 // Usage: parallel_bench [--threads N]   (default: the cores the process may use)
+#include <sched.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -28,6 +38,8 @@ using Clock = std::chrono::steady_clock;
 struct Work {
   int chains = 0;  // dependent multiply-add steps per iteration
   float sink = 0;
+  // The CPU each iteration ran on, by iteration (2 x threads of them).
+  std::vector<std::atomic<int>>* cpus = nullptr;
 };
 
 // Eight independent chains of multiply-adds: the latency of the chains, not
@@ -43,11 +55,27 @@ void Iterations(void* closure, std::int64_t begin, std::int64_t end) {
   float sum = 0;
   for (float a : acc) sum += a;
   work->sink = sum;
+  if (work->cpus) {
+    int cpu = sched_getcpu();
+    for (std::int64_t it = begin; it < end; ++it) (*work->cpus)[static_cast<std::size_t>(it)].store(cpu);
+  }
 }
 
-double Median(std::vector<double> v) {
+// Whether two of the loop's threads ran on the same CPU: the first
+// iteration of each thread's chunk is at a multiple of `share`.
+bool SharedACpu(const std::vector<std::atomic<int>>& cpus, std::int64_t share) {
+  for (std::size_t a = 0; a < cpus.size(); a += static_cast<std::size_t>(share)) {
+    for (std::size_t b = a + static_cast<std::size_t>(share); b < cpus.size(); b += static_cast<std::size_t>(share)) {
+      if (cpus[a].load() == cpus[b].load()) return true;
+    }
+  }
+  return false;
+}
+
+// The q-quantile (0.5: the median).
+double Quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
 }
 
 }  // namespace
@@ -69,24 +97,33 @@ int main(int argc, char** argv) {
   tunedb::measure::SetParallelThreads(threads);
   const std::int64_t extent = 2 * threads, share = extent / threads;
   std::printf("threads: %d, iterations per loop: %lld\n\n", threads, static_cast<long long>(extent));
-  std::printf("| work per thread, us (serial) | parallel loop, us | overhead, us | overhead / work |\n");
-  std::printf("| --- | --- | --- | --- |\n");
+  std::printf(
+      "| work per thread, us (serial) | parallel loop, us | overhead, us | overhead / work | parallel loop, 90th "
+      "percentile, us | calls with two chunks on one CPU |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- |\n");
+  std::vector<std::atomic<int>> cpus(static_cast<std::size_t>(extent));
   for (int chains : {0, 200, 800, 3200}) {
     Work work{chains};
     std::vector<double> parallel, serial;
-    for (int round = 0; round < 2000; ++round) {
+    int shared = 0;
+    const int rounds = 2000;
+    for (int round = 0; round < rounds; ++round) {
+      work.cpus = &cpus;
       auto t0 = Clock::now();
       tunedb_parallel_for(Iterations, &work, extent);
       auto t1 = Clock::now();
+      work.cpus = nullptr;
       Iterations(&work, 0, share);
       auto t2 = Clock::now();
       parallel.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
       serial.push_back(std::chrono::duration<double, std::micro>(t2 - t1).count());
+      shared += SharedACpu(cpus, share);
     }
-    double p = Median(parallel), s = Median(serial);
+    double p = Quantile(parallel, 0.5), s = Quantile(serial, 0.5);
     char share_text[32] = "-";
     if (chains > 0) std::snprintf(share_text, sizeof share_text, "%.1f%%", (p - s) / s * 100);
-    std::printf("| %.2f | %.2f | %.2f | %s |\n", s, p, p - s, share_text);
+    std::printf("| %.2f | %.2f | %.2f | %s | %.2f | %d of %d |\n", s, p, p - s, share_text, Quantile(parallel, 0.9),
+                shared, rounds);
   }
   return 0;
 }
