@@ -314,4 +314,12 @@ bool OwnerMayBeRunning(const std::string& owner) {
   return ProcessStart(p->pid) == p->start;
 }
 
+bool SessionMayBeRunning(const Session& session, double now) {
+  if (!OwnerMayBeRunning(session.owner)) return false;
+  std::optional<OwnerParts> p = ParseOwner(session.owner);
+  // Its process, seen running here, is all the sign of life it needs.
+  if (p->host == HostName() && p->boot == ThisBoot() && OwnerIsVisibleHere(*p)) return true;
+  return session.last_active == 0 || now - session.last_active <= kSessionLeaseSeconds;
+}
+
 }  // namespace tunedb::db

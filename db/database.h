@@ -104,6 +104,11 @@ struct Session {
   // tuner can tell a session someone is running from one left behind.
   // Empty: no one (released at an interruption, or written before owners).
   std::string owner;
+  // When the session last showed it was alive: its start, a batch of
+  // records committed in it, or a tuner taking it over (unix seconds).
+  // 0: not known (written before, or read from a server older than, the
+  // database kept it).
+  double last_active = 0;
 };
 
 struct StoredModel {
@@ -126,7 +131,8 @@ class Database {
   virtual std::int64_t CommitWorkload(const WorkloadInput& workload) = 0;
   // All in one transaction; every record's workload must be committed.
   // Exact duplicates (same workload, target, trace, run_secs, status) are
-  // skipped. Returns how many were added.
+  // skipped. Returns how many were added. Each session the records name is
+  // marked active now (Session::last_active).
   virtual std::int64_t CommitRecords(const std::vector<TuningRecord>& records) = 0;
   // The k best valid (ok) records of a workload on a target, fastest first
   // (equal times in the order they were added).
@@ -227,5 +233,18 @@ bool OwnerIsVisibleHere(const OwnerParts& owner);
 // process cannot look at (another host, another container): `tunedb db
 // release` hands such a session back once its owner is known to be gone.
 bool OwnerMayBeRunning(const std::string& owner);
+
+// How long a session whose owner this process cannot look at may go
+// without a sign of life (Session::last_active) before it counts as left
+// behind. A tuner commits a chunk of records every few seconds to minutes;
+// the slowest chunk the default limits allow (16 candidates, each built in
+// up to 60 s and run four times in up to 10 s) takes about 25 minutes.
+constexpr double kSessionLeaseSeconds = 3600;
+
+// Whether an open session may still be running, at unix time `now`: as
+// OwnerMayBeRunning, except that a session whose owner cannot be looked at
+// and which has been quiet for longer than kSessionLeaseSeconds counts as
+// left behind (one whose last sign of life is not known counts as running).
+bool SessionMayBeRunning(const Session& session, double now);
 
 }  // namespace tunedb::db

@@ -45,6 +45,11 @@ std::int64_t MemoryDatabase::CommitRecords(const std::vector<TuningRecord>& reco
     first_run_secs_.push_back(r.run_secs);
     ++added;
   }
+  double now = NowSeconds();
+  for (Session& s : sessions_) {
+    auto named = [&](const TuningRecord& r) { return r.session_id == s.id; };
+    if (std::any_of(records.begin(), records.end(), named)) s.last_active = std::max(s.last_active, now);
+  }
   return added;
 }
 
@@ -112,6 +117,7 @@ std::int64_t MemoryDatabase::StartSession(const Session& session) {
   Session s = session;
   s.id = static_cast<std::int64_t>(sessions_.size()) + 1;
   if (s.started == 0) s.started = NowSeconds();
+  s.last_active = s.started;
   sessions_.push_back(s);
   return s.id;
 }
@@ -128,6 +134,7 @@ bool MemoryDatabase::ClaimSession(std::int64_t id, const std::string& expected, 
   for (Session& s : sessions_) {
     if (s.id != id || s.ended != 0 || s.owner != expected) continue;
     s.owner = owner;
+    s.last_active = NowSeconds();
     return true;
   }
   return false;

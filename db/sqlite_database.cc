@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -227,7 +228,8 @@ struct SqliteDatabase::Impl {
   // (ReadTargetsCanonically), with those targets' ids.
   std::map<std::string, std::vector<std::int64_t>> spellings;
   std::unique_ptr<Statement> find_workload, insert_workload, insert_record, top_k, begin, commit, rollback, count,
-      insert_session, end_session, insert_model, find_target, insert_target, top_k_of_target_id;
+      insert_session, end_session, insert_model, find_target, insert_target, top_k_of_target_id,
+      mark_session_active;  // null before schema version 3
 
   std::int64_t TargetId(const std::string& target) {
     Statement& find = find_target->Reset().Bind(1, target);
@@ -571,6 +573,16 @@ SqliteDatabase::SqliteDatabase(const std::string& path, OpenMode mode) : impl_(s
     });
     version = 2;
   }
+  if (version < 3 && !read_only) {
+    // Migration 2 -> 3: sessions keep their last sign of life, so that one
+    // whose owner is on another host can be seen to be left behind.
+    impl_->Write([&] {
+      if (impl_->UserVersion() >= 3) return;
+      impl_->Exec("ALTER TABLE sessions ADD COLUMN last_active REAL");
+      impl_->Exec("PRAGMA user_version = 3");
+    });
+    version = 3;
+  }
   impl_->version = version;
   if (read_only) {
     impl_->ReadTargetsCanonically(query_only);
@@ -597,11 +609,17 @@ SqliteDatabase::SqliteDatabase(const std::string& path, OpenMode mode) : impl_(s
   impl_->insert_target = std::make_unique<Statement>(db, "INSERT INTO main.targets(target) VALUES (?1)", path);
   impl_->insert_session = std::make_unique<Statement>(
       db,
-      version >= 2 ? "INSERT INTO sessions(command, host, target, strategy, seed, trials, started, owner) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULLIF(?8, ''))"
-                   : "INSERT INTO sessions(command, host, target, strategy, seed, trials, started) "
-                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+      version >= 3   ? "INSERT INTO sessions(command, host, target, strategy, seed, trials, started, owner, "
+                       "last_active) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULLIF(?8, ''), ?7)"
+      : version >= 2 ? "INSERT INTO sessions(command, host, target, strategy, seed, trials, started, owner) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, NULLIF(?8, ''))"
+                     : "INSERT INTO sessions(command, host, target, strategy, seed, trials, started) "
+                       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
       path);
+  if (version >= 3) {
+    impl_->mark_session_active = std::make_unique<Statement>(
+        db, "UPDATE sessions SET last_active = MAX(COALESCE(last_active, 0), ?2) WHERE id = ?1", path);
+  }
   impl_->end_session = std::make_unique<Statement>(db, "UPDATE sessions SET ended = ?2 WHERE id = ?1", path);
   impl_->insert_model = std::make_unique<Statement>(
       db,
@@ -650,6 +668,7 @@ std::int64_t SqliteDatabase::CommitRecords(const std::vector<TuningRecord>& reco
   impl_->Write([&] {
     std::map<std::string, std::int64_t> ids;
     std::map<std::string, std::int64_t> target_ids;
+    std::set<std::int64_t> sessions;  // named by the batch: marked active
     for (std::size_t i = 0; i < records.size(); ++i) {
       const TuningRecord& r = records[i];
       // What db check calls damage is never written: an ok record without
@@ -686,6 +705,10 @@ std::int64_t SqliteDatabase::CommitRecords(const std::vector<TuningRecord>& reco
       if (r.session_id != 0) impl_->insert_record->Bind(8, r.session_id);
       impl_->insert_record->Run();
       added += sqlite3_changes(impl_->conn.db);
+      if (r.session_id != 0) sessions.insert(r.session_id);
+    }
+    if (impl_->mark_session_active) {
+      for (std::int64_t id : sessions) impl_->mark_session_active->Reset().Bind(1, id).Bind(2, now).Run();
     }
   });
   return added;
@@ -817,10 +840,13 @@ void SqliteDatabase::EndSession(std::int64_t id, double ended) {
 }
 
 std::vector<Session> SqliteDatabase::Sessions() {
-  const char* sql = impl_->version >= 2
+  const char* sql = impl_->version >= 3
                         ? "SELECT id, command, host, target, strategy, seed, trials, started, COALESCE(ended, 0), "
-                          "COALESCE(owner, '') FROM sessions ORDER BY id"
-                        : "SELECT id, command, host, target, strategy, seed, trials, started, COALESCE(ended, 0), '' "
+                          "COALESCE(owner, ''), COALESCE(last_active, 0) FROM sessions ORDER BY id"
+                    : impl_->version >= 2
+                        ? "SELECT id, command, host, target, strategy, seed, trials, started, COALESCE(ended, 0), "
+                          "COALESCE(owner, ''), 0 FROM sessions ORDER BY id"
+                        : "SELECT id, command, host, target, strategy, seed, trials, started, COALESCE(ended, 0), '', 0 "
                           "FROM sessions ORDER BY id";
   Statement s(impl_->conn.db, sql, impl_->path);
   std::vector<Session> out;
@@ -836,6 +862,7 @@ std::vector<Session> SqliteDatabase::Sessions() {
     x.started = s.Double(7);
     x.ended = s.Double(8);
     x.owner = s.Text(9);
+    x.last_active = s.Double(10);
     out.push_back(x);
   }
   return out;
@@ -844,10 +871,16 @@ std::vector<Session> SqliteDatabase::Sessions() {
 bool SqliteDatabase::ClaimSession(std::int64_t id, const std::string& expected, const std::string& owner) {
   bool claimed = false;
   impl_->Write([&] {
+    // A tuner taking the session over is alive now: a sign of life.
     Statement s(impl_->conn.db,
-                "UPDATE sessions SET owner = NULLIF(?3, '') WHERE id = ?1 AND ended IS NULL AND COALESCE(owner, '') = ?2",
+                impl_->version >= 3 ? "UPDATE sessions SET owner = NULLIF(?3, ''), last_active = ?4 WHERE id = ?1 AND "
+                                      "ended IS NULL AND COALESCE(owner, '') = ?2"
+                                    : "UPDATE sessions SET owner = NULLIF(?3, '') WHERE id = ?1 AND ended IS NULL AND "
+                                      "COALESCE(owner, '') = ?2",
                 impl_->path);
-    s.Bind(1, id).Bind(2, expected).Bind(3, owner).Run();
+    s.Bind(1, id).Bind(2, expected).Bind(3, owner);
+    if (impl_->version >= 3) s.Bind(4, NowSeconds());
+    s.Run();
     claimed = sqlite3_changes(impl_->conn.db) == 1;
   });
   return claimed;

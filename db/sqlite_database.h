@@ -23,7 +23,7 @@ namespace tunedb::db {
 
 class SqliteDatabase : public Database {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   // kReadOnly opens an existing file without changing what it holds, so
   // that a database on a read-only file or mount can be read; writes then

@@ -213,17 +213,19 @@ class Tuner {
   }
 
   // The newest open session of the same command and target whose process
-  // is gone (interrupted, killed, or written before sessions had owners) is
-  // taken over; one whose process still runs is left to it, so the same
+  // is gone (interrupted, killed, or written before sessions had owners;
+  // one on another host or in another container once it has been quiet
+  // for db::kSessionLeaseSeconds) is taken over; one whose process still runs is left to it, so the same
   // command run twice at once runs two sessions, not one with two budgets.
   // Taking over is a compare-and-set on the owner: of two tuners that find
   // the same session left behind, one resumes it and the other starts anew.
   void FindSessionToResume() {
     if (o_.command.empty()) return;
     std::vector<db::Session> sessions = db_.Sessions();
+    const double now = db::NowSeconds();
     for (auto s = sessions.rbegin(); s != sessions.rend(); ++s) {
       if (s->command != o_.command || s->ended != 0 || s->target != target_) continue;
-      if (!db::OwnerMayBeRunning(s->owner) && db_.ClaimSession(s->id, s->owner, owner_)) {
+      if (!db::SessionMayBeRunning(*s, now) && db_.ClaimSession(s->id, s->owner, owner_)) {
         report_.session_id = s->id;
         break;
       }
@@ -238,9 +240,10 @@ class Tuner {
   std::string LookForSiblings() {
     if (o_.command.empty()) return "";
     std::vector<std::int64_t> earlier;
+    const double now = db::NowSeconds();
     for (const db::Session& s : db_.Sessions()) {
       if (s.command != o_.command || s.ended != 0 || s.target != target_) continue;
-      if (s.id < report_.session_id && db::OwnerMayBeRunning(s.owner)) earlier.push_back(s.id);
+      if (s.id < report_.session_id && db::SessionMayBeRunning(s, now)) earlier.push_back(s.id);
     }
     siblings_ = earlier.size();
     if (earlier.empty()) return "";

@@ -158,21 +158,34 @@ std::string OwnerPlace(const db::OwnerParts& owner) {
   return db::OwnerIsVisibleHere(owner) ? "" : " in another container";
 }
 
+// How long a session has gone without a sign of life, e.g. "2.5 h".
+std::string QuietFor(const db::Session& s, double now) {
+  double minutes = (now - s.last_active) / 60;
+  return minutes < 120 ? fmt::format("{:.0f} min", minutes) : fmt::format("{:.1f} h", minutes / 60);
+}
+
 // What a session is doing, as far as this host can tell from its owner
-// (host/pid/start/boot/pidns, db::ThisProcess()).
+// (host/pid/start/boot/pidns, db::ThisProcess()) and, for an owner it
+// cannot look at, from its last sign of life.
 std::string SessionState(const db::Session& s) {
   // Not a duration: a resumed session's span holds the time it was left.
   if (s.ended != 0) return "ended " + UtcTimeText(s.ended);
   if (!db::OwnerMayBeRunning(s.owner)) return "open: the same command resumes it";
   db::OwnerParts owner = *db::ParseOwner(s.owner);  // a running owner reads
+  double now = db::NowSeconds();
+  if (!db::SessionMayBeRunning(s, now)) {
+    return "open: pid " + owner.pid + OwnerPlace(owner) + " quiet for " + QuietFor(s, now) +
+           "; the same command resumes it";
+  }
   return "running (pid " + owner.pid + OwnerPlace(owner) + ")";
 }
 
 // `db release ID`. A tuner resumes a session left open only when it can
 // see that the session's process is gone, which it cannot for a process of
-// another host or container: such a session stays "running" after a crash.
-// The user, who knows it is gone, hands it back here; one whose process
-// runs where this command can see it is refused.
+// another host or container: such a session stays "running" after a crash
+// until it has been quiet for db::kSessionLeaseSeconds. The user, who
+// knows it is gone, hands it back here sooner; one whose process runs
+// where this command can see it is refused.
 void Release(const DbOptions& o) {
   std::unique_ptr<db::Database> opened =
       OpenExistingDatabase(o.db, db::SqliteDatabase::OpenMode::kReadWrite, ReadTokenFile(o.token_file));
@@ -188,6 +201,12 @@ void Release(const DbOptions& o) {
     return;
   }
   db::OwnerParts owner = *db::ParseOwner(found->owner);
+  double now = db::NowSeconds();
+  if (!db::SessionMayBeRunning(*found, now)) {
+    fmt::print("{} is open already: pid {}{} has been quiet for {}, and the same command resumes it\n", name, owner.pid,
+               OwnerPlace(owner), QuietFor(*found, now));
+    return;
+  }
   if (db::OwnerIsVisibleHere(owner)) {
     throw UsageError(name + " is running here (pid " + owner.pid +
                      "): stop that tuner instead (Ctrl-C ends it and leaves the session open)");

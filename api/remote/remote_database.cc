@@ -415,6 +415,7 @@ std::vector<db::Session> RemoteDatabase::Sessions() {
     s.started = j.at("started").get<double>();
     s.ended = j.at("ended").get<double>();
     s.owner = j.value("owner", std::string());  // a server before owners has none
+    s.last_active = j.value("last_active", 0.0);  // nor one before signs of life (not known)
     out.push_back(std::move(s));
   }
   return out;

@@ -192,7 +192,7 @@ std::int64_t IdInPath(const std::string& path, const std::string& prefix) {
 json SessionJson(const db::Session& s) {
   return {{"id", s.id},           {"command", s.command}, {"host", s.host},     {"target", s.target},
           {"strategy", s.strategy}, {"seed", s.seed},     {"trials", s.trials}, {"started", s.started},
-          {"ended", s.ended}, {"owner", s.owner}};
+          {"ended", s.ended}, {"owner", s.owner}, {"last_active", s.last_active}};
 }
 
 json ModelJson(const db::StoredModel& m) {

@@ -232,6 +232,36 @@ TYPED_TEST(DatabaseContract, ASessionIsClaimedOnlyFromTheOwnerItHas) {
   EXPECT_TRUE(db.ClaimSession(second, "", "f"));
 }
 
+// A session's last sign of life: its start, each batch of records that
+// names it, a tuner taking it over. Records of another session, or of
+// none, leave it as it was.
+TYPED_TEST(DatabaseContract, ASessionIsMarkedActiveByItsRecordsAndByATakeover) {
+  Database& db = *this->db_;
+  db.CommitWorkload(W("1"));
+  Session s;
+  s.command = "tunedb tune";
+  s.owner = "a";
+  s.started = 1000.0;
+  std::int64_t id = db.StartSession(s);
+  std::int64_t other = db.StartSession(s);
+  EXPECT_EQ(db.Sessions()[0].last_active, 1000.0);
+  TuningRecord r = R("1", "llvm", {1.0});
+  r.session_id = other;
+  db.CommitRecords({r});
+  TuningRecord none = R("1", "llvm", {2.0});
+  db.CommitRecords({none});
+  EXPECT_EQ(db.Sessions()[0].last_active, 1000.0) << "records of another session or of none marked it";
+  double before = NowSeconds();
+  EXPECT_GE(db.Sessions()[1].last_active, before - 60);
+  TuningRecord mine = R("1", "llvm", {3.0});
+  mine.session_id = id;
+  db.CommitRecords({mine});
+  EXPECT_GE(db.Sessions()[0].last_active, before);
+  EXPECT_LT(db.Sessions()[1].last_active, before + 60);
+  ASSERT_TRUE(db.ClaimSession(other, "a", "b"));
+  EXPECT_GE(db.Sessions()[1].last_active, before);
+}
+
 TEST(SessionOwnerTest, ARunningProcessIsToldFromOneThatEnded) {
   std::string me = ThisProcess();
   EXPECT_TRUE(OwnerMayBeRunning(me)) << me;
@@ -264,6 +294,29 @@ TEST(SessionOwnerTest, ARunningProcessIsToldFromOneThatEnded) {
   const std::string in_a_container = parts->host + "/" + std::to_string(child) + "/1/" + parts->boot + "/1";
   EXPECT_FALSE(OwnerIsVisibleHere(*ParseOwner(in_a_container)));
   EXPECT_TRUE(OwnerMayBeRunning(in_a_container));
+  // A session of an owner that cannot be looked at counts as left behind
+  // once it has been quiet for longer than the lease; one of this process
+  // runs however long it has been quiet, and one of an ended process is
+  // left behind however recently it was active.
+  Session remote;
+  remote.owner = "another." + host + "/1/1/x";
+  const double now = 1e9;
+  remote.last_active = now - kSessionLeaseSeconds + 10;
+  EXPECT_TRUE(SessionMayBeRunning(remote, now));
+  remote.last_active = now - kSessionLeaseSeconds - 10;
+  EXPECT_FALSE(SessionMayBeRunning(remote, now));
+  remote.last_active = 0;  // not known: an older file or server
+  EXPECT_TRUE(SessionMayBeRunning(remote, now));
+  remote.owner = in_a_container;
+  remote.last_active = now - kSessionLeaseSeconds - 10;
+  EXPECT_FALSE(SessionMayBeRunning(remote, now));
+  Session mine;
+  mine.owner = me;
+  mine.last_active = 1;
+  EXPECT_TRUE(SessionMayBeRunning(mine, now));
+  mine.owner = parts->host + "/" + std::to_string(child) + "/1/" + parts->boot + ns;
+  mine.last_active = now;
+  EXPECT_FALSE(SessionMayBeRunning(mine, now));
   for (const char* unreadable : {"", "x", "a/b", "h/12/", "h/pid/1/b", "/1/1/b", "h/1/1/b/n/extra"}) {
     EXPECT_FALSE(ParseOwner(unreadable).has_value()) << unreadable;
     EXPECT_FALSE(OwnerMayBeRunning(unreadable)) << unreadable;

@@ -263,16 +263,30 @@ TEST(SqliteDatabaseTest, NewerSchemaIsRefusedClearly) {
   }
 }
 
-// A file from before session owners (schema version 1), made by dropping
-// the column a version-2 file has.
-void MakeVersion1(const std::string& path) {
+// A file of an older schema version, made by dropping the columns later
+// versions added: sessions' owners (version 2) and last signs of life (3).
+void MakeVersion(const std::string& path, int version) {
   sqlite3* raw = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  std::string sql = "ALTER TABLE sessions DROP COLUMN last_active; ";
+  if (version < 2) sql += "ALTER TABLE sessions DROP COLUMN owner; ";
+  sql += "PRAGMA user_version = " + std::to_string(version);
   char* err = nullptr;
-  ASSERT_EQ(sqlite3_exec(raw, "ALTER TABLE sessions DROP COLUMN owner; PRAGMA user_version = 1", nullptr, nullptr, &err),
-            SQLITE_OK)
-      << (err ? err : "");
+  ASSERT_EQ(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
   sqlite3_close(raw);
+}
+
+int UserVersion(const std::string& path) {
+  sqlite3* raw = nullptr;
+  if (sqlite3_open(path.c_str(), &raw) != SQLITE_OK) return -1;
+  sqlite3_stmt* st = nullptr;
+  int version = -1;
+  if (sqlite3_prepare_v2(raw, "PRAGMA user_version", -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+    version = sqlite3_column_int(st, 0);
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(raw);
+  return version;
 }
 
 TEST(SqliteDatabaseTest, AVersion1FileIsReadAsItIsAndUpgradedByAWriter) {
@@ -286,7 +300,7 @@ TEST(SqliteDatabaseTest, AVersion1FileIsReadAsItIsAndUpgradedByAWriter) {
     s.owner = "gone/1/1/1";
     db.StartSession(s);
   }
-  MakeVersion1(path);
+  MakeVersion(path, 1);
   {
     // A reader cannot add the column, and reads the sessions without owners.
     SqliteDatabase reader(path, SqliteDatabase::OpenMode::kReadOnly);
@@ -301,14 +315,39 @@ TEST(SqliteDatabaseTest, AVersion1FileIsReadAsItIsAndUpgradedByAWriter) {
   EXPECT_EQ(db.Sessions()[0].owner, "") << "a session from before owners has none";
   EXPECT_TRUE(db.ClaimSession(db.Sessions()[0].id, "", "me/2/2/2"));
   EXPECT_EQ(db.Sessions()[0].owner, "me/2/2/2");
-  sqlite3* raw = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(raw, "PRAGMA user_version", -1, &st, nullptr), SQLITE_OK);
-  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(st, 0), SqliteDatabase::kSchemaVersion);
-  sqlite3_finalize(st);
-  sqlite3_close(raw);
+  EXPECT_EQ(UserVersion(path), SqliteDatabase::kSchemaVersion);
+}
+
+// A file from before sessions kept their last sign of life: a reader reads
+// it as not known (such a session counts as running, as before); a writer
+// adds the column, and the session's next batch of records fills it.
+TEST(SqliteDatabaseTest, AVersion2FileHasSessionsWhoseLastSignOfLifeIsNotKnown) {
+  std::string path = FreshPath("version2");
+  std::int64_t id = 0;
+  {
+    SqliteDatabase db(path);
+    db.CommitWorkload(W("1"));
+    Session s;
+    s.command = "tunedb tune --workload 1";
+    s.owner = "elsewhere/1/1/1";
+    id = db.StartSession(s);
+  }
+  MakeVersion(path, 2);
+  {
+    SqliteDatabase reader(path, SqliteDatabase::OpenMode::kReadOnly);
+    ASSERT_EQ(reader.Sessions().size(), 1u);
+    EXPECT_EQ(reader.Sessions()[0].owner, "elsewhere/1/1/1");
+    EXPECT_EQ(reader.Sessions()[0].last_active, 0.0);
+    EXPECT_TRUE(SessionMayBeRunning(reader.Sessions()[0], NowSeconds() + 1e6));
+  }
+  SqliteDatabase db(path);
+  EXPECT_EQ(UserVersion(path), SqliteDatabase::kSchemaVersion);
+  EXPECT_EQ(db.Sessions()[0].last_active, 0.0);
+  TuningRecord r = R("t1", 2.0);
+  r.session_id = id;
+  double before = NowSeconds();
+  db.CommitRecords({r});
+  EXPECT_GE(db.Sessions()[0].last_active, before);
 }
 
 TEST(SqliteDatabaseTest, NotADatabaseIsAClearError) {

@@ -226,6 +226,33 @@ TEST(Tuner, ASessionStillRunningIsLeftToItAndOneLeftBehindIsResumed) {
   ExpectNoProgramMeasuredTwice(database, spec);
 }
 
+// A session of the same command whose owner is on another host cannot be
+// looked at: it is left to its owner while it shows signs of life, and
+// resumed once it has been quiet for longer than the lease.
+TEST(Tuner, ASessionOfAnotherHostIsResumedOnceItHasBeenQuietForTheLease) {
+  const std::string spec = "matmul:M=16,N=16,K=8";
+  TuneOptions o = SmallTune(spec, 8);
+  o.measure_baseline = false;
+  const std::string elsewhere = "another-host/4242/1/some-boot/4026531836";
+  for (bool quiet : {false, true}) {
+    db::SqliteDatabase database(FreshDb(quiet ? "tuner_quiet.sqlite" : "tuner_active.sqlite"));
+    db::Session remote;
+    remote.command = o.command;
+    remote.target = o.measure.target.ToString();
+    remote.owner = elsewhere;
+    // Its start is its last sign of life.
+    remote.started = db::NowSeconds() - (quiet ? db::kSessionLeaseSeconds + 60 : 60);
+    std::int64_t id = database.StartSession(remote);
+    TuneReport r = Tune(database, o);
+    EXPECT_EQ(r.resumed, quiet);
+    EXPECT_EQ(r.session_id == id, quiet);
+    std::vector<db::Session> sessions = database.Sessions();
+    ASSERT_EQ(sessions.size(), quiet ? 1u : 2u);
+    EXPECT_EQ(sessions[0].owner, quiet ? db::ThisProcess() : elsewhere);
+    EXPECT_EQ(sessions[0].ended != 0, quiet);
+  }
+}
+
 // Beside a running session of the same command, a second session samples
 // other programs: with the seed's own stream, and the space's own designs
 // first, its first batch would be the very programs the running one is

@@ -638,7 +638,8 @@ TEST(CliTune, SigkillLeavesNoTemporaryFile) {
 // A tuner killed in another container of this host (the same host name,
 // with the host's network, and boot, but pids of its own): this host
 // cannot tell whether it runs, so the same command leaves its session
-// alone, until the user, who knows, releases it with `db release`.
+// alone, until the user, who knows, releases it with `db release`, or it
+// has been quiet for longer than the lease.
 TEST(CliTune, ASessionOfAnotherContainerIsResumedOnceReleased) {
   std::string db = TuneDb("cli_tune_release.sqlite");
   std::string log = ::testing::TempDir() + "/cli_tune_release.log";
@@ -655,6 +656,17 @@ TEST(CliTune, ASessionOfAnotherContainerIsResumedOnceReleased) {
   owner = owner.substr(0, owner.rfind('/')) + "/1";
   Sql(db, "UPDATE sessions SET owner = '" + owner + "' WHERE id = 1");
   const std::string pid_text = std::to_string(pid);
+
+  // Quiet for longer than the lease, it counts as left behind.
+  Sql(db, "UPDATE sessions SET last_active = strftime('%s', 'now') - 7200 WHERE id = 1");
+  Result quiet = RunTunedb("db sessions --db " + db);
+  EXPECT_NE(quiet.out.find("open: pid " + pid_text + " in another container quiet for 2.0 h; the same command resumes it"),
+            std::string::npos)
+      << quiet.out;
+  EXPECT_EQ(RunTunedb("db release 1 --db " + db).out,
+            "session 1 is open already: pid " + pid_text +
+                " in another container has been quiet for 2.0 h, and the same command resumes it\n");
+  Sql(db, "UPDATE sessions SET last_active = strftime('%s', 'now') WHERE id = 1");
 
   Result listed = RunTunedb("db sessions --db " + db);
   EXPECT_NE(listed.out.find("running (pid " + pid_text + " in another container)"), std::string::npos) << listed.out;

@@ -709,6 +709,12 @@ TEST_F(ServerTest, TuneThroughTheServer) {
   EXPECT_GT(local.Sessions()[0].ended, 0);
   EXPECT_EQ(local.Sessions()[0].owner, db::ThisProcess());
   EXPECT_EQ(local.Records(q)[0].session_id, local.Sessions()[0].id);
+  // Its records, posted through the server, were its signs of life, which
+  // the server's session listing carries.
+  EXPECT_GT(local.Sessions()[0].last_active, local.Sessions()[0].started);
+  EXPECT_EQ(RemoteDatabase(url, "tok").Sessions()[0].last_active, local.Sessions()[0].last_active);
+  EXPECT_EQ(Call(port_, http::verb::get, "/v1/sessions").Json()["sessions"][0]["last_active"],
+            local.Sessions()[0].last_active);
   EXPECT_FALSE(local.Models().empty());
   // A second session through the server starts from what the first stored,
   // with the default population, whose warm start asks for its best 102.
