@@ -215,8 +215,9 @@ class Tuner {
   // The newest open session of the same command and target whose process
   // is gone (interrupted, killed, or written before sessions had owners;
   // one on another host or in another container once it has been quiet
-  // for db::kSessionLeaseSeconds) is taken over; one whose process still runs is left to it, so the same
-  // command run twice at once runs two sessions, not one with two budgets.
+  // for db::kSessionLeaseSeconds) is taken over; one whose process still
+  // runs is left to it, so the same command run twice at once runs two
+  // sessions, not one with two budgets.
   // Taking over is a compare-and-set on the owner: of two tuners that find
   // the same session left behind, one resumes it and the other starts anew.
   void FindSessionToResume() {
