@@ -555,34 +555,21 @@ SqliteDatabase::SqliteDatabase(const std::string& path, OpenMode mode) : impl_(s
   // Each migration looks at the version again inside its transaction:
   // processes that open a new file together all read version 0, and one
   // that set version 1 after another had reached 2 undid that step.
-  if (version < 1) {
-    // Migration 0 -> 1: the first schema.
+  auto migrate = [&](int to, const char* sql) {
     impl_->Write([&] {
-      if (impl_->UserVersion() >= 1) return;
-      impl_->Exec(kSchemaV1);
-      impl_->Exec("PRAGMA user_version = 1");
+      if (impl_->UserVersion() >= to) return;
+      impl_->Exec(sql);
+      impl_->Exec(("PRAGMA user_version = " + std::to_string(to)).c_str());
     });
-    version = 1;
-  }
-  if (version < 2 && !read_only) {
-    // Migration 1 -> 2: sessions name the process that runs them.
-    impl_->Write([&] {
-      if (impl_->UserVersion() >= 2) return;
-      impl_->Exec("ALTER TABLE sessions ADD COLUMN owner TEXT");
-      impl_->Exec("PRAGMA user_version = 2");
-    });
-    version = 2;
-  }
-  if (version < 3 && !read_only) {
-    // Migration 2 -> 3: sessions keep their last sign of life, so that one
-    // whose owner is on another host can be seen to be left behind.
-    impl_->Write([&] {
-      if (impl_->UserVersion() >= 3) return;
-      impl_->Exec("ALTER TABLE sessions ADD COLUMN last_active REAL");
-      impl_->Exec("PRAGMA user_version = 3");
-    });
-    version = 3;
-  }
+    version = to;
+  };
+  // Migration 0 -> 1: the first schema.
+  if (version < 1) migrate(1, kSchemaV1);
+  // Migration 1 -> 2: sessions name the process that runs them.
+  if (version < 2 && !read_only) migrate(2, "ALTER TABLE sessions ADD COLUMN owner TEXT");
+  // Migration 2 -> 3: sessions keep their last sign of life, so that one
+  // whose owner is on another host can be seen to be left behind.
+  if (version < 3 && !read_only) migrate(3, "ALTER TABLE sessions ADD COLUMN last_active REAL");
   impl_->version = version;
   if (read_only) {
     impl_->ReadTargetsCanonically(query_only);
@@ -840,15 +827,12 @@ void SqliteDatabase::EndSession(std::int64_t id, double ended) {
 }
 
 std::vector<Session> SqliteDatabase::Sessions() {
-  const char* sql = impl_->version >= 3
-                        ? "SELECT id, command, host, target, strategy, seed, trials, started, COALESCE(ended, 0), "
-                          "COALESCE(owner, ''), COALESCE(last_active, 0) FROM sessions ORDER BY id"
-                    : impl_->version >= 2
-                        ? "SELECT id, command, host, target, strategy, seed, trials, started, COALESCE(ended, 0), "
-                          "COALESCE(owner, ''), 0 FROM sessions ORDER BY id"
-                        : "SELECT id, command, host, target, strategy, seed, trials, started, COALESCE(ended, 0), '', 0 "
-                          "FROM sessions ORDER BY id";
-  Statement s(impl_->conn.db, sql, impl_->path);
+  // A reader of an older file reads the columns it has, and what a session
+  // from before each added one has: no owner, no sign of life known.
+  std::string sql = std::string("SELECT id, command, host, target, strategy, seed, trials, started, ") +
+                    "COALESCE(ended, 0), " + (impl_->version >= 2 ? "COALESCE(owner, '')" : "''") + ", " +
+                    (impl_->version >= 3 ? "COALESCE(last_active, 0)" : "0") + " FROM sessions ORDER BY id";
+  Statement s(impl_->conn.db, sql.c_str(), impl_->path);
   std::vector<Session> out;
   while (s.Step()) {
     Session x;
