@@ -108,7 +108,11 @@ TEST(Tuner, TunesASmallMatmulIntoARealDatabaseAndResumesWithoutRemeasuring) {
     // repeats), and while an unchecked record leads, a round more times
     // the four best again, up to three rounds: 4 to 12 records
     // (TheFinalCheckTakesTheBestFromARecordThatWasAFluke). CI saw 8.
-    EXPECT_GE(best[0].run_secs.size(), 4u);
+    // After the third round an unchecked record may still lead, if the
+    // round's timings moved the checked ones behind it: a CI run at
+    // a44fd53 ended with a record of two timings as the best.
+    EXPECT_TRUE(best[0].run_secs.size() >= 4u || r.final_check_rounds == 3)
+        << best[0].run_secs.size() << " timings, " << r.final_check_rounds << " rounds of the final check";
     int confirmed = 0, checked = 0;
     for (const db::TuningRecord& rec : AllRecords(database)) {
       if (rec.status != db::RecordStatus::kOk) continue;
