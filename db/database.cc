@@ -241,8 +241,11 @@ std::string FirstLine(const std::string& path) {
 }
 
 // Field 22 of /proc/PID/stat, the process's start in clock ticks since
-// boot; empty if there is no such process. The fields are counted after the
-// command name's closing parenthesis, since the name may hold spaces.
+// boot; empty if there is no such process, or if it has ended and only
+// waits for its parent to collect it (state Z or X, field 3): a tuner
+// killed from a shell stays a zombie until the shell gets to it. The
+// fields are counted after the command name's closing parenthesis, since
+// the name may hold spaces.
 std::string ProcessStart(const std::string& pid) {
   std::string stat = FirstLine("/proc/" + pid + "/stat");
   std::size_t close = stat.rfind(')');
@@ -250,6 +253,7 @@ std::string ProcessStart(const std::string& pid) {
   std::istringstream fields(stat.substr(close + 1));
   std::string field;
   for (int i = 3; i <= 22 && fields >> field; ++i) {
+    if (i == 3 && (field == "Z" || field == "X")) return "";
     if (i == 22) return field;
   }
   return "";
@@ -275,10 +279,12 @@ std::string ThisBoot() { return FirstLine("/proc/sys/kernel/random/boot_id"); }
 
 }  // namespace
 
-std::string ThisProcess() {
-  std::string pid = std::to_string(getpid());
-  return HostName() + "/" + pid + "/" + ProcessStart(pid) + "/" + ThisBoot() + "/" + PidNamespace();
+std::string ProcessOwner(int pid) {
+  std::string id = std::to_string(pid);
+  return HostName() + "/" + id + "/" + ProcessStart(id) + "/" + ThisBoot() + "/" + PidNamespace();
 }
+
+std::string ThisProcess() { return ProcessOwner(getpid()); }
 
 std::optional<OwnerParts> ParseOwner(const std::string& owner) {
   // host/pid/start/boot[/pidns]: a host name has no '/'.

@@ -214,6 +214,10 @@ double NowSeconds();
 // host's network, its name too, but not its pids).
 std::string ThisProcess();
 
+// The same for process `pid` of this pid namespace; its start is empty if
+// there is no such process or it has ended.
+std::string ProcessOwner(int pid);
+
 // A session owner's parts; nullopt for an empty or unreadable owner.
 // Owners written before pid namespaces have four parts, and pid_namespace
 // empty.

@@ -262,6 +262,31 @@ TYPED_TEST(DatabaseContract, ASessionIsMarkedActiveByItsRecordsAndByATakeover) {
   EXPECT_GE(db.Sessions()[1].last_active, before);
 }
 
+// A tuner killed from a shell lingers as a zombie until the shell collects
+// it; its sessions are left behind from the moment it ended.
+TEST(SessionOwnerTest, AProcessThatEndedCountsAsEndedBeforeItsParentCollectsIt) {
+  int gate[2];
+  ASSERT_EQ(pipe(gate), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    char c;
+    close(gate[1]);
+    (void)!read(gate[0], &c, 1);  // until the parent closes its end
+    _exit(0);
+  }
+  close(gate[0]);
+  const std::string owner = ProcessOwner(child);
+  EXPECT_TRUE(OwnerMayBeRunning(owner)) << owner;
+  close(gate[1]);
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, child, &info, WEXITED | WNOWAIT), 0);  // ended, not collected
+  EXPECT_FALSE(OwnerMayBeRunning(owner)) << owner << " is a zombie";
+  EXPECT_TRUE(std::filesystem::exists("/proc/" + std::to_string(child))) << "the zombie was collected early";
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  EXPECT_FALSE(OwnerMayBeRunning(owner));
+}
+
 TEST(SessionOwnerTest, ARunningProcessIsToldFromOneThatEnded) {
   std::string me = ThisProcess();
   EXPECT_TRUE(OwnerMayBeRunning(me)) << me;
