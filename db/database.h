@@ -105,8 +105,9 @@ struct Session {
   // Empty: no one (released at an interruption, or written before owners).
   std::string owner;
   // When the session last showed it was alive: its start, a batch of
-  // records committed in it, or a tuner taking it over (unix seconds).
-  // 0: not known (written before, or read from a server older than, the
+  // records committed in it, or a tuner taking it over (unix seconds, by
+  // the database's clock; read through a server, by the reader's). 0: not
+  // known (written before, or read from a server older than, the
   // database kept it).
   double last_active = 0;
 };

@@ -1,6 +1,7 @@
 #include "api/remote/remote_database.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it
 
 #include <boost/asio.hpp>
@@ -30,6 +31,11 @@ std::unique_ptr<db::Database> OpenDatabase(const std::string& location, const st
 }
 
 namespace {
+
+// How far apart a server's clock and this one may be and count as agreeing
+// (see Sessions): far below db::kSessionLeaseSeconds, far above a request's
+// round trip.
+constexpr double kClocksAgreeSeconds = 60;
 
 std::string Escape(const std::string& s) {
   static const char* kHex = "0123456789ABCDEF";
@@ -401,7 +407,19 @@ bool RemoteDatabase::AddTimings(std::int64_t record_id, const std::vector<double
 }
 
 std::vector<db::Session> RemoteDatabase::Sessions() {
+  const double asked = db::NowSeconds();
   json answer = impl_->Call(http::verb::get, "/v1/sessions");
+  // The server stamps a session's signs of life by its clock, and a tuner
+  // judges a quiet session by its own (db::SessionMayBeRunning), so
+  // last_active is read in this process's clock. Clocks within a minute of
+  // each other are taken to agree, so that the time read is the one
+  // stored; an answer without "now" (an older server) is taken as it is.
+  double skew = 0;
+  if (answer.contains("now") && answer["now"].is_number()) {
+    skew = (asked + db::NowSeconds()) / 2 - answer["now"].get<double>();
+    if (std::abs(skew) < kClocksAgreeSeconds) skew = 0;
+  }
+  auto in_our_clock = [skew](double t) { return t == 0 ? 0 : t + skew; };  // 0: not set
   std::vector<db::Session> out;
   for (const json& j : answer.at("sessions")) {
     db::Session s;
@@ -415,7 +433,7 @@ std::vector<db::Session> RemoteDatabase::Sessions() {
     s.started = j.at("started").get<double>();
     s.ended = j.at("ended").get<double>();
     s.owner = j.value("owner", std::string());  // a server before owners has none
-    s.last_active = j.value("last_active", 0.0);  // nor one before signs of life (not known)
+    s.last_active = in_our_clock(j.value("last_active", 0.0));  // nor one before signs of life (not known)
     out.push_back(std::move(s));
   }
   return out;

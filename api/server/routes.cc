@@ -563,7 +563,9 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
     if (route == "/v1/sessions" && req.method == "GET") {
       json list = json::array();
       for (const db::Session& s : database.Sessions()) list.push_back(SessionJson(s));
-      return Json({{"sessions", list}});
+      // The times above are this server's clock; "now" lets a client on
+      // another host read them in its own (RemoteDatabase::Sessions).
+      return Json({{"sessions", list}, {"now", db::NowSeconds()}});
     }
 
     if (route == "/v1/sessions" && req.method == "POST") {

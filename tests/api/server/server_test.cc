@@ -713,8 +713,9 @@ TEST_F(ServerTest, TuneThroughTheServer) {
   // the server's session listing carries.
   EXPECT_GT(local.Sessions()[0].last_active, local.Sessions()[0].started);
   EXPECT_EQ(RemoteDatabase(url, "tok").Sessions()[0].last_active, local.Sessions()[0].last_active);
-  EXPECT_EQ(Call(port_, http::verb::get, "/v1/sessions").Json()["sessions"][0]["last_active"],
-            local.Sessions()[0].last_active);
+  json listed = Call(port_, http::verb::get, "/v1/sessions").Json();
+  EXPECT_EQ(listed["sessions"][0]["last_active"], local.Sessions()[0].last_active);
+  EXPECT_NEAR(listed["now"].get<double>(), db::NowSeconds(), 60) << listed;
   EXPECT_FALSE(local.Models().empty());
   // A second session through the server starts from what the first stored,
   // with the default population, whose warm start asks for its best 102.
@@ -927,17 +928,26 @@ TEST_F(ServerTest, LaterTimingsOfARecordGoThroughTheServer) {
   EXPECT_EQ(Call(port_, http::verb::post, path, R"({"run_secs": [1e-6]})", "tok").status, 200);
 }
 
-// A server from before session owners and later timings: the real server
-// behind a proxy that answers the claim and timings routes as such a
-// server did (404, "no route") and passes every other request on.
-class OlderServer {
+// The real server behind a proxy on 127.0.0.1, standing in for a server
+// that differs from this one (an older version, another host's clock): it
+// may answer a request itself, and may rewrite the answers it passes on.
+class Proxy {
  public:
-  explicit OlderServer(int upstream)
-      : acceptor_(ioc_, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0)), upstream_(upstream) {
+  using Request = http::request<http::string_body>;
+  using Response = http::response<http::string_body>;
+  struct Rules {
+    std::function<bool(const Request&, Response&)> answer;   // true: answered here, not passed on
+    std::function<void(const Request&, Response&)> rewrite;  // an answer passed back
+  };
+
+  Proxy(int upstream, Rules rules)
+      : acceptor_(ioc_, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0)),
+        upstream_(upstream),
+        rules_(std::move(rules)) {
     port_ = acceptor_.local_endpoint().port();
     thread_ = std::thread([this] { Serve(); });
   }
-  ~OlderServer() {
+  ~Proxy() {
     stopping_ = true;
     net::io_context ioc;
     tcp::socket wake(ioc);  // the blocking accept returns for a connection
@@ -946,8 +956,6 @@ class OlderServer {
     thread_.join();
   }
   std::string Url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  int claims_refused() const { return claims_refused_; }
-  int timings_refused() const { return timings_refused_; }
 
  private:
   void Serve() {
@@ -958,27 +966,17 @@ class OlderServer {
       if (ec || stopping_) return;
       beast::flat_buffer buffer;
       for (;;) {  // the remote database keeps its connection alive
-        http::request<http::string_body> req;
+        Request req;
         http::read(client, buffer, req, ec);
         if (ec) break;
-        http::response<http::string_body> res;
-        std::string target(req.target());
-        auto ends_with = [&](const std::string& suffix) {
-          return target.size() > suffix.size() &&
-                 target.compare(target.size() - suffix.size(), suffix.size(), suffix) == 0;
-        };
-        if (ends_with("/claim") || ends_with("/timings")) {
-          ++(ends_with("/claim") ? claims_refused_ : timings_refused_);
-          res.result(http::status::not_found);
-          res.set(http::field::content_type, "application/json");
-          res.body() = json{{"error", "no route " + target}}.dump();
-          res.prepare_payload();
-        } else {
+        Response res;
+        if (!rules_.answer || !rules_.answer(req, res)) {
           tcp::socket server(ioc_);
           server.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(upstream_)));
           http::write(server, req);
           beast::flat_buffer server_buffer;
           http::read(server, server_buffer, res);
+          if (rules_.rewrite) rules_.rewrite(req, res);
         }
         http::write(client, res, ec);
         if (ec) break;
@@ -989,9 +987,38 @@ class OlderServer {
   net::io_context ioc_;
   tcp::acceptor acceptor_;
   int upstream_, port_ = 0;
+  Rules rules_;
   std::atomic<bool> stopping_{false};
-  std::atomic<int> claims_refused_{0}, timings_refused_{0};
   std::thread thread_;
+};
+
+// A server from before session owners and later timings: it answers the
+// claim and timings routes as such a server did (404, "no route").
+class OlderServer {
+ public:
+  explicit OlderServer(int upstream)
+      : proxy_(upstream, {[this](const auto& req, auto& res) { return Refuse(req, res); }, {}}) {}
+  std::string Url() const { return proxy_.Url(); }
+  int claims_refused() const { return claims_refused_; }
+  int timings_refused() const { return timings_refused_; }
+
+ private:
+  bool Refuse(const Proxy::Request& req, Proxy::Response& res) {
+    std::string target(req.target());
+    auto ends_with = [&](const std::string& suffix) {
+      return target.size() > suffix.size() && target.compare(target.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    if (!ends_with("/claim") && !ends_with("/timings")) return false;
+    ++(ends_with("/claim") ? claims_refused_ : timings_refused_);
+    res.result(http::status::not_found);
+    res.set(http::field::content_type, "application/json");
+    res.body() = json{{"error", "no route " + target}}.dump();
+    res.prepare_payload();
+    return true;
+  }
+
+  std::atomic<int> claims_refused_{0}, timings_refused_{0};
+  Proxy proxy_;  // last: its thread uses the counters
 };
 
 // A new tuner and an older server: a session left open there cannot be
@@ -1031,6 +1058,59 @@ TEST_F(ServerTest, ATunerThroughAnOlderServerRunsASessionOfItsOwn) {
   search::TuneReport stopped = search::Tune(remote, o, {}, &stop);
   EXPECT_TRUE(stopped.interrupted);
   EXPECT_GT(old_server.claims_refused(), refused_before);
+}
+
+// A server whose clock runs two hours behind the tuner's: the proxy moves
+// every time in its sessions answers back by two hours, as that server
+// would have stamped them. The tuner reads a session's last sign of life
+// in its own clock, so it neither takes over a session active a moment
+// ago nor waits three hours for one left two hours ago.
+TEST_F(ServerTest, ATunerJudgesASessionByItsOwnClockThroughAServerWithAnother) {
+  StartServer("tok");
+  constexpr double kBehind = 7200;
+  Proxy behind(port_, {{}, [](const Proxy::Request& req, Proxy::Response& res) {
+                         if (req.method() != http::verb::get || req.target() != "/v1/sessions") return;
+                         json answer = json::parse(res.body());
+                         answer["now"] = answer["now"].get<double>() - kBehind;
+                         for (json& s : answer["sessions"]) {
+                           for (const char* time : {"started", "ended", "last_active"}) {
+                             if (s[time].get<double>() != 0) s[time] = s[time].get<double>() - kBehind;
+                           }
+                         }
+                         res.body() = answer.dump();
+                         res.prepare_payload();
+                       }});
+  search::TuneOptions o = SmallRemoteTune(8);
+  db::Session running;  // on another host, whose process cannot be looked at
+  running.command = o.command;
+  running.target = o.measure.target.ToString();
+  running.owner = "build-box-7/4242/1/another-boot/1";
+  RemoteDatabase remote(behind.Url(), "tok");
+  const std::int64_t running_id = remote.StartSession(running);
+  const double now = db::NowSeconds();
+  db::Session seen = remote.Sessions().at(0);
+  EXPECT_NEAR(seen.last_active, now, 60);
+  EXPECT_NEAR(seen.started, now - kBehind, 60) << "only the sign of life is read in this clock";
+  EXPECT_TRUE(db::SessionMayBeRunning(seen, now));
+  search::TuneReport r = search::Tune(remote, o);
+  EXPECT_FALSE(r.resumed);
+  EXPECT_NE(r.session_id, running_id);
+
+  // Left two hours ago by the server's clock: taken over.
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &raw), SQLITE_OK);
+  const std::string quiet =
+      "UPDATE sessions SET last_active = last_active - 7200 WHERE id = " + std::to_string(running_id);
+  ASSERT_EQ(sqlite3_exec(raw, quiet.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(raw);
+  EXPECT_NEAR(remote.Sessions().at(0).last_active, now - kBehind, 60);
+  r = search::Tune(remote, o);
+  EXPECT_TRUE(r.resumed);
+  EXPECT_EQ(r.session_id, running_id);
+
+  // Clocks that agree within a minute read the time stored as it is.
+  db::Session direct = RemoteDatabase("http://127.0.0.1:" + std::to_string(port_), "tok").Sessions().at(0);
+  EXPECT_EQ(direct.last_active, db::SqliteDatabase(path_).Sessions().at(0).last_active);
 }
 
 TEST(RemoteDatabaseTest, UnreachableServerIsAClearError) {
