@@ -175,13 +175,47 @@ std::vector<double> TimingsMissing(const std::vector<double>& ours, const std::v
   return missing;
 }
 
+// Commits records copied from another database, looking up the
+// measurements `into` holds of each of their workloads once, so that a
+// merge reads them once rather than once per page.
+class CopyCommitter {
+ public:
+  explicit CopyCommitter(Database& into) : into_(into) {}
+
+  void Commit(std::vector<TuningRecord> records, MergeCounts& counts) {
+    std::vector<TuningRecord> fresh;
+    for (TuningRecord& r : records) {
+      if (MeasuredCopies::Copy* copy = r.status == RecordStatus::kOk && r.created > 0 ? CopiesOf(r).Find(r) : nullptr) {
+        std::vector<double> missing = TimingsMissing(copy->run_secs, r.run_secs);
+        if (!missing.empty() && into_.AddTimings(copy->id, missing)) {
+          copy->run_secs = WithLaterTimings(copy->id, copy->run_secs, missing);
+          ++counts.records_with_later_timings;
+        }
+        continue;
+      }
+      fresh.push_back(std::move(r));
+    }
+    counts.records += into_.CommitRecords(fresh);
+  }
+
+ private:
+  MeasuredCopies& CopiesOf(const TuningRecord& r) {
+    auto it = copies_.find(r.workload_hash);
+    if (it == copies_.end()) it = copies_.emplace(r.workload_hash, MeasuredCopies(into_, r.workload_hash)).first;
+    return it->second;
+  }
+
+  Database& into_;
+  std::map<std::string, MeasuredCopies> copies_;
+};
+
 }  // namespace
 
 MergeCounts Merge(Database& into, Database& from) {
   MergeCounts counts;
   for (const WorkloadStats& w : from.Workloads()) {
     into.CommitWorkload(WholeInput(from, w));
-    MeasuredCopies copies(into, w.workload.input.hash);
+    CopyCommitter committer(into);
     RecordQuery q;
     q.workload_hash = w.workload.input.hash;
     q.limit = 5000;
@@ -189,7 +223,6 @@ MergeCounts Merge(Database& into, Database& from) {
       std::vector<TuningRecord> page = from.Records(q);
       if (page.empty()) break;
       q.after_id = page.back().id;
-      std::vector<TuningRecord> fresh;
       for (TuningRecord& r : page) {
         // Named by its id where it is, not by its place in a batch here.
         if (r.status == RecordStatus::kOk && r.run_secs.empty()) {
@@ -197,20 +230,17 @@ MergeCounts Merge(Database& into, Database& from) {
                               " of the database merged from: status ok without a timing (tunedb db check lists "
                               "every such record)");
         }
-        if (MeasuredCopies::Copy* copy = r.status == RecordStatus::kOk ? copies.Find(r) : nullptr) {
-          std::vector<double> missing = TimingsMissing(copy->run_secs, r.run_secs);
-          if (!missing.empty() && into.AddTimings(copy->id, missing)) {
-            copy->run_secs = WithLaterTimings(copy->id, copy->run_secs, missing);
-            ++counts.records_with_later_timings;
-          }
-          continue;
-        }
         r.session_id = 0;  // sessions are per database
-        fresh.push_back(std::move(r));
       }
-      counts.records += into.CommitRecords(fresh);
+      committer.Commit(std::move(page), counts);
     }
   }
+  return counts;
+}
+
+MergeCounts CommitCopies(Database& into, std::vector<TuningRecord> records) {
+  MergeCounts counts;
+  into.Transaction([&] { CopyCommitter(into).Commit(std::move(records), counts); });
   return counts;
 }
 

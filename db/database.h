@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -170,6 +171,12 @@ class Database {
   virtual std::int64_t SaveModel(const StoredModel& model) = 0;
   virtual std::vector<StoredModel> Models() = 0;  // newest first, blobs left empty
   virtual std::optional<StoredModel> LoadModel(std::int64_t id) = 0;  // 0: the newest
+
+  // Runs fn so that no other writer comes between its reads and writes,
+  // and an exception from it undoes them, where the database can (a SQLite
+  // transaction; nested calls join the outer one). The default runs fn as
+  // it is: a server offers no transaction across requests.
+  virtual void Transaction(const std::function<void()>& fn) { fn(); }
 };
 
 // A listed workload's whole input: the listing's own when it holds the
@@ -187,6 +194,14 @@ struct MergeCounts {
 // timings `into`'s copy lacks are added to it. Such a pair is told by its
 // program, target and commit time, and a timing in common.
 MergeCounts Merge(Database& into, Database& from);
+
+// Commits records copied from another database, in one transaction (see
+// Database::Transaction): an ok record that gives its commit time
+// (`created`) and whose measurement `into` holds already, as Merge tells
+// it, adds the timings its copy lacks rather than a second record. Other
+// records are committed as CommitRecords commits them. The records'
+// workloads must be in `into`.
+MergeCounts CommitCopies(Database& into, std::vector<TuningRecord> records);
 
 // `secs` after `earlier`, the newest Database::kMaxTimings of them; throws
 // DatabaseError naming `record_id` for a timing that is not positive seconds.

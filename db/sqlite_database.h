@@ -57,7 +57,7 @@ class SqliteDatabase : public Database {
 
   // Runs fn inside one BEGIN IMMEDIATE transaction (used by imports, which
   // must commit all or nothing). Nested calls join the outer transaction.
-  void Transaction(const std::function<void()>& fn);
+  void Transaction(const std::function<void()>& fn) override;
 
   // "ok" or SQLite's integrity_check report.
   std::string IntegrityCheck();

@@ -553,7 +553,11 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
         }
         records.push_back(std::move(r));
       }
-      return Json({{"added", database.CommitRecords(records)}}, 201);
+      // Records copied from another database (they give `created`) may be
+      // measurements this one holds, timed again there since: those add
+      // their later timings rather than a second record, as db merge does.
+      db::MergeCounts counts = db::CommitCopies(database, std::move(records));
+      return Json({{"added", counts.records}, {"records_with_later_timings", counts.records_with_later_timings}}, 201);
     }
 
     if (route == "/v1/stats") {

@@ -100,18 +100,23 @@ class TunedbClient:
         (the limits its health route gives) go in several, each committed on
         its own; the answer's "added" counts them all. After a failure part
         way, committing the same records again adds only the rest: the server
-        skips duplicates."""
+        skips duplicates. Records read from another server keep their
+        "created"; one the server holds already, timed again there since,
+        gives its copy the later timings instead of a second record, which
+        "records_with_later_timings" counts."""
         if self._limits is None:
             health = self.health()
             self._limits = (health.get("max_body_bytes", 8 << 20), health.get("max_records_per_post", 10000))
         max_bytes, max_records = self._limits
         wrapper = len('{"records": []}')
-        added, chunk, chunk_bytes = 0, [], wrapper
+        added, later, chunk, chunk_bytes = 0, 0, [], wrapper
 
         def send():
-            nonlocal added, chunk, chunk_bytes
+            nonlocal added, later, chunk, chunk_bytes
             if chunk:
-                added += self._call("POST", "/v1/records", body={"records": chunk})["added"]
+                answer = self._call("POST", "/v1/records", body={"records": chunk})
+                added += answer["added"]
+                later += answer.get("records_with_later_timings", 0)  # an older server does not say
             chunk, chunk_bytes = [], wrapper
 
         for record in records:
@@ -123,7 +128,7 @@ class TunedbClient:
             chunk.append(record)
             chunk_bytes += size
         send()
-        return {"added": added}
+        return {"added": added, "records_with_later_timings": later}
 
     def predict(self, workload_hash, traces, model=None):
         """Cost-model scores of traces; model is a stored model's id (None: the newest)."""

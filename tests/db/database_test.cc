@@ -476,5 +476,51 @@ TEST(MergeTest, LaterTimingsOfARecordAlreadyMergedJoinItsCopy) {
   EXPECT_EQ(b.Size(), 4);
 }
 
+// Records copied by hand (a client reading one server and posting what it
+// read to another) are told from their copies as a merge tells them: the
+// later timings of a measurement join its copy, and posting the same
+// records twice adds nothing. A record without a commit time is a new
+// measurement. The whole batch is one transaction.
+TEST(MergeTest, CopiesCommittedByHandJoinTheirCopiesAsAMergeDoes) {
+  const std::string path = ::testing::TempDir() + "/commit_copies.sqlite";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  MemoryDatabase from;
+  SqliteDatabase into(path);
+  from.CommitWorkload(W("1"));
+  into.CommitWorkload(W("1"));
+  const std::string p = "[[\"p\"],[]]";
+  from.CommitRecords({R("1", "t", {1.0, 1.2}, RecordStatus::kOk, p), R("1", "t", {3.0}, RecordStatus::kOk, "[[\"q\"],[]]"),
+                      R("1", "t", {}, RecordStatus::kRunError, "[[\"r\"],[]]")});
+  RecordQuery all;
+  all.workload_hash = "1";
+  std::vector<TuningRecord> copied = from.Records(all);
+  ASSERT_EQ(copied.size(), 3u);
+  EXPECT_GT(copied[0].created, 0);
+  MergeCounts first = CommitCopies(into, copied);
+  EXPECT_EQ(first.records, 3);
+  EXPECT_EQ(first.records_with_later_timings, 0);
+
+  ASSERT_TRUE(from.AddTimings(from.TopK("1", "t", 1)[0].id, {0.9}));
+  copied = from.Records(all);
+  MergeCounts again = CommitCopies(into, copied);
+  EXPECT_EQ(again.records, 0);
+  EXPECT_EQ(again.records_with_later_timings, 1);
+  EXPECT_EQ(into.Size(), 3);
+  EXPECT_EQ(TimingsOf(into, p), (std::multiset<double>{0.9, 1.0, 1.2}));
+  MergeCounts twice = CommitCopies(into, copied);
+  EXPECT_EQ(twice.records + twice.records_with_later_timings, 0);
+
+  // A batch that fails undoes the timings it had added before the failure.
+  ASSERT_TRUE(from.AddTimings(from.TopK("1", "t", 1)[0].id, {0.7}));
+  copied = from.Records(all);
+  copied.push_back(R("9", "t", {1.0}));  // no such workload
+  EXPECT_THROW(CommitCopies(into, copied), DatabaseError);
+  EXPECT_EQ(TimingsOf(into, p), (std::multiset<double>{0.9, 1.0, 1.2}));
+
+  // The same program measured anew, with no commit time: another record.
+  EXPECT_EQ(CommitCopies(into, {R("1", "t", {1.0}, RecordStatus::kOk, p)}).records, 1);
+  EXPECT_EQ(into.Size(), 4);
+}
+
 }  // namespace
 }  // namespace tunedb::db

@@ -92,6 +92,12 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(c.commit_records(records)["added"], 400)
         self.assertEqual(c.commit_records(records)["added"], 0)
         self.assertEqual(len(c.records(workload=h, limit=1000)["records"]), 400)
+        # Read back and posted again (a copy made by hand) after the source
+        # timed one of them again: its copy takes the timing, no record is added.
+        copied = c.records(workload=h, limit=1000)["records"]
+        copied[0]["run_secs"].append(5e-7)
+        self.assertEqual(c.commit_records(copied), {"added": 0, "records_with_later_timings": 1})
+        self.assertEqual(c.records(workload=h, limit=1)["records"][0]["run_secs"], [1e-6, 5e-7])
         with self.assertRaises(TunedbError) as e:  # the route itself still refuses a body beyond the limit
             c._call("POST", "/v1/records", body={"records": records})
         self.assertEqual(e.exception.status, 413)

@@ -315,6 +315,35 @@ TEST_F(ServerTest, RecordsWithFiltersAndPaging) {
   EXPECT_EQ(Call(port_, http::verb::get, "/v1/records?status=great").status, 400);
 }
 
+// Records read from one server and posted to another, as a client copies
+// them by hand: posting the same ones again adds nothing, and a record
+// timed again at the source since gives its copy here the later timings
+// rather than becoming a second record.
+TEST_F(ServerTest, RecordsCopiedByHandJoinTheirCopies) {
+  StartServer("tok");
+  json records = Call(port_, http::verb::get, "/v1/records?workload=" + hash_ + "&limit=100").Json()["records"];
+  ASSERT_EQ(records.size(), 12u);
+  json again = Call(port_, http::verb::post, "/v1/records", json{{"records", records}}.dump(), "tok").Json();
+  EXPECT_EQ(again["added"], 0) << again;
+  EXPECT_EQ(again["records_with_later_timings"], 0) << again;
+
+  records[0]["run_secs"].push_back(0.5e-6);  // the source's final check timed it again
+  json later = Call(port_, http::verb::post, "/v1/records", json{{"records", records}}.dump(), "tok").Json();
+  EXPECT_EQ(later["added"], 0) << later;
+  EXPECT_EQ(later["records_with_later_timings"], 1) << later;
+  db::SqliteDatabase check(path_);
+  EXPECT_EQ(check.Size(), 12);
+  db::RecordQuery q;
+  q.workload_hash = hash_;
+  q.limit = 1;
+  EXPECT_EQ(check.Records(q).at(0).run_secs, (std::vector<double>{1e-6, 1.1e-6, 0.5e-6}));
+
+  // Without its commit time a record is a new measurement, as a tuner's are.
+  records[0].erase("created");
+  EXPECT_EQ(Call(port_, http::verb::post, "/v1/records", json{{"records", {records[0]}}}.dump(), "tok").Json()["added"],
+            1);
+}
+
 TEST_F(ServerTest, WritesNeedTheTokenAndValidInput) {
   StartServer("s3cret");
   std::string workload = json{{"spec", "matmul:M=16,N=16,K=16"}}.dump();
