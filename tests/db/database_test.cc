@@ -489,7 +489,8 @@ TEST(MergeTest, CopiesCommittedByHandJoinTheirCopiesAsAMergeDoes) {
   from.CommitWorkload(W("1"));
   into.CommitWorkload(W("1"));
   const std::string p = "[[\"p\"],[]]";
-  from.CommitRecords({R("1", "t", {1.0, 1.2}, RecordStatus::kOk, p), R("1", "t", {3.0}, RecordStatus::kOk, "[[\"q\"],[]]"),
+  from.CommitRecords({R("1", "t", {1.0, 1.2}, RecordStatus::kOk, p),
+                      R("1", "t", {3.0}, RecordStatus::kOk, "[[\"q\"],[]]"),
                       R("1", "t", {}, RecordStatus::kRunError, "[[\"r\"],[]]")});
   RecordQuery all;
   all.workload_hash = "1";
