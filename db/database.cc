@@ -127,10 +127,13 @@ class MeasuredCopies {
     std::vector<double> run_secs;
   };
 
-  MeasuredCopies(Database& db, const std::string& workload_hash) {
+  // Those committed within `created_within`, when given.
+  MeasuredCopies(Database& db, const std::string& workload_hash,
+                 std::optional<std::pair<double, double>> created_within) {
     RecordQuery q;
     q.workload_hash = workload_hash;
     q.status = RecordStatus::kOk;
+    q.created_within = created_within;
     q.limit = 5000;
     while (true) {
       std::vector<TuningRecord> page = db.Records(q);
@@ -175,17 +178,29 @@ std::vector<double> TimingsMissing(const std::vector<double>& ours, const std::v
   return missing;
 }
 
-// Commits records copied from another database, looking up the
-// measurements `into` holds of each of their workloads once, so that a
-// merge reads them once rather than once per page.
+// Commits records copied from another database, looking for their copies
+// in `into` among the records of the same workload: for one batch
+// (CommitCopies), among those committed within the batch's commit times,
+// which a SQLite file finds by an index; for a merge, which commits every
+// record of a workload page by page, among all of them, read once.
 class CopyCommitter {
  public:
-  explicit CopyCommitter(Database& into) : into_(into) {}
+  enum Scope { kWithinTheBatch, kWholeWorkloads };
+  CopyCommitter(Database& into, Scope scope) : into_(into), scope_(scope) {}
 
   void Commit(std::vector<TuningRecord> records, MergeCounts& counts) {
+    if (scope_ == kWithinTheBatch) {
+      copies_.clear();
+      spans_.clear();
+      for (const TuningRecord& r : records) {
+        if (!Copied(r)) continue;
+        auto [it, first] = spans_.try_emplace(r.workload_hash, r.created, r.created);
+        it->second = {std::min(it->second.first, r.created), std::max(it->second.second, r.created)};
+      }
+    }
     std::vector<TuningRecord> fresh;
     for (TuningRecord& r : records) {
-      if (MeasuredCopies::Copy* copy = r.status == RecordStatus::kOk && r.created > 0 ? CopiesOf(r).Find(r) : nullptr) {
+      if (MeasuredCopies::Copy* copy = Copied(r) ? CopiesOf(r).Find(r) : nullptr) {
         std::vector<double> missing = TimingsMissing(copy->run_secs, r.run_secs);
         if (!missing.empty() && into_.AddTimings(copy->id, missing)) {
           copy->run_secs = WithLaterTimings(copy->id, copy->run_secs, missing);
@@ -199,14 +214,23 @@ class CopyCommitter {
   }
 
  private:
+  // An ok record with its commit time: a measurement that may be here.
+  static bool Copied(const TuningRecord& r) { return r.status == RecordStatus::kOk && r.created > 0; }
+
   MeasuredCopies& CopiesOf(const TuningRecord& r) {
     auto it = copies_.find(r.workload_hash);
-    if (it == copies_.end()) it = copies_.emplace(r.workload_hash, MeasuredCopies(into_, r.workload_hash)).first;
+    if (it == copies_.end()) {
+      std::optional<std::pair<double, double>> within;
+      if (scope_ == kWithinTheBatch) within = spans_.at(r.workload_hash);
+      it = copies_.emplace(r.workload_hash, MeasuredCopies(into_, r.workload_hash, within)).first;
+    }
     return it->second;
   }
 
   Database& into_;
+  const Scope scope_;
   std::map<std::string, MeasuredCopies> copies_;
+  std::map<std::string, std::pair<double, double>> spans_;  // kWithinTheBatch: commit times by workload
 };
 
 }  // namespace
@@ -215,7 +239,7 @@ MergeCounts Merge(Database& into, Database& from) {
   MergeCounts counts;
   for (const WorkloadStats& w : from.Workloads()) {
     into.CommitWorkload(WholeInput(from, w));
-    CopyCommitter committer(into);
+    CopyCommitter committer(into, CopyCommitter::kWholeWorkloads);
     RecordQuery q;
     q.workload_hash = w.workload.input.hash;
     q.limit = 5000;
@@ -240,7 +264,7 @@ MergeCounts Merge(Database& into, Database& from) {
 
 MergeCounts CommitCopies(Database& into, std::vector<TuningRecord> records) {
   MergeCounts counts;
-  into.Transaction([&] { CopyCommitter(into).Commit(std::move(records), counts); });
+  into.Transaction([&] { CopyCommitter(into, CopyCommitter::kWithinTheBatch).Commit(std::move(records), counts); });
   return counts;
 }
 

@@ -21,6 +21,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tunedb::db {
@@ -85,6 +86,10 @@ struct RecordQuery {
   std::optional<RecordStatus> status;
   std::int64_t after_id = 0;  // paging: records with id > after_id
   std::int64_t limit = 100;
+  // Only records committed (TuningRecord::created) within [from, to], when
+  // set: a copy of a record keeps its commit time, so this is where its
+  // copies are (db::CommitCopies).
+  std::optional<std::pair<double, double>> created_within;
 };
 
 struct WorkloadStats {

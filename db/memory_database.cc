@@ -70,6 +70,7 @@ std::vector<TuningRecord> MemoryDatabase::Records(const RecordQuery& q) {
     if (q.workload_hash && r.workload_hash != *q.workload_hash) continue;
     if (q.target && r.target != *q.target) continue;
     if (q.status && r.status != *q.status) continue;
+    if (q.created_within && (r.created < q.created_within->first || r.created > q.created_within->second)) continue;
     if (static_cast<std::int64_t>(out.size()) >= q.limit) break;
     out.push_back(r);
   }

@@ -1,6 +1,7 @@
 #include "api/remote/remote_database.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it
 
@@ -36,6 +37,13 @@ namespace {
 // (see Sessions): far below db::kSessionLeaseSeconds, far above a request's
 // round trip.
 constexpr double kClocksAgreeSeconds = 60;
+
+// The shortest text that reads back as the same double.
+std::string ShortestText(double v) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, end);
+}
 
 std::string Escape(const std::string& s) {
   static const char* kHex = "0123456789ABCDEF";
@@ -310,6 +318,11 @@ std::vector<db::TuningRecord> RemoteDatabase::Records(const db::RecordQuery& q) 
   if (q.workload_hash) target += "&workload=" + Escape(*q.workload_hash);
   if (q.target) target += "&target=" + Escape(*q.target);
   if (q.status) target += "&status=" + std::string(db::StatusName(*q.status));
+  if (q.created_within) {
+    // Exactly the times asked for: a copy's commit time matches to the bit.
+    target += "&created_from=" + Escape(ShortestText(q.created_within->first)) +
+              "&created_to=" + Escape(ShortestText(q.created_within->second));
+  }
   // The answer must outlive the loop: a range-for over a member of a
   // temporary would dangle.
   json answer = impl_->Call(http::verb::get, target);

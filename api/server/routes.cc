@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -82,6 +83,24 @@ json ParseBody(const HttpRequest& req) {
   } catch (const json::parse_error& e) {
     Fail(400, std::string("malformed JSON body: ") + e.what());
   }
+}
+
+// A time in seconds since 1970 given as a query parameter; nullopt when
+// it is not given.
+std::optional<double> SecondsParam(const HttpRequest& req, const std::string& name) {
+  auto it = req.query.find(name);
+  if (it == req.query.end() || it->second.empty()) return std::nullopt;
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(it->second, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != it->second.size() || !std::isfinite(v) || v < 0) {
+    Fail(400, "query parameter " + name + " must be seconds since 1970, got '" + it->second + "'");
+  }
+  return v;
 }
 
 std::int64_t IntParam(const HttpRequest& req, const std::string& name, std::int64_t fallback, std::int64_t lo,
@@ -270,7 +289,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
   static const std::map<std::string, std::vector<std::string>> kQueryParams = {
       {"GET /v1/workloads", {"limit", "after"}},
       {"GET /v1/workloads/{hash}/best", {"target", "k", "nearest"}},
-      {"GET /v1/records", {"workload", "target", "status", "limit", "after"}}};
+      {"GET /v1/records", {"workload", "target", "status", "limit", "after", "created_from", "created_to"}}};
   static const std::vector<std::string> kNone;
   auto listed = kQueryParams.find(req.method + " " + route);
   const std::vector<std::string>& takes = listed == kQueryParams.end() ? kNone : listed->second;
@@ -481,6 +500,9 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       }
       q.limit = IntParam(req, "limit", 100, 1, 1000);
       q.after_id = IntParam(req, "after", 0, 0, std::numeric_limits<std::int64_t>::max());
+      std::optional<double> from = SecondsParam(req, "created_from"), to = SecondsParam(req, "created_to");
+      if (from.has_value() != to.has_value()) Fail(400, "query parameters created_from and created_to go together");
+      if (from) q.created_within = std::make_pair(*from, *to);
       json list = json::array();
       std::vector<db::TuningRecord> records = database.Records(q);
       for (const db::TuningRecord& r : records) list.push_back(RecordJson(r, work_of(r.workload_hash), false));

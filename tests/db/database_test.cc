@@ -146,6 +146,43 @@ TYPED_TEST(DatabaseContract, RecordsFilterAndPage) {
   EXPECT_EQ(db.Records(failures).size(), 5u);
 }
 
+// Records committed within a span of time, as copies of a batch are looked
+// for (CommitCopies): both ends count, other workloads' are left out, and
+// they page in id order though they were committed out of time order.
+TYPED_TEST(DatabaseContract, RecordsCommittedWithinASpanOfTime) {
+  Database& db = *this->db_;
+  db.CommitWorkload(W("1"));
+  db.CommitWorkload(W("2"));
+  std::vector<TuningRecord> batch;
+  for (double created : {500.0, 100.0, 200.0, 300.0, 200.0, 250.5}) {
+    batch.push_back(R("1", "t", {created}, RecordStatus::kOk, "trace" + std::to_string(batch.size())));
+    batch.back().created = created;
+  }
+  batch.push_back(R("2", "t", {1.0}));
+  batch.back().created = 250;
+  ASSERT_EQ(db.CommitRecords(batch), 7);
+  RecordQuery q;
+  q.workload_hash = "1";
+  q.created_within = std::make_pair(200.0, 300.0);
+  q.limit = 2;
+  std::vector<double> seen;
+  std::int64_t last_id = 0;
+  while (true) {
+    std::vector<TuningRecord> page = db.Records(q);
+    if (page.empty()) break;
+    for (const TuningRecord& r : page) {
+      EXPECT_GT(r.id, last_id);
+      last_id = r.id;
+      seen.push_back(r.created);
+    }
+    q.after_id = page.back().id;
+  }
+  EXPECT_EQ(seen, (std::vector<double>{200.0, 300.0, 200.0, 250.5}));
+  q = RecordQuery{};  // every workload's
+  q.created_within = std::make_pair(250.0, 250.5);
+  EXPECT_EQ(db.Records(q).size(), 2u);
+}
+
 TYPED_TEST(DatabaseContract, DuplicatesAreSkippedAndUnknownWorkloadsRefused) {
   Database& db = *this->db_;
   db.CommitWorkload(W("1"));

@@ -315,6 +315,34 @@ TEST_F(ServerTest, RecordsWithFiltersAndPaging) {
   EXPECT_EQ(Call(port_, http::verb::get, "/v1/records?status=great").status, 400);
 }
 
+// Records committed within a span of time, through the server as from the
+// file: the span's ends reach the server to the bit (a copy's commit time
+// is matched exactly), and a span given by halves, or not as seconds, is
+// refused and named.
+TEST_F(ServerTest, RecordsCommittedWithinASpanOfTime) {
+  StartServer();
+  db::SqliteDatabase local(path_);
+  RemoteDatabase remote("http://127.0.0.1:" + std::to_string(port_), "");
+  db::RecordQuery q;
+  q.workload_hash = hash_;
+  const double created = local.Records(q).at(0).created;
+  ASSERT_GT(created, 0);
+  for (auto span :
+       {std::make_pair(created, created), std::make_pair(0.0, 1.0), std::make_pair(created - 1, created + 1)}) {
+    q.created_within = span;
+    std::vector<db::TuningRecord> here = local.Records(q), there = remote.Records(q);
+    ASSERT_EQ(there.size(), here.size()) << std::fixed << span.first << " " << span.second;
+    for (std::size_t i = 0; i < here.size(); ++i) EXPECT_EQ(there[i].id, here[i].id);
+  }
+  EXPECT_FALSE(local.Records(q).empty());
+  for (const char* bad :
+       {"created_from=1", "created_to=1", "created_from=x&created_to=2", "created_from=1&created_to=-2"}) {
+    Reply r = Call(port_, http::verb::get, "/v1/records?" + std::string(bad));
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_NE(r.body.find("created_"), std::string::npos) << r.body;
+  }
+}
+
 // Records read from one server and posted to another, as a client copies
 // them by hand: posting the same ones again adds nothing, and a record
 // timed again at the source since gives its copy here the later timings
@@ -551,7 +579,8 @@ TEST_F(ServerTest, AnUnknownQueryParameterIsNamed) {
   Reply misspelt = Call(port_, http::verb::get, "/v1/records?workload_hash=" + hash_);
   EXPECT_EQ(misspelt.status, 400);
   EXPECT_EQ(misspelt.Json()["error"],
-            "unknown query parameter workload_hash on GET /v1/records (it takes: workload, target, status, limit, after)");
+            "unknown query parameter workload_hash on GET /v1/records (it takes: workload, target, status, limit, after, "
+            "created_from, created_to)");
   Reply none = Call(port_, http::verb::get, "/v1/health?verbose=1");
   EXPECT_EQ(none.status, 400);
   EXPECT_EQ(none.Json()["error"], "unknown query parameter verbose on GET /v1/health (it takes: none)");
