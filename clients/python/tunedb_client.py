@@ -88,9 +88,13 @@ class TunedbClient:
         body.update({"target": target, "k": k})
         return self._call("POST", "/v1/query", body=body)
 
-    def records(self, workload=None, target=None, status=None, limit=100, after=None):
+    def records(self, workload=None, target=None, status=None, limit=100, after=None, created_from=None,
+                created_to=None):
+        """GET /v1/records; created_from and created_to (seconds since 1970, given together) keep the records
+        committed between them."""
         return self._call("GET", "/v1/records",
-                          {"workload": workload, "target": target, "status": status, "limit": limit, "after": after})
+                          {"workload": workload, "target": target, "status": status, "limit": limit, "after": after,
+                           "created_from": created_from, "created_to": created_to})
 
     def commit_workload(self, spec=None, program=None, text=None):
         return self._call("POST", "/v1/workloads", body=self._workload_body(spec, program, text))

@@ -98,6 +98,9 @@ class ClientTest(unittest.TestCase):
         copied[0]["run_secs"].append(5e-7)
         self.assertEqual(c.commit_records(copied), {"added": 0, "records_with_later_timings": 1})
         self.assertEqual(c.records(workload=h, limit=1)["records"][0]["run_secs"], [1e-6, 5e-7])
+        when = copied[0]["created"]
+        within = c.records(workload=h, limit=1000, created_from=when, created_to=when)["records"]
+        self.assertEqual([r["id"] for r in within], [r["id"] for r in copied if r["created"] == when])
         with self.assertRaises(TunedbError) as e:  # the route itself still refuses a body beyond the limit
             c._call("POST", "/v1/records", body={"records": records})
         self.assertEqual(e.exception.status, 413)
