@@ -350,54 +350,6 @@ TEST(SqliteDatabaseTest, AVersion2FileHasSessionsWhoseLastSignOfLifeIsNotKnown) 
   EXPECT_GE(db.Sessions()[0].last_active, before);
 }
 
-bool HasIndex(const std::string& path, const std::string& name) {
-  sqlite3* raw = nullptr;
-  if (sqlite3_open(path.c_str(), &raw) != SQLITE_OK) return false;
-  sqlite3_stmt* st = nullptr;
-  bool found = false;
-  if (sqlite3_prepare_v2(raw, "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?1", -1, &st, nullptr) ==
-      SQLITE_OK) {
-    sqlite3_bind_text(st, 1, name.c_str(), -1, SQLITE_TRANSIENT);
-    found = sqlite3_step(st) == SQLITE_ROW;
-  }
-  sqlite3_finalize(st);
-  sqlite3_close(raw);
-  return found;
-}
-
-// Copies of records are looked for by commit time through an index that
-// is not part of the schema's version, so an older tunedb still opens the
-// file. A file from before it: a reader finds the same records without
-// it, and the first writer adds it.
-TEST(SqliteDatabaseTest, AFileWithoutTheCommitTimeIndexGetsItFromItsFirstWriter) {
-  std::string path = FreshPath("commit_time_index");
-  {
-    SqliteDatabase db(path);
-    db.CommitWorkload(W("1"));
-    TuningRecord early = R("early", 1.0), late = R("late", 2.0);
-    early.created = 100;
-    late.created = 200;
-    db.CommitRecords({early, late});
-  }
-  EXPECT_TRUE(HasIndex(path, "records_by_commit_time"));
-  const int version = UserVersion(path);
-  Damage(path, "DROP INDEX records_by_commit_time");
-  RecordQuery q;
-  q.workload_hash = "1";
-  q.created_within = std::make_pair(150.0, 250.0);
-  {
-    SqliteDatabase reader(path, SqliteDatabase::OpenMode::kReadOnly);
-    ASSERT_EQ(reader.Records(q).size(), 1u);
-    EXPECT_EQ(reader.Records(q)[0].trace, "late");
-  }
-  EXPECT_FALSE(HasIndex(path, "records_by_commit_time"));
-  SqliteDatabase db(path);
-  EXPECT_TRUE(HasIndex(path, "records_by_commit_time"));
-  EXPECT_EQ(UserVersion(path), version);
-  ASSERT_EQ(db.Records(q).size(), 1u);
-  EXPECT_EQ(db.Records(q)[0].trace, "late");
-}
-
 TEST(SqliteDatabaseTest, NotADatabaseIsAClearError) {
   std::string path = FreshPath("garbage");
   std::ofstream(path) << std::string(4096, 'x');
