@@ -180,9 +180,9 @@ std::vector<double> TimingsMissing(const std::vector<double>& ours, const std::v
 
 // Commits records copied from another database, looking for their copies
 // in `into` among the records of the same workload: for one batch
-// (CommitCopies), among those committed within the batch's commit times,
-// which a SQLite file finds by an index; for a merge, which commits every
-// record of a workload page by page, among all of them, read once.
+// (CommitCopies), among those committed within the batch's span of commit
+// times; for a merge, which commits every record of a workload page by
+// page, among all of them, read once.
 class CopyCommitter {
  public:
   enum Scope { kWithinTheBatch, kWholeWorkloads };
@@ -194,7 +194,7 @@ class CopyCommitter {
       spans_.clear();
       for (const TuningRecord& r : records) {
         if (!Copied(r)) continue;
-        auto [it, first] = spans_.try_emplace(r.workload_hash, r.created, r.created);
+        auto it = spans_.try_emplace(r.workload_hash, r.created, r.created).first;
         it->second = {std::min(it->second.first, r.created), std::max(it->second.second, r.created)};
       }
     }
