@@ -448,7 +448,7 @@ PrimFunc ProgramFromJson(std::string_view text) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number past a double's range
     throw IrError(std::string("program JSON is not valid JSON: ") + e.what());
   }
   return Reader().Program(j);

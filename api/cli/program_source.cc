@@ -78,7 +78,13 @@ ScheduledProgram LoadScheduledProgram(const ProgramSource& source) {
     sch.emplace(p.workload.func, source.seed);
     ir::RunScheduleScript(*sch, ReadTextFile(source.schedule_file), source.schedule_file);
   } else if (!source.trace_file.empty()) {
-    sch.emplace(ir::ReplayTrace(p.workload.func, ReadTraceFile(source.trace_file), source.seed));
+    // The trace's errors name the instruction; this names the file, as a
+    // schedule script's errors do.
+    try {
+      sch.emplace(ir::ReplayTrace(p.workload.func, ReadTraceFile(source.trace_file), source.seed));
+    } catch (const ir::ScheduleError& e) {
+      throw ir::ScheduleError(source.trace_file + ": " + e.what());
+    }
   }
   if (sch) {
     p.program = sch->func();

@@ -151,7 +151,7 @@ Trace Trace::FromJsonText(std::string_view text) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number past a double's range
     throw ScheduleError(std::string("trace JSON is not valid JSON: ") + e.what());
   }
   return FromJson(j);

@@ -55,6 +55,8 @@ TEST(JsonTest, ErrorsNameThePath) {
   ExpectError("{", std::string("program JSON is not valid JSON: ") +
                        "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error while "
                        "parsing object key - unexpected end of input; expected string literal");
+  ExpectError(R"({"format": 1e999})", "program JSON is not valid JSON: [json.exception.out_of_range.406] number "
+                                      "overflow parsing '1e999'");
 
   nlohmann::json bad = j;
   bad["body"]["body"]["type"] = "loop";

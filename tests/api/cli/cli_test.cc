@@ -219,7 +219,14 @@ TEST(CliTest, ScheduleErrorsAreOneLineWithTheLine) {
   std::ofstream(trace) << "[[[\"Frobnicate\", [], [], []]], []]";
   r = RunTunedb("show --workload matmul:M=8,N=8,K=8 --trace " + trace);
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out, "tunedb: error: trace JSON: instruction 0: unknown instruction kind 'Frobnicate'\n");
+  EXPECT_EQ(r.out, "tunedb: error: " + trace + ": trace JSON: instruction 0: unknown instruction kind 'Frobnicate'\n");
+  // A number past a double's range is bad JSON too, not a stray library error.
+  std::ofstream(trace) << "[[[\"GetBlock\", [], [\"C\", \"main\"], [\"b0\"]]], 1e999]";
+  r = RunTunedb("show --workload matmul:M=8,N=8,K=8 --trace " + trace);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: " + trace +
+                       ": trace JSON is not valid JSON: [json.exception.out_of_range.406] number overflow parsing "
+                       "'1e999'\n");
   r = RunTunedb("show --workload matmul --schedule /nonexistent.py");
   EXPECT_EQ(r.exit_code, 2);
 }
