@@ -3,6 +3,8 @@
 #include <cctype>
 #include <map>
 
+#include <nlohmann/json.hpp>
+
 #include "ir/schedule/instruction.h"
 
 namespace tunedb::ir {
@@ -78,6 +80,15 @@ class ScriptRunner {
         if (j >= text.size() || text[j] != c) {
           line_ = line;
           Fail("unterminated string");
+        }
+        // A string becomes part of the trace (a block name, an annotation),
+        // and the trace is stored as JSON, which holds UTF-8 text only: the
+        // JSON writer is the judge.
+        try {
+          (void)nlohmann::json(s).dump();
+        } catch (const nlohmann::json::type_error&) {
+          line_ = line;
+          Fail("a string that is not UTF-8 text");
         }
         tokens_.push_back({Tok::kString, s, line});
         i = j + 1;

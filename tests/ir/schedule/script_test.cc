@@ -84,6 +84,10 @@ TEST(ScriptTest, ErrorsNameTheLine) {
   ExpectScriptError("b0 = sch.get_block(\"C\", colour=3)\n", "s.py:1: get_block: unexpected argument 'colour'");
   ExpectScriptError("b0 = sch.get_block(\"C\"\n", "s.py:1: expected ')' to close the arguments of get_block, found end of line");
   ExpectScriptError("b0 = sch.get_block('C)\n", "s.py:1: unterminated string");
+  // The trace is stored as JSON: an annotation key in Latin-1 would have
+  // made it unwritable (found by fuzz/schedule_script.cc).
+  ExpectScriptError("b0 = sch.get_block(\"C\")\nsch.annotate(b0, ann_key=\"caf\xe9\", ann_val=1)\n",
+                    "s.py:2: a string that is not UTF-8 text");
   ExpectScriptError("b0 = tvm.get_block(\"C\")\n", "s.py:1: calls must be on 'sch' (sch.get_block), not on 'tvm'");
   ExpectScriptError("b0 = sch.get_block(\"C\")\ni, j, k = sch.get_loops(b0)\nsch.parallel(k)\n",
                     "s.py:3: parallel: loop k drives the reduction variable v_k of block 'C'; only loops over spatial "
