@@ -90,9 +90,21 @@ class Verifier {
     for (const std::vector<BufferRegion>* regions : {&b.reads, &b.writes}) {
       for (const BufferRegion& r : *regions) {
         Access(r.buffer, regions == &b.reads ? "reads" : "writes");
+        const std::string where = "a region of " + r.buffer->name;
+        if (r.ranges.size() != r.buffer->shape.size()) {
+          Fail(where + " has " + std::to_string(r.ranges.size()) + " ranges for " +
+               std::to_string(r.buffer->shape.size()) + " dimensions");
+        }
+        // Region arithmetic (the printer's min + extent, a schedule's
+        // region analysis) needs both ends of a range in one integer type.
         for (const Range& range : r.ranges) {
-          CheckExpr(range.min, "a region of " + r.buffer->name);
-          CheckExpr(range.extent, "a region of " + r.buffer->name);
+          CheckExpr(range.min, where);
+          CheckExpr(range.extent, where);
+          if (!IsInt(range.min->dtype) || range.extent->dtype != range.min->dtype) {
+            Fail(where + " has a range whose start is " + std::string(DataTypeName(range.min->dtype)) +
+                 " and whose extent is " + std::string(DataTypeName(range.extent->dtype)) +
+                 "; both must be one integer type");
+          }
         }
       }
     }

@@ -22,7 +22,9 @@ namespace tunedb::ir {
 //   regions (its bindings and predicate see only the enclosing loops); no
 //   loop or block binds a variable that is already bound;
 // - loop and iteration variables are integers, each binding has the type of
-//   its iteration variable, a predicate is bool.
+//   its iteration variable, a predicate is bool;
+// - a block's region has a range per dimension of its buffer, each range's
+//   start and extent of one integer type.
 // (Expression and store types are checked where they are made.)
 void VerifyProgram(const PrimFunc& func);
 

@@ -75,5 +75,17 @@ TEST(VerifyTest, LoopAndIterationVariablesAreIntegers) {
   EXPECT_EQ(ErrorOf(p), "program JSON: block 'C': the predicate is not bool");
 }
 
+// Found by fuzz/program_json.cc: a range of int32 start and int64 extent
+// was read, and then printing the program threw from its min + extent.
+TEST(VerifyTest, ARegionHasARangePerDimensionOfOneIntegerType) {
+  json p = Matmul();
+  BlockC(p)["reads"][0]["ranges"][1][1] = {"int", "int64", 1};
+  EXPECT_EQ(ErrorOf(p), "program JSON: block 'C': a region of A has a range whose start is int32 and whose extent is "
+                        "int64; both must be one integer type");
+  p = Matmul();
+  BlockC(p)["writes"][0]["ranges"].erase(1);
+  EXPECT_EQ(ErrorOf(p), "program JSON: block 'C': a region of C has 1 ranges for 2 dimensions");
+}
+
 }  // namespace
 }  // namespace tunedb::ir
