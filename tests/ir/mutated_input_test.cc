@@ -98,16 +98,6 @@ std::vector<std::pair<std::string, nlohmann::json>> RandomTraces() {
 
 constexpr std::int64_t kMaxInterpretedBytes = std::int64_t{1} << 26;
 
-std::int64_t LargestBufferBytes(const PrimFunc& func) {
-  std::int64_t largest = 0;
-  auto see = [&](const Buffer& b) { largest = std::max(largest, b->NumElements() * DataTypeBytes(b->dtype)); };
-  for (const Buffer& b : func.params) see(b);
-  for (const BlockNode* block : CollectBlocks(func)) {
-    for (const Buffer& b : block->alloc_buffers) see(b);
-  }
-  return largest;
-}
-
 // Every array inside `j` (the trace's instruction lists, inputs, attributes
 // and decisions), for picking one to mutate.
 void Arrays(nlohmann::json& j, std::vector<nlohmann::json*>& out) {
@@ -149,7 +139,7 @@ TEST(MutatedInput, ATraceReplaysToTheSameResultOrIsRefusedByInstruction) {
       ++replayed;
       // A padding far past the shape makes a valid program too large to
       // run (within limits.h, but terabytes).
-      if (LargestBufferBytes(sch.func()) > kMaxInterpretedBytes) continue;
+      if (testing::LargestBufferBytes(sch.func()) > kMaxInterpretedBytes) continue;
       std::string why = testing::SameResult(f, sch.func());
       ASSERT_EQ(why, "") << spec << "\n" << text;
     } catch (const ScheduleError& e) {

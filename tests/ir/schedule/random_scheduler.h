@@ -1,19 +1,26 @@
 // A random sequence of schedule primitives, for property tests: each Step()
 // tries one primitive (with its lookups) on a random block; a refused
 // primitive throws ScheduleError and leaves the schedule as it was.
+//
+// The choices come from any UniformRandomBitGenerator: RandomScheduler
+// draws them from a seed, and the schedule_steps fuzz target
+// (fuzz/schedule_steps.cc) from its input's bytes, so that coverage
+// guidance steers which primitives run on which loops.
 #pragma once
 
 #include <algorithm>
 #include <random>
+#include <utility>
 #include <string>
 
 #include "ir/schedule/schedule.h"
 
 namespace tunedb::ir::testing {
 
-class RandomScheduler {
+template <class Rng>
+class BasicRandomScheduler {
  public:
-  RandomScheduler(Schedule& sch, std::uint64_t seed) : sch_(sch), rng_(seed) {}
+  BasicRandomScheduler(Schedule& sch, Rng rng) : sch_(sch), rng_(std::forward<Rng>(rng)) {}
 
   // Tries `steps` random primitives; the refused ones leave no trace.
   void Steps(int steps) {
@@ -143,7 +150,12 @@ class RandomScheduler {
  private:
   std::size_t Pick(std::size_t n) { return static_cast<std::size_t>(rng_() % n); }
   Schedule& sch_;
-  std::mt19937_64 rng_;
+  Rng rng_;
+};
+
+class RandomScheduler : public BasicRandomScheduler<std::mt19937_64> {
+ public:
+  RandomScheduler(Schedule& sch, std::uint64_t seed) : BasicRandomScheduler(sch, std::mt19937_64(seed)) {}
 };
 
 

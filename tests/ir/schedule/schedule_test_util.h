@@ -6,29 +6,11 @@
 
 #include <gtest/gtest.h>
 
-#include "ir/interpreter.h"
 #include "ir/printer.h"
 #include "ir/schedule/schedule.h"
+#include "tests/ir/schedule/same_result.h"
 
 namespace tunedb::ir::testing {
-
-// Empty when `scheduled` computes what `reference` computes on inputs from
-// `seed`; otherwise the reason.
-inline std::string SameResult(const PrimFunc& reference, const PrimFunc& scheduled, std::uint64_t seed = 1) {
-  std::vector<NDArray> expected = MakeArguments(reference, seed);
-  std::vector<NDArray> actual = MakeArguments(scheduled, seed);
-  try {
-    Interpret(reference, expected);
-    Interpret(scheduled, actual);
-  } catch (const IrError& e) {
-    return std::string("interpreter: ") + e.what();
-  }
-  for (int i : OutputParams(reference)) {
-    std::string why;
-    if (!AllClose(actual[i], expected[i], 1e-4, 1e-4, &why)) return "output " + std::to_string(i) + ": " + why;
-  }
-  return "";
-}
 
 // reduce_sum:M=6,N=16 with rows visited 0, 2, 4, 1, 3, 5 and two
 // write-backs: the first split over its one-element region by 4, so it

@@ -1,0 +1,58 @@
+// What the fuzz targets check, and how they report a finding.
+//
+// A finding is an input that breaks a promise tunedb makes about text it
+// is handed: it is parsed or refused with the module's own error naming
+// where; a program it accepts is valid and round-trips; a schedule it
+// accepts computes what the unscheduled program computes, and its trace
+// replays to the same program. A finding aborts, so that libFuzzer (or
+// the replay driver, replay_main.cc) reports it with the input.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "ir/schedule/schedule.h"
+#include "ir/schedule/trace.h"
+#include "ir/structural.h"
+#include "tests/ir/schedule/same_result.h"
+
+namespace tunedb::fuzz {
+
+[[noreturn]] inline void Finding(const std::string& what) {
+  std::fprintf(stderr, "finding: %s\n", what.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+// Programs larger than this are not interpreted: a padding far past the
+// shape makes a valid program of gigabytes, and the interpreter would
+// spend the fuzzer's time on it.
+inline constexpr std::int64_t kMaxInterpretedBytes = std::int64_t{1} << 20;
+
+// The checks on a schedule that was accepted: its program computes what
+// `reference` computes on random inputs, and its trace, through its JSON
+// text, replays onto `reference` to the same program (and so does the
+// trace simplified, which is what the database stores).
+inline void CheckSchedule(const ir::PrimFunc& reference, const ir::Schedule& sch, std::string_view context) {
+  const std::string where(context);
+  if (ir::testing::LargestBufferBytes(sch.func()) <= kMaxInterpretedBytes) {
+    std::string why = ir::testing::SameResult(reference, sch.func());
+    if (!why.empty()) Finding(where + ": the schedule changed what the program computes: " + why);
+  }
+  const std::uint64_t hash = ir::StructuralHash(sch.func());
+  for (bool simplified : {false, true}) {
+    const ir::Trace trace = simplified ? sch.trace().Simplified(false) : sch.trace();
+    try {
+      ir::Schedule again = ir::ReplayTrace(reference, ir::Trace::FromJsonText(trace.ToJson().dump()), 0);
+      if (ir::StructuralHash(again.func()) != hash) {
+        Finding(where + ": the " + (simplified ? "simplified " : "") + "trace replays to another program");
+      }
+    } catch (const std::exception& e) {
+      Finding(where + ": the " + (simplified ? "simplified " : "") + "trace does not replay: " + e.what());
+    }
+  }
+}
+
+}  // namespace tunedb::fuzz

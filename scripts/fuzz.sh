@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Fuzzes one target of fuzz/ with libFuzzer, under AddressSanitizer and
+# UndefinedBehaviorSanitizer, for a while.
+#
+#   scripts/fuzz.sh TARGET [SECONDS] [WORK_DIR]
+#
+# TARGET is workload_text, program_json, trace_json, schedule_script or
+# schedule_steps; SECONDS defaults to 300. The fuzzer starts from the
+# committed corpus (fuzz/corpus/TARGET) and writes what it finds into
+# WORK_DIR (default /tmp/tunedb-fuzz/TARGET): corpus/, the inputs that
+# reached new code, and crash-*, timeout-* or leak-* files, each an input
+# that breaks a promise; rerun one with build-fuzz/fuzz/fuzz_TARGET FILE.
+# An input that found a bug goes into fuzz/corpus/TARGET with its fix, so
+# that the ordinary test suite replays it.
+#
+# Needs clang and its libFuzzer runtime (Debian's clang-14 and
+# libclang-rt-14-dev, installed here when missing); builds into
+# ./build-fuzz, incrementally.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target=${1:?usage: scripts/fuzz.sh TARGET [SECONDS] [WORK_DIR]}
+seconds=${2:-300}
+work=${3:-/tmp/tunedb-fuzz/$target}
+if [ ! -d "fuzz/corpus/$target" ]; then
+  echo "fuzz.sh: no target '$target' (fuzz/corpus has: $(ls fuzz/corpus | tr '\n' ' '))" >&2
+  exit 2
+fi
+
+bash scripts/install-deps.sh
+for p in clang-14 libclang-rt-14-dev; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    SUDO=""
+    if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends clang-14 libclang-rt-14-dev
+    break
+  fi
+done
+
+if [ ! -f build-fuzz/build.ninja ]; then
+  cmake -S . -B build-fuzz -G Ninja -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
+    -DTUNEDB_FUZZ=ON -DTUNEDB_SANITIZE=address,undefined -DTUNEDB_BUILD_TESTS=OFF
+fi
+cmake --build build-fuzz -j "${JOBS:-2}" --target "fuzz_$target"
+
+mkdir -p "$work/corpus"
+cp -n "fuzz/corpus/$target"/* "$work/corpus/"
+# -timeout: an input that runs for seconds on these small programs is a
+# hang. -rss_limit_mb: a program padded to gigabytes is refused before it
+# is interpreted (fuzz_check.h), so more memory than this is a finding.
+cd "$work"
+exec "$OLDPWD/build-fuzz/fuzz/fuzz_$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
+  -print_final_stats=1 -artifact_prefix="$work/" corpus
