@@ -732,7 +732,11 @@ Stmt SimplifyStmt(const Stmt& s, const VarRanges& ranges) {
 void SerializeRacingParallelLoops(const LeafBlocks& blocks, const std::vector<CompactionPlan>& plans) {
   std::unordered_map<const BufferNode*, const ForNode*> allocated_in;
   for (const CompactionPlan& plan : plans) allocated_in[plan.from.get()] = plan.loop;
-  for (const auto& [block, path] : blocks) {
+  for (const auto& leaf : blocks) {
+    // Named, not a structured binding: the lambda below uses it, which
+    // clang before 16 refuses (scripts/fuzz.sh builds with clang 14).
+    const auto& block = leaf.first;
+    const auto& path = leaf.second;
     VarMap to_loops;
     for (std::size_t k = 0; k < block->iter_vars.size(); ++k) to_loops[block->iter_vars[k].var.get()] = block->bindings[k];
     for (const Stmt* part : {&block->init, &block->body}) {
