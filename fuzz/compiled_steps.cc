@@ -1,0 +1,44 @@
+// Fuzz target: schedule primitives chosen by the input's bytes, compiled
+// and run.
+//
+// The schedule of schedule_steps.cc, lowered and compiled by LLVM for this
+// CPU (measure/), then run on random inputs: its outputs must be the
+// interpreter's for the unscheduled program, as tunedb's measurement
+// checks every candidate. A schedule that the IR accepts and that does not
+// build, or lowering that throws, is a finding too: the property tests
+// (tests/measure/codegen_test.cc) hold every such schedule to build.
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "fuzz/fuzz_check.h"
+#include "fuzz/scheduled_by_input.h"
+#include "measure/lower.h"
+#include "tests/measure/test_util.h"
+
+using namespace tunedb;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::optional<fuzz::ScheduledByInput> s = fuzz::ScheduleByInput(data, size);
+  if (!s) return 0;
+  const ir::PrimFunc& workload = s->workload.func;
+  const std::string where = s->workload.spec + " after " + s->steps;
+  if (ir::testing::LargestBufferBytes(s->schedule.func()) > fuzz::kMaxInterpretedBytes) return 0;
+  std::vector<ir::NDArray> expected = ir::MakeArguments(workload, 1);
+  ir::Interpret(workload, expected);
+  std::vector<ir::NDArray> args = ir::MakeArguments(workload, 1);
+  for (int i : ir::OutputParams(workload)) args[i].Fill(std::numeric_limits<double>::quiet_NaN());
+  std::vector<void*> pointers;
+  for (ir::NDArray& a : args) pointers.push_back(a.data());
+  measure::Kernel kernel;
+  try {
+    kernel = measure::SharedJit().Compile(measure::Lower(s->schedule.func()));
+  } catch (const std::exception& e) {
+    fuzz::Finding(where + ": an accepted schedule does not build: " + e.what());
+  }
+  kernel.fn(pointers.data());
+  measure::SharedJit().Release(kernel);
+  std::string why = measure::testing::CompareOutputs(workload, expected, args);
+  if (!why.empty()) fuzz::Finding(where + ": the compiled schedule computes another result: " + why);
+  return 0;
+}
