@@ -28,6 +28,7 @@ std::string TargetStringFromTvm(const std::string& target_json) {
   json t = json::parse(target_json, nullptr, false);
   if (t.is_string()) return CanonicalTarget(t.get<std::string>());
   if (!t.is_object()) return target_json;
+  if (t.contains("kind") && !t["kind"].is_string()) return target_json;  // not a target this can spell
   std::string s = t.value("kind", std::string("llvm"));
   if (t.contains("mcpu") && t["mcpu"].is_string()) s += " -mcpu=" + t["mcpu"].get<std::string>();
   if (t.contains("num-cores") && t["num-cores"].is_number_integer()) {
@@ -112,6 +113,16 @@ TvmImportStats ImportTvm(SqliteDatabase& db, const std::string& dir) {
         }
       }
       if (!rec[2].is_object() && !rec[2].is_string()) Fail(rpath.string(), n, "the target must be an object or a string");
+      // The fields the target string is made of: one of another type would
+      // be left out of it, and the record filed under another target.
+      for (const char* key : {"kind", "mcpu"}) {
+        if (rec[2].is_object() && rec[2].contains(key) && !rec[2][key].is_string()) {
+          Fail(rpath.string(), n, std::string("the target's \"") + key + "\" must be a string, not " + rec[2][key].dump());
+        }
+      }
+      if (rec[2].is_object() && rec[2].contains("num-cores") && !rec[2]["num-cores"].is_number_integer()) {
+        Fail(rpath.string(), n, "the target's \"num-cores\" must be a whole number, not " + rec[2]["num-cores"].dump());
+      }
       r.target_json = rec[2].dump();
       r.target = TargetStringFromTvm(r.target_json);
       r.args_info = rec[3].dump();

@@ -46,7 +46,8 @@ TvmExportStats ExportTvm(Database& db, const std::string& dir);
 WorkloadInput TvmWorkloadInput(const std::string& hash, const std::string& module);
 
 // "llvm -mcpu=znver4 -num-cores=2" from a TVM target JSON object (or the
-// string itself when the target is a string).
+// string itself when the target is a string); the JSON text as it is when
+// it is neither, or its kind is not a string.
 std::string TargetStringFromTvm(const std::string& target_json);
 
 }  // namespace tunedb::db

@@ -128,6 +128,14 @@ TEST(TvmInteropTest, MalformedFilesStopTheImportWithFileAndLine) {
   // A time of zero or less is no measurement, and would sort first as the best.
   ExpectImportError(kWorkloads, "[0, [[[], []], [0.001, -1], {}, []]]\n",
                     "database_tuning_record.json:1: run_secs must be positive, got -1");
+  // The target's fields of another type (found by fuzz/tvm_import.cc: a
+  // kind that was a list threw json's type_error out of the import).
+  ExpectImportError(kWorkloads, "[0, [[[], []], [0.001], {\"kind\": [\"cpu\"]}, []]]\n",
+                    "database_tuning_record.json:1: the target's \"kind\" must be a string, not [\"cpu\"]");
+  ExpectImportError(kWorkloads, "[0, [[[], []], [0.001], {\"kind\": \"llvm\", \"mcpu\": 4}, []]]\n",
+                    "database_tuning_record.json:1: the target's \"mcpu\" must be a string, not 4");
+  ExpectImportError(kWorkloads, "[0, [[[], []], [0.001], {\"kind\": \"llvm\", \"num-cores\": \"2\"}, []]]\n",
+                    "database_tuning_record.json:1: the target's \"num-cores\" must be a whole number, not \"2\"");
 }
 
 // An empty list of times is no measurement: imported as a failure, like
@@ -168,6 +176,7 @@ TEST(TvmInteropTest, TargetStrings) {
   EXPECT_EQ(TargetStringFromTvm("{\"kind\": \"llvm\", \"mcpu\": \"znver4\", \"num-cores\": 2}"),
             "llvm -mcpu=znver4 -num-cores=2");
   EXPECT_EQ(TargetStringFromTvm("\"llvm -mcpu=skylake\""), "llvm -mcpu=skylake");
+  EXPECT_EQ(TargetStringFromTvm("{\"kind\": [\"cpu\"]}"), "{\"kind\": [\"cpu\"]}");
 }
 
 }  // namespace
