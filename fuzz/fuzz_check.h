@@ -31,6 +31,21 @@ namespace tunedb::fuzz {
 // spend the fuzzer's time on it.
 inline constexpr std::int64_t kMaxInterpretedBytes = std::int64_t{1} << 20;
 
+// The sum over an unscheduled program's blocks of their iteration domains:
+// what the interpreter would run. A text that loops for long is parsed and
+// checked, not run.
+inline std::int64_t Iterations(const ir::PrimFunc& f) {
+  constexpr std::int64_t kCap = std::int64_t{1} << 40;
+  std::int64_t total = 0;
+  for (const ir::BlockNode* block : ir::CollectBlocks(f)) {
+    std::int64_t n = 1;
+    for (const ir::IterVar& iv : block->iter_vars) n = iv.extent > 0 && n <= kCap / iv.extent ? n * iv.extent : kCap;
+    total += n;
+  }
+  return total;
+}
+inline constexpr std::int64_t kMaxInterpretedIterations = 200'000;
+
 // The checks on a schedule that was accepted: its program computes what
 // `reference` computes on random inputs, and its trace, through its JSON
 // text, replays onto `reference` to the same program (and so does the

@@ -23,18 +23,6 @@ namespace {
 
 using namespace tunedb;
 
-// The sum over blocks of their iteration domains: what the interpreter
-// would run. Texts that loop for long are parsed and checked, not run.
-std::int64_t Iterations(const ir::PrimFunc& f) {
-  std::int64_t total = 0;
-  for (const ir::BlockNode* block : ir::CollectBlocks(f)) {
-    std::int64_t n = 1;
-    for (const ir::IterVar& iv : block->iter_vars) n = iv.extent > 0 && n <= (std::int64_t{1} << 40) / iv.extent ? n * iv.extent : std::int64_t{1} << 40;
-    total += n;
-  }
-  return total;
-}
-
 bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
 }  // namespace
@@ -62,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const std::exception& e) {
     fuzz::Finding(std::string("a parsed program fails a check: ") + e.what());
   }
-  if (ir::testing::LargestBufferBytes(f) > fuzz::kMaxInterpretedBytes || Iterations(f) > 200'000) return 0;
+  if (ir::testing::LargestBufferBytes(f) > fuzz::kMaxInterpretedBytes || fuzz::Iterations(f) > fuzz::kMaxInterpretedIterations) return 0;
   std::vector<ir::NDArray> args = ir::MakeArguments(f, 1);
   try {
     ir::Interpret(f, args);

@@ -5,8 +5,8 @@
 #   scripts/fuzz.sh TARGET [SECONDS] [WORK_DIR]
 #
 # TARGET is workload_text, program_json, trace_json, schedule_script,
-# http_routes, tvm_import, schedule_steps or compiled_steps; SECONDS
-# defaults to 300. The fuzzer starts from the
+# http_routes, tvm_import, schedule_steps, compiled_steps or
+# compiled_text; SECONDS defaults to 300. The fuzzer starts from the
 # committed corpus (fuzz/corpus/TARGET) and writes what it finds into
 # WORK_DIR (default /tmp/tunedb-fuzz/TARGET): corpus/, the inputs that
 # reached new code, and crash-*, timeout-* or leak-* files, each an input

@@ -1,0 +1,59 @@
+// Fuzz target: a workload-language text, compiled unscheduled and run.
+//
+// What the parser accepts, code generation must compute as the reference
+// interpreter does (ir/interpreter.h pins the semantics: float32 rounding
+// after each operation, int32 that wraps, floordiv and floormod, a select
+// that evaluates only its chosen branch). The program is lowered, compiled
+// by LLVM for this CPU and run on the interpreter's random inputs; its
+// outputs must be the interpreter's. Where the interpreter stops on the
+// data (a division by zero, a cast out of range), the program is not run.
+// A program that does not build is a finding too.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "fuzz/fuzz_check.h"
+#include "ir/interpreter.h"
+#include "ir/workload_lang.h"
+#include "measure/lower.h"
+#include "tests/measure/test_util.h"
+
+using namespace tunedb;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  std::optional<ir::PrimFunc> parsed;
+  try {
+    parsed = ir::ParseWorkloadText(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.tw");
+  } catch (const std::exception&) {
+    return 0;  // workload_text checks how texts are refused
+  }
+  const ir::PrimFunc& f = *parsed;
+  if (ir::testing::LargestBufferBytes(f) > fuzz::kMaxInterpretedBytes ||
+      fuzz::Iterations(f) > fuzz::kMaxInterpretedIterations) {
+    return 0;
+  }
+  std::vector<ir::NDArray> expected = ir::MakeArguments(f, 1);
+  try {
+    ir::Interpret(f, expected);
+  } catch (const ir::IrError&) {
+    return 0;
+  }
+  std::vector<ir::NDArray> args = ir::MakeArguments(f, 1);
+  for (int i : ir::OutputParams(f)) args[i].Fill(std::numeric_limits<double>::quiet_NaN());
+  std::vector<void*> pointers;
+  for (ir::NDArray& a : args) pointers.push_back(a.data());
+  measure::Kernel kernel;
+  try {
+    kernel = measure::SharedJit().Compile(measure::Lower(f));
+  } catch (const std::exception& e) {
+    fuzz::Finding(std::string("a parsed program does not build: ") + e.what());
+  }
+  kernel.fn(pointers.data());
+  measure::SharedJit().Release(kernel);
+  std::string why = measure::testing::CompareOutputs(f, expected, args);
+  if (!why.empty()) fuzz::Finding("the compiled program computes another result: " + why);
+  return 0;
+}
