@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <limits>
 #include <set>
 #include <unordered_map>
 
@@ -259,11 +258,7 @@ class Interpreter {
     std::vector<std::unique_ptr<NDArray>> local;
     for (const Buffer& buf : b.alloc_buffers) {
       local.push_back(std::make_unique<NDArray>(buf->dtype, buf->shape));
-      if (IsFloat(buf->dtype)) {
-        local.back()->Fill(std::numeric_limits<double>::quiet_NaN());
-      } else {
-        for (std::int64_t i = 0; i < local.back()->size(); ++i) local.back()->SetInt(i, 0x5EED);
-      }
+      local.back()->Poison();
       arrays_[buf.get()] = local.back().get();
     }
     if (b.init && first_reduction_step) Exec(b.init);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "ir/error.h"
@@ -92,6 +93,14 @@ void NDArray::SetInt(std::int64_t i, std::int64_t v) {
 
 void NDArray::Fill(double v) {
   for (std::int64_t i = 0; i < size_; ++i) SetFloat(i, v);
+}
+
+void NDArray::Poison() {
+  if (IsFloat(dtype_)) {
+    Fill(std::numeric_limits<double>::quiet_NaN());
+  } else {
+    for (std::int64_t i = 0; i < size_; ++i) SetInt(i, 0x5EED);
+  }
 }
 
 bool AllClose(const NDArray& actual, const NDArray& expected, double rtol, double atol,

@@ -39,7 +39,14 @@ class NDArray {
   std::int64_t GetInt(std::int64_t i) const;
   void SetInt(std::int64_t i, std::int64_t v);
 
+  // Every element v; for an integer array v must be a whole number in its
+  // range (converting NaN to an integer is undefined behaviour).
   void Fill(double v);
+  // Every element a value that no computation is expected to leave there:
+  // NaN in a float array, 0x5EED in an integer one (0xED in a bool one).
+  // Outputs start this way before a check, so that an element never
+  // written shows up as a mismatch; NaN would do that for floats only.
+  void Poison();
 
  private:
   struct Free {

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -203,11 +202,12 @@ class Worker {
     bool verify = r.value("verify", true);
     progress_secs_ = r.value("progress_secs", 0.0);
     last_mark_ = Clock::now();
-    // Correctness first: outputs start as NaN so an element never written
-    // shows up as a mismatch. Unverified runs still run once untimed, so
-    // that no timing starts from the previous kernel's cache contents.
+    // Correctness first: outputs start poisoned (NaN, or a sentinel in an
+    // integer output) so an element never written shows up as a mismatch.
+    // Unverified runs still run once untimed, so that no timing starts
+    // from the previous kernel's cache contents.
     if (verify) {
-      for (int i : outputs_) args_[i].Fill(std::numeric_limits<double>::quiet_NaN());
+      for (int i : outputs_) args_[i].Poison();
     }
     auto check_start = std::chrono::steady_clock::now();
     Execute(fn);

@@ -51,5 +51,13 @@ TEST(NDArrayTest, AllCloseNamesTheFirstBadElement) {
   EXPECT_FALSE(AllClose(a, b, 1e-5, 1e-5, &why));
 }
 
+TEST(NDArrayTest, PoisonIsNaNOrASentinel) {
+  NDArray f(DataType::kFloat32, {2}), i(DataType::kInt32, {2}), l(DataType::kInt64, {2});
+  for (NDArray* a : {&f, &i, &l}) a->Poison();
+  EXPECT_TRUE(std::isnan(f.GetFloat(1)));
+  EXPECT_EQ(i.GetInt(1), 0x5EED);
+  EXPECT_EQ(l.GetInt(0), 0x5EED);
+}
+
 }  // namespace
 }  // namespace tunedb::ir

@@ -218,6 +218,23 @@ TEST(RunnerTest, WrongResultsAreCaught) {
   EXPECT_TRUE(results[0].run_secs.empty());
 }
 
+// An element a kernel never writes is caught in an integer output too.
+// Outputs used to start as NaN converted to int32, which is 0 on x86: a
+// kernel that skipped an element whose right value is 0 passed its check
+// (found through fuzz/compiled_text.cc, whose UBSan build flagged the
+// conversion).
+TEST(RunnerTest, AnIntegerOutputElementNeverWrittenIsCaught) {
+  PrimFunc f = ParseWorkloadText("input A: i32[8]\nB[i] = A[i] * 0\noutput B\n");
+  PrimFunc skips = ParseWorkloadText("input A: i32[8]\nB[i] = A[i] * 0\noutput B\n");
+  // The loop over B stops one element short of it.
+  ASSERT_EQ(CollectBlocks(skips)[0]->body->kind, StmtKind::kFor);
+  static_cast<ForNode*>(CollectBlocks(skips)[0]->body.get())->extent = 7;
+  Runner runner(f, QuickConfig());
+  std::vector<MeasureResult> results = runner.Measure({f, skips});
+  EXPECT_EQ(results[0].status, MeasureStatus::kOk) << results[0].error;
+  EXPECT_EQ(results[1].status, MeasureStatus::kWrongResult) << results[1].error;
+}
+
 TEST(RunnerTest, CrashesAndHangsAreContained) {
   PrimFunc f = BuildWorkload("matmul:M=16,N=16,K=16").func;
   MeasureConfig crash = QuickConfig();
