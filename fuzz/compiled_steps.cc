@@ -10,10 +10,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "fuzz/compiled_check.h"
 #include "fuzz/fuzz_check.h"
 #include "fuzz/scheduled_by_input.h"
-#include "measure/lower.h"
-#include "tests/measure/test_util.h"
 
 using namespace tunedb;
 
@@ -25,19 +24,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (ir::testing::LargestBufferBytes(s->schedule.func()) > fuzz::kMaxInterpretedBytes) return 0;
   std::vector<ir::NDArray> expected = ir::MakeArguments(workload, 1);
   ir::Interpret(workload, expected);
-  std::vector<ir::NDArray> args = ir::MakeArguments(workload, 1);
-  for (int i : ir::OutputParams(workload)) args[i].Poison();
-  std::vector<void*> pointers;
-  for (ir::NDArray& a : args) pointers.push_back(a.data());
-  measure::Kernel kernel;
-  try {
-    kernel = measure::SharedJit().Compile(measure::Lower(s->schedule.func()));
-  } catch (const std::exception& e) {
-    fuzz::Finding(where + ": an accepted schedule does not build: " + e.what());
-  }
-  kernel.fn(pointers.data());
-  measure::SharedJit().Release(kernel);
-  std::string why = measure::testing::CompareOutputs(workload, expected, args);
-  if (!why.empty()) fuzz::Finding(where + ": the compiled schedule computes another result: " + why);
+  fuzz::CheckCompiled(workload, expected, s->schedule.func(), where);
   return 0;
 }

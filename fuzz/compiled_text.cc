@@ -8,17 +8,15 @@
 // outputs must be the interpreter's. Where the interpreter stops on the
 // data (a division by zero, a cast out of range), the program is not run.
 // A program that does not build is a finding too.
-#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string_view>
 #include <vector>
 
+#include "fuzz/compiled_check.h"
 #include "fuzz/fuzz_check.h"
 #include "ir/interpreter.h"
 #include "ir/workload_lang.h"
-#include "measure/lower.h"
-#include "tests/measure/test_util.h"
 
 using namespace tunedb;
 
@@ -40,19 +38,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const ir::IrError&) {
     return 0;
   }
-  std::vector<ir::NDArray> args = ir::MakeArguments(f, 1);
-  for (int i : ir::OutputParams(f)) args[i].Poison();
-  std::vector<void*> pointers;
-  for (ir::NDArray& a : args) pointers.push_back(a.data());
-  measure::Kernel kernel;
-  try {
-    kernel = measure::SharedJit().Compile(measure::Lower(f));
-  } catch (const std::exception& e) {
-    fuzz::Finding(std::string("a parsed program does not build: ") + e.what());
-  }
-  kernel.fn(pointers.data());
-  measure::SharedJit().Release(kernel);
-  std::string why = measure::testing::CompareOutputs(f, expected, args);
-  if (!why.empty()) fuzz::Finding("the compiled program computes another result: " + why);
+  fuzz::CheckCompiled(f, expected, f, "fuzz.tw");
   return 0;
 }

@@ -46,9 +46,18 @@ cmake --build build-fuzz -j "${JOBS:-2}" --target "fuzz_$target"
 
 mkdir -p "$work/corpus"
 cp -n "fuzz/corpus/$target"/* "$work/corpus/"
+# More seeds, read and never written: the shipped workload files and
+# schedules, and the texts of the other target on the same input.
+case "$target" in
+  workload_text | compiled_text) seeds="bench/workloads bench/schedules fuzz/corpus/workload_text fuzz/corpus/compiled_text" ;;
+  schedule_script) seeds="bench/schedules" ;;
+  *) seeds="" ;;
+esac
+seed_dirs=()
+for d in $seeds; do seed_dirs+=("$PWD/$d"); done
 # -timeout: an input that runs for seconds on these small programs is a
 # hang. -rss_limit_mb: a program padded to gigabytes is refused before it
 # is interpreted (fuzz_check.h), so more memory than this is a finding.
 cd "$work"
 exec "$OLDPWD/build-fuzz/fuzz/fuzz_$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 \
-  -print_final_stats=1 -artifact_prefix="$work/" corpus
+  -print_final_stats=1 -artifact_prefix="$work/" corpus "${seed_dirs[@]}"
