@@ -353,6 +353,17 @@ class Codegen {
     llvm::Value* x = a.v;
     llvm::Value* y = b.v;
     bool fp = IsFloat(t);
+    // Integers are held in 64 bits, where an int32 sum or product may have
+    // left the int32 range. Add, subtract and multiply keep the low 32 bits
+    // right regardless; every other operation must see the value it wraps
+    // to, as the interpreter does. Only values computed from loaded data are
+    // wrapped: index arithmetic stays in range (ir/limits.h), and is left as
+    // it is for LLVM's analysis of addresses (found by fuzz/compiled_text.cc).
+    bool modular = e->kind == ExprKind::kAdd || e->kind == ExprKind::kSub || e->kind == ExprKind::kMul;
+    if (t == DataType::kInt32 && !modular) {
+      if (HasLoad(e->operands[0])) x = WrapInt32(x);
+      if (HasLoad(e->operands[1])) y = WrapInt32(y);
+    }
     llvm::FastMathFlags contract;
     contract.setAllowContract(true);
     switch (e->kind) {
@@ -418,6 +429,16 @@ class Codegen {
       case ExprKind::kOr: return {b_.CreateOr(x, y), vec};
       default: throw std::runtime_error("codegen: unexpected expression");
     }
+  }
+
+  // An integer held in 64 bits (a scalar or a vector of lanes), as the
+  // int32 it wraps to.
+  llvm::Value* WrapInt32(llvm::Value* v) {
+    llvm::Type* i32 = b_.getInt32Ty();
+    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType())) {
+      i32 = llvm::FixedVectorType::get(i32, vt->getNumElements());
+    }
+    return b_.CreateSExt(b_.CreateTrunc(v, i32), v->getType());
   }
 
   // a && b / a || b evaluating b only when needed (b may load out of bounds).
@@ -559,24 +580,22 @@ class Codegen {
     DataType from = a->dtype, to = e->dtype;
     if (from == to) return x;
     llvm::Type* ty = TypeOf(to, x.vec);
-    auto as_int32 = [&](llvm::Value* v) {
-      // Integers are 64-bit; a value of type int32 wraps like one.
-      llvm::Type* i32 = x.vec ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(b_.getInt32Ty(), lanes_))
-                              : static_cast<llvm::Type*>(b_.getInt32Ty());
-      return b_.CreateSExt(b_.CreateTrunc(v, i32), v->getType());
-    };
     if (to == DataType::kBool) {
       llvm::Value* zero = llvm::Constant::getNullValue(x.v->getType());
       return {IsFloat(from) ? b_.CreateFCmpUNE(x.v, zero) : b_.CreateICmpNE(x.v, zero), x.vec};
     }
     if (from == DataType::kBool) return {IsFloat(to) ? b_.CreateUIToFP(x.v, ty) : b_.CreateZExt(x.v, ty), x.vec};
+    // An int32 sum or product is held in 64 bits and may have left the
+    // int32 range; converted, it must be the value it wraps to (see
+    // EmitBinary).
+    if (from == DataType::kInt32) x.v = WrapInt32(x.v);
     if (IsFloat(from) && IsFloat(to)) return {b_.CreateFPCast(x.v, ty), x.vec};
     if (IsFloat(from)) {
       llvm::Value* i = b_.CreateFPToSI(x.v, ty);
-      return {to == DataType::kInt32 ? as_int32(i) : i, x.vec};
+      return {to == DataType::kInt32 ? WrapInt32(i) : i, x.vec};
     }
     if (IsFloat(to)) return {b_.CreateSIToFP(x.v, ty), x.vec};
-    return {to == DataType::kInt32 ? as_int32(x.v) : x.v, x.vec};
+    return {to == DataType::kInt32 ? WrapInt32(x.v) : x.v, x.vec};
   }
 
   Val EmitCall(const Expr& e) {

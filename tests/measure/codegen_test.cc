@@ -405,6 +405,32 @@ sch.vectorize(j)
   EXPECT_NE(ir.find("<8 x float>"), std::string::npos) << ir;
 }
 
+// An int32 sum or product held in 64 bits past the int32 range: converted,
+// compared, divided or taken the larger of, it is the value it wraps to, as
+// in the interpreter (found by fuzz/compiled_text.cc: the kernel converted
+// the unwrapped sum).
+TEST(CodegenTest, AnInt32SumThatOverflowsIsWrappedBeforeItIsUsed) {
+  PrimFunc f = ParseWorkloadText(R"(
+input A: i32[8]
+F[i, j in 4] = f32(A[i] + A[i] + i32(j))
+L[i, j in 4] = i64(A[i] * 3 + i32(j))
+G[i, j in 4] = select(A[i] * 3 + i32(j) > 0, 1.0, 0.0)
+M[i, j in 4] = max(A[i] + A[i], i32(j))
+D[i, j in 4] = (A[i] * 3) / (i32(j) + 2) + (A[i] + A[i]) % 7
+)");
+  const std::int64_t i32_max = std::numeric_limits<std::int32_t>::max();
+  const std::int64_t a[] = {i32_max, -i32_max, 1 << 30, -(1 << 30), 5, -5, i32_max / 3 + 1, 0};
+  for (bool vectorized : {false, true}) {
+    Schedule sch(f, 0);
+    if (vectorized) {
+      for (const char* name : {"F", "L", "G", "M", "D"}) sch.Vectorize(sch.GetLoops(sch.GetBlock(name))[1]);
+    }
+    std::vector<NDArray> args = MakeArguments(f, 5);
+    for (int i = 0; i < 8; ++i) args[0].SetInt(i, a[i]);
+    EXPECT_EQ(RunKeepsTheResult(f, sch.func(), args), "") << "vectorized " << vectorized;
+  }
+}
+
 // Floor division and modulo by a divisor only known at run time, with the
 // operands that differ from C's division: signs that disagree, and the most
 // negative value over -1, which wraps to itself (x86's idiv would trap).
