@@ -117,11 +117,13 @@ TvmImportStats ImportTvm(SqliteDatabase& db, const std::string& dir) {
       // be left out of it, and the record filed under another target.
       for (const char* key : {"kind", "mcpu"}) {
         if (rec[2].is_object() && rec[2].contains(key) && !rec[2][key].is_string()) {
-          Fail(rpath.string(), n, std::string("the target's \"") + key + "\" must be a string, not " + rec[2][key].dump());
+          Fail(rpath.string(), n,
+               std::string("the target's \"") + key + "\" must be a string, not " + rec[2][key].dump());
         }
       }
       if (rec[2].is_object() && rec[2].contains("num-cores") && !rec[2]["num-cores"].is_number_integer()) {
-        Fail(rpath.string(), n, "the target's \"num-cores\" must be a whole number, not " + rec[2]["num-cores"].dump());
+        Fail(rpath.string(), n,
+             "the target's \"num-cores\" must be a whole number, not " + rec[2]["num-cores"].dump());
       }
       r.target_json = rec[2].dump();
       r.target = TargetStringFromTvm(r.target_json);

@@ -27,7 +27,8 @@ using namespace tunedb;
 
 const std::filesystem::path& Folder() {
   static const std::filesystem::path folder = [] {
-    std::filesystem::path p = std::filesystem::temp_directory_path() / ("tunedb_fuzz_tvm_" + std::to_string(::getpid()));
+    std::filesystem::path p =
+        std::filesystem::temp_directory_path() / ("tunedb_fuzz_tvm_" + std::to_string(::getpid()));
     std::filesystem::create_directories(p);
     return p;
   }();
@@ -80,7 +81,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const Counts imported = CountsOf(database);
   try {
     db::TvmImportStats again = db::ImportTvm(database, Folder().string());
-    if (again.records != 0 || !(CountsOf(database) == imported)) fuzz::Finding("importing the same files again added records");
+    if (again.records != 0 || !(CountsOf(database) == imported)) {
+      fuzz::Finding("importing the same files again added records");
+    }
   } catch (const std::exception& e) {
     fuzz::Finding(std::string("files imported once fail the second time: ") + e.what());
   }

@@ -49,7 +49,8 @@ cp -n "fuzz/corpus/$target"/* "$work/corpus/"
 # More seeds, read and never written: the shipped workload files and
 # schedules, and the texts of the other target on the same input.
 case "$target" in
-  workload_text | compiled_text) seeds="bench/workloads bench/schedules fuzz/corpus/workload_text fuzz/corpus/compiled_text" ;;
+  workload_text | compiled_text)
+    seeds="bench/workloads bench/schedules fuzz/corpus/workload_text fuzz/corpus/compiled_text" ;;
   schedule_script) seeds="bench/schedules" ;;
   *) seeds="" ;;
 esac
