@@ -28,10 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;  // workload_text checks how texts are refused
   }
   const ir::PrimFunc& f = *parsed;
-  if (ir::testing::LargestBufferBytes(f) > fuzz::kMaxInterpretedBytes ||
-      fuzz::Iterations(f) > fuzz::kMaxInterpretedIterations) {
-    return 0;
-  }
+  if (!fuzz::SmallEnoughToRun(f)) return 0;
   std::vector<ir::NDArray> expected = ir::MakeArguments(f, 1);
   try {
     ir::Interpret(f, expected);

@@ -32,8 +32,7 @@ namespace tunedb::fuzz {
 inline constexpr std::int64_t kMaxInterpretedBytes = std::int64_t{1} << 20;
 
 // The sum over an unscheduled program's blocks of their iteration domains:
-// what the interpreter would run. A text that loops for long is parsed and
-// checked, not run.
+// what the interpreter would run.
 inline std::int64_t Iterations(const ir::PrimFunc& f) {
   constexpr std::int64_t kCap = std::int64_t{1} << 40;
   std::int64_t total = 0;
@@ -45,6 +44,12 @@ inline std::int64_t Iterations(const ir::PrimFunc& f) {
   return total;
 }
 inline constexpr std::int64_t kMaxInterpretedIterations = 200'000;
+
+// Whether an unscheduled program is small enough to run: a text that loops
+// for long, or holds gigabytes, is parsed and checked, not run.
+inline bool SmallEnoughToRun(const ir::PrimFunc& f) {
+  return ir::testing::LargestBufferBytes(f) <= kMaxInterpretedBytes && Iterations(f) <= kMaxInterpretedIterations;
+}
 
 // The checks on a schedule that was accepted: its program computes what
 // `reference` computes on random inputs, and its trace, through its JSON

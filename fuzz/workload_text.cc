@@ -50,10 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const std::exception& e) {
     fuzz::Finding(std::string("a parsed program fails a check: ") + e.what());
   }
-  if (ir::testing::LargestBufferBytes(f) > fuzz::kMaxInterpretedBytes ||
-      fuzz::Iterations(f) > fuzz::kMaxInterpretedIterations) {
-    return 0;
-  }
+  if (!fuzz::SmallEnoughToRun(f)) return 0;
   std::vector<ir::NDArray> args = ir::MakeArguments(f, 1);
   try {
     ir::Interpret(f, args);
