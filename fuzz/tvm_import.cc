@@ -73,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         what.find("database_tuning_record.json:") == std::string::npos) {
       fuzz::Finding("an import error that names no file and line: " + what);
     }
-    if (!(CountsOf(database) == before)) fuzz::Finding("a failed import stored part of the files: " + what);
+    if (CountsOf(database) != before) fuzz::Finding("a failed import stored part of the files: " + what);
     return 0;
   } catch (const std::exception& e) {
     fuzz::Finding(std::string("not a DatabaseError: ") + e.what());
@@ -81,7 +81,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const Counts imported = CountsOf(database);
   try {
     db::TvmImportStats again = db::ImportTvm(database, Folder().string());
-    if (again.records != 0 || !(CountsOf(database) == imported)) {
+    if (again.records != 0 || CountsOf(database) != imported) {
       fuzz::Finding("importing the same files again added records");
     }
   } catch (const std::exception& e) {

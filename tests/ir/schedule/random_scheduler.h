@@ -10,8 +10,8 @@
 
 #include <algorithm>
 #include <random>
-#include <utility>
 #include <string>
+#include <utility>
 
 #include "ir/schedule/schedule.h"
 
