@@ -137,10 +137,11 @@ std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<st
     return vector_loop >= 0 ? std::min<std::int64_t>(most, 8) : most;
   };
   auto extent_of = [&](int loop) { return loop >= 0 ? extents[static_cast<std::size_t>(loop)] : 1; };
-  // The rows of both loops for `vectors` vectors of columns.
+  // The rows of both loops for `vectors` vectors of columns. (It reads
+  // block_loops.rows: clang before 16 refuses a structured binding here.)
   auto row_tiles = [&](std::int64_t vectors) {
     std::int64_t most = most_rows_for(vectors);
-    std::int64_t first = LargestDivisorAtMost(extent_of(rows), most);
+    std::int64_t first = LargestDivisorAtMost(extent_of(block_loops.rows), most);
     return std::make_pair(first, LargestDivisorAtMost(extent_of(second_rows), most / first));
   };
   std::int64_t columns = 1;
@@ -260,10 +261,13 @@ std::pair<int, int> BatchLanesLoop(const BlockNode& b, const SpaceOptions& o) {
 // Empty when the extents need none: padding only the reduction would copy
 // both inputs for an unroll.
 std::vector<std::int64_t> RegisterBlockPadding(const BlockNode& b, const SpaceOptions& o) {
-  const auto [extents, kinds] = IterShapeOf(b);
+  // Named members, not a structured binding: the lambda below reads the
+  // extents, which clang before 16 refuses (scripts/fuzz.sh builds with 14).
+  const IterShape shape = IterShapeOf(b);
+  const std::vector<std::int64_t>& extents = shape.extents;
   std::vector<const ir::ExprNode*> loop_vars;
   for (const ir::Expr& binding : b.bindings) loop_vars.push_back(binding.get());
-  const auto [vectorized, rows, last_reduce] = RegisterBlockLoops(b, loop_vars, extents, kinds);
+  const auto [vectorized, rows, last_reduce] = RegisterBlockLoops(b, loop_vars, extents, shape.kinds);
   if (vectorized < 0) return {};
   const std::int64_t lanes = VectorLanes(o, OutputElementBytes(b));
   constexpr std::int64_t kRows = 4, kUnroll = 4;
@@ -289,7 +293,7 @@ std::vector<std::int64_t> RegisterBlockPadding(const BlockNode& b, const SpaceOp
   if (rows >= 0) spatial = pad(rows, kRows) || spatial;
   if (!spatial) return {};
   // A sliding reduction is unrolled instead of the last (RegisterBlockedTiles).
-  if (last_reduce >= 0 && SlidingReduction(b, loop_vars, extents, kinds, rows) < 0) pad(last_reduce, kUnroll);
+  if (last_reduce >= 0 && SlidingReduction(b, loop_vars, extents, shape.kinds, rows) < 0) pad(last_reduce, kUnroll);
   return padding;
 }
 
