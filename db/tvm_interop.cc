@@ -1,8 +1,10 @@
 #include "db/tvm_interop.h"
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +18,28 @@ constexpr const char* kRecordFile = "database_tuning_record.json";
 
 [[noreturn]] void Fail(const std::string& file, int line, const std::string& what) {
   throw DatabaseError(file + ":" + std::to_string(line) + ": " + what);
+}
+
+// A line of an export file, or nullopt when a stored string is not UTF-8,
+// which JSON cannot hold (SQLite hands back the bytes of a damaged row).
+std::optional<std::string> JsonLine(const json& line) {
+  try {
+    return line.dump();
+  } catch (const json::type_error&) {
+    return std::nullopt;
+  }
+}
+
+// Why a record cannot be exported as TVM's JSON, or empty: one of its JSON
+// columns did not read back as JSON. The parsed columns go to `columns`.
+std::string ExportProblem(const TuningRecord& r, std::array<json, 3>& columns) {
+  columns[0] = json::parse(r.trace, nullptr, false);
+  if (columns[0].is_discarded()) return "its trace is not valid JSON";
+  columns[1] = r.target_json.empty() ? json(r.target) : json::parse(r.target_json, nullptr, false);
+  if (columns[1].is_discarded()) return "its TVM target is not valid JSON";
+  columns[2] = r.args_info.empty() ? json::array() : json::parse(r.args_info, nullptr, false);
+  if (columns[2].is_discarded()) return "its args_info is not valid JSON";
+  return "";
 }
 
 }  // namespace
@@ -158,7 +182,14 @@ TvmExportStats ExportTvm(Database& db, const std::string& dir) {
     const WorkloadInput in = WholeInput(db, w);
     json module = json::parse(in.program, nullptr, false);
     if (module.is_discarded()) module = in.program;
-    wf << json::array({in.hash, module}).dump() << "\n";
+    std::optional<std::string> workload_line = JsonLine(json::array({in.hash, module}));
+    if (!workload_line) {
+      // The records' lines would name this workload by its index.
+      stats.left_out.push_back("workload " + std::to_string(w.workload.id) +
+                               " and its records: its hash or program is not UTF-8 text");
+      continue;
+    }
+    wf << *workload_line << "\n";
     ++stats.workloads;
     RecordQuery q;
     q.workload_hash = in.hash;
@@ -168,11 +199,19 @@ TvmExportStats ExportTvm(Database& db, const std::string& dir) {
       if (page.empty()) break;
       q.after_id = page.back().id;
       for (const TuningRecord& r : page) {
-        json target = r.target_json.empty() ? json(r.target) : json::parse(r.target_json, nullptr, false);
-        json args = r.args_info.empty() ? json::array() : json::parse(r.args_info, nullptr, false);
+        std::array<json, 3> columns;  // trace, target, args_info
+        std::string problem = ExportProblem(r, columns);
         json run_secs = r.run_secs.empty() ? json(nullptr) : json(r.run_secs);
-        rf << json::array({index, json::array({json::parse(r.trace, nullptr, false), run_secs, target, args})}).dump()
-           << "\n";
+        std::optional<std::string> line;
+        if (problem.empty()) {
+          line = JsonLine(json::array({index, json::array({columns[0], run_secs, columns[1], columns[2]})}));
+          if (!line) problem = "a text of it is not UTF-8";
+        }
+        if (!problem.empty()) {
+          stats.left_out.push_back("record " + std::to_string(r.id) + ": " + problem);
+          continue;
+        }
+        rf << *line << "\n";
         ++stats.records;
       }
     }

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "db/sqlite_database.h"
 
@@ -33,10 +34,16 @@ TvmImportStats ImportTvm(SqliteDatabase& db, const std::string& dir);
 struct TvmExportStats {
   std::int64_t workloads = 0;
   std::int64_t records = 0;
+  // What was not written, and why: a damaged row ("record 12: its trace
+  // is not valid JSON"), in the order met.
+  std::vector<std::string> left_out;
 };
 
 // Writes both files into `dir` (created if needed): TVM workloads with their
-// original module text, tunedb's with their program JSON.
+// original module text, tunedb's with their program JSON. A row that cannot
+// be written as it was stored (a JSON column that does not read back as
+// JSON, a text that is not UTF-8: a damaged row) is left out and listed,
+// so that every line written is one TVM can read.
 TvmExportStats ExportTvm(Database& db, const std::string& dir);
 
 // How a TVM workload is stored: kind "tvm" under TVM's hash, its module

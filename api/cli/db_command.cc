@@ -457,6 +457,14 @@ void AddDbCommands(CLI::App& app) {
   exp->callback([o] {
     db::TvmExportStats s = db::ExportTvm(*OpenExistingDatabase(o->db), o->dir);
     fmt::print("exported {} workloads and {} records to {}\n", s.workloads, s.records, o->dir);
+    if (!s.left_out.empty()) {
+      // The files hold everything else; exit code 1 tells a script that
+      // they are not the whole database.
+      fmt::print("left out {} damaged row(s) (tunedb db check --db FILE lists every damaged row):\n",
+                 s.left_out.size());
+      for (const std::string& what : s.left_out) fmt::print("  {}\n", what);
+      throw ProblemsReported();
+    }
   });
   CLI::App* merge = dbcmd->add_subcommand("merge", "Merge another database into this one (duplicates skipped)");
   merge->add_option("--db", o->db, "The database to merge into: a file, or a tunedb server's URL")->capture_default_str();

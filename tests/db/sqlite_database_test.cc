@@ -16,6 +16,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/db/damage.h"
+
 namespace tunedb::db {
 namespace {
 
@@ -195,15 +197,7 @@ TEST(SqliteDatabaseTest, KilledWriterLosesOnlyItsOpenTransaction) {
   for (int i = 0; i <= last; ++i) EXPECT_TRUE(traces.count("trace" + std::to_string(i))) << "lost acknowledged record " << i;
 }
 
-// Runs SQL on the file behind the database's back, as outside damage would.
-void Damage(const std::string& path, const std::string& sql) {
-  sqlite3* raw = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
-  char* error = nullptr;
-  EXPECT_EQ(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK) << (error ? error : "");
-  sqlite3_free(error);
-  sqlite3_close(raw);
-}
+using testing::Damage;
 
 TEST(SqliteDatabaseTest, DamagedRecordsAreFoundAndNamed) {
   std::string path = FreshPath("damaged");

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/db/damage.h"
+
 namespace tunedb::db {
 namespace {
 
@@ -94,6 +96,32 @@ TEST(TvmInteropTest, AnExportThatCannotBeWrittenSaysWhere) {
   fs::create_symlink("/dev/full", fs::path(out) / "database_tuning_record.json");
   expect_error(out, "writing " + (fs::path(out) / "database_tuning_record.json").string() +
                         " failed (is the disk full?)");
+}
+
+TEST(TvmInteropTest, AnExportLeavesOutDamagedRowsAndNamesThem) {
+  std::string in = Dir("tvm_in_damaged"), out = Dir("tvm_out_damaged");
+  Write(in, kWorkloads, kRecords);
+  std::string path = FreshDb("tvm_damaged");
+  {
+    SqliteDatabase db(path);
+    ImportTvm(db, in);
+  }
+  // Record 1's trace no longer JSON; the second workload's module a JSON
+  // string holding a byte that is not UTF-8, which no JSON text can hold.
+  testing::Damage(path, "UPDATE records SET trace = '[[[\"GetBlock\"' WHERE id = 1");
+  testing::Damage(path, "UPDATE workloads SET program = CAST(X'22FC22' AS TEXT) WHERE hash = '9182736450'");
+  SqliteDatabase db(path);
+  TvmExportStats stats = ExportTvm(db, out);
+  EXPECT_EQ(stats.workloads, 1);
+  EXPECT_EQ(stats.records, 1);
+  EXPECT_EQ(stats.left_out, (std::vector<std::string>{"record 1: its trace is not valid JSON",
+                                                      "workload 2 and its records: its hash or program is not "
+                                                      "UTF-8 text"}));
+  // What was written is every other row, each line JSON TVM can read.
+  std::vector<nlohmann::json> records = Lines(fs::path(out) / "database_tuning_record.json");
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_EQ(records[0], Lines(fs::path(in) / "database_tuning_record.json")[1]);
+  EXPECT_EQ(Lines(fs::path(out) / "database_workload.json").size(), 1u);
 }
 
 void ExpectImportError(const std::string& workloads, const std::string& records, const std::string& suffix) {

@@ -814,6 +814,14 @@ TEST(CliDb, CheckNamesDamagedRowsAndReadersSkipThem) {
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(r.out.rfind("tunedb: warning: record " + id + " skipped: trace JSON is not valid JSON", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("sch.split("), std::string::npos) << r.out;
+  // An export writes every other record, and names the one left out.
+  const std::string exported = ::testing::TempDir() + "/cli_damaged_export_" + std::to_string(getpid());
+  r = RunTunedb("db export-tvm " + exported + " --db " + db);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("exported 1 workloads and 8 records to " + exported + "\nleft out 1 damaged row(s)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\n  record " + id + ": its trace is not valid JSON\n"), std::string::npos) << r.out;
   // A new session neither learns from the record nor reports it as its
   // best (its best schedule is printed from the trace).
   r = RunTunedb("tune --workload " + spec + " --trials 10 --batch 8 --db " + db + kSmallTune);
