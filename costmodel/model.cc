@@ -4,11 +4,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <limits>
 #include <random>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
+
+#include "ir/mix.h"
 
 namespace tunedb::costmodel {
 namespace {
@@ -317,39 +321,70 @@ std::vector<double> CostModel::Predict(const std::vector<std::vector<FeatureRow>
   return Sums(RowPredictions(*impl_->booster, m, impl_->rounds), p, prior);
 }
 
+namespace {
+
+// The checksum of a saved model: its header (less the checksum) and
+// XGBoost's JSON. A database or file keeps no checksums of its own, and
+// XGBoost loads a model whose trees were changed without a word, then
+// reads outside them when it predicts.
+std::string Checksum(const nlohmann::json& header, std::string_view body) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(ir::HashBytes(header.dump() + "\n" + std::string(body))));
+  return hex;
+}
+
+}  // namespace
+
 std::string CostModel::Save() const {
   if (!trained()) throw CostModelError("the cost model is not trained");
   bst_ulong len = 0;
   const char* buf = nullptr;
   Check(XGBoosterSaveModelToBuffer(impl_->booster->get(), R"({"format": "json"})", &len, &buf), "save");
+  const std::string_view body(buf, len);
   nlohmann::json header = {{"magic", kMagic},
                            {"feature_version", kFeatureVersion},
                            {"objective", ObjectiveName(impl_->objective)},
                            {"rounds", impl_->rounds},
                            {"prior", impl_->heuristic_prior ? "heuristic" : "none"}};
-  return header.dump() + "\n" + std::string(buf, len);
+  header["checksum"] = Checksum(header, body);
+  return header.dump() + "\n" + std::string(body);
 }
 
 CostModel CostModel::Load(const std::string& blob) {
   auto newline = blob.find('\n');
   nlohmann::json header = nlohmann::json::parse(blob.substr(0, newline), nullptr, false);
-  if (newline == std::string::npos || !header.is_object() || header.value("magic", "") != kMagic) {
+  if (newline == std::string::npos || !header.is_object() || header.value("magic", nlohmann::json()) != kMagic) {
     throw CostModelError("not a tunedb cost model");
   }
-  int version = header.value("feature_version", -1);
+  const nlohmann::json version = header.value("feature_version", nlohmann::json());
   if (version != kFeatureVersion) {
-    throw CostModelError("the model was trained on feature version " + std::to_string(version) +
+    throw CostModelError("the model was trained on feature version " + (version.is_number() ? version.dump() : "?") +
                          "; this build extracts version " + std::to_string(kFeatureVersion) + " (retrain it)");
+  }
+  const std::string_view body = std::string_view(blob).substr(newline + 1);
+  const nlohmann::json checksum = header.value("checksum", nlohmann::json());
+  if (!checksum.is_string()) {
+    throw CostModelError("the model has no checksum: an older tunedb saved it, or its header is damaged (retrain it)");
+  }
+  header.erase("checksum");
+  if (checksum != Checksum(header, body)) {
+    throw CostModelError("the model is damaged: it does not match its checksum (retrain it)");
+  }
+  const nlohmann::json rounds = header.value("rounds", nlohmann::json());
+  const nlohmann::json objective = header.value("objective", nlohmann::json());
+  const nlohmann::json prior = header.value("prior", nlohmann::json());
+  if (!rounds.is_number_integer() || rounds.get<std::int64_t>() < 1 || !objective.is_string() || !prior.is_string()) {
+    throw CostModelError("the model's header lacks its rounds, objective or prior");
   }
   CostModel m;
   auto booster = std::make_unique<Booster>();
-  std::string body = blob.substr(newline + 1);
   Check(XGBoosterLoadModelFromBuffer(booster->get(), body.data(), body.size()), "load");
   booster->Set("nthread", "1");  // see CostModel::Predict
   m.impl_->booster = std::move(booster);
-  m.impl_->rounds = header.value("rounds", 1);
-  m.impl_->heuristic_prior = header.value("prior", "none") == "heuristic";
-  m.impl_->objective = header.value("objective", "rank") == "rank" ? Objective::kRank : Objective::kWeightedMse;
+  m.impl_->rounds = static_cast<int>(std::min<std::int64_t>(rounds.get<std::int64_t>(), 1 << 20));
+  m.impl_->heuristic_prior = prior == "heuristic";
+  m.impl_->objective = objective == "rank" ? Objective::kRank : Objective::kWeightedMse;
   return m;
 }
 

@@ -175,15 +175,7 @@ bool StructuralEqual(const PrimFunc& a, const PrimFunc& b) {
   return CanonicalEncoding(a) == CanonicalEncoding(b);
 }
 
-std::uint64_t StructuralHash(const PrimFunc& func) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a 64 offset basis
-  for (char c : CanonicalEncoding(func)) {
-    h ^= static_cast<std::uint8_t>(c);
-    h *= 0x100000001b3ULL;  // FNV-1a 64 prime
-  }
-  // The splitmix64 finalizer spreads FNV's weak low-bit mixing over all bits.
-  return Mix64(h);
-}
+std::uint64_t StructuralHash(const PrimFunc& func) { return HashBytes(CanonicalEncoding(func)); }
 
 std::string WorkloadHash(const PrimFunc& func) { return std::to_string(StructuralHash(func)); }
 

@@ -133,6 +133,29 @@ TEST(CostModelTest, RefusesOtherFeatureVersionsAndGarbage) {
                                          std::to_string(kFeatureVersion) + " (retrain it)");
   }
   EXPECT_THROW(CostModel::Load("not a model"), CostModelError);
+  auto expect_refused = [](const std::string& bad, const std::string& error) {
+    try {
+      CostModel::Load(bad);
+      ADD_FAILURE() << "loaded: " << error;
+    } catch (const CostModelError& e) {
+      EXPECT_EQ(std::string(e.what()), error);
+    }
+  };
+  // One digit of a split changed in XGBoost's JSON (a database or file
+  // keeps no checksum of its own; XGBoost read such trees outside their
+  // nodes when it predicted), the rounds in the header, the checksum gone.
+  std::string damaged = blob;
+  std::size_t digit = damaged.find_first_of("123456789", damaged.find("\"split_indices\""));
+  ASSERT_NE(digit, std::string::npos);
+  damaged[digit] = damaged[digit] == '9' ? '1' : static_cast<char>(damaged[digit] + 1);
+  expect_refused(damaged, "the model is damaged: it does not match its checksum (retrain it)");
+  std::string more_rounds = blob;
+  more_rounds.replace(more_rounds.find("\"rounds\":"), 9, "\"rounds\":9");
+  expect_refused(more_rounds, "the model is damaged: it does not match its checksum (retrain it)");
+  std::string unchecked = blob;
+  unchecked.replace(unchecked.find("\"checksum\""), 10, "\"checksun\"");
+  expect_refused(unchecked,
+                 "the model has no checksum: an older tunedb saved it, or its header is damaged (retrain it)");
   EXPECT_THROW(CostModel().Predict({}), CostModelError);
   EXPECT_THROW(CostModel().Train({}, o), CostModelError);
   // No rounds would leave a booster XGBoost refuses to predict with.
