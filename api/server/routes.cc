@@ -714,7 +714,9 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
         }
       }
       std::lock_guard<std::mutex> lock(models_->mutex);
-      if (models_->model_id != wanted) {
+      // Nothing cached yet is told by the model, not by its id: a damaged
+      // row can hold id 0, the cache's initial id.
+      if (!models_->model || models_->model_id != wanted) {
         std::optional<db::StoredModel> blob = database.LoadModel(wanted);
         if (!blob) Fail(404, "no model with id " + std::to_string(wanted));
         models_->model = std::make_shared<costmodel::CostModel>(costmodel::CostModel::Load(blob->blob));

@@ -31,6 +31,7 @@
 #include "measure/target.h"
 #include "search/space.h"
 #include "search/tuner.h"
+#include "tests/db/damage.h"
 
 namespace tunedb::api {
 namespace {
@@ -460,6 +461,19 @@ TEST_F(ServerTest, PredictUsesTheNewestStoredModelOrTheOneNamed) {
   Reply refused = Call(port_, http::verb::post, "/v1/predict", bad.dump());
   EXPECT_EQ(refused.status, 400);
   EXPECT_NE(refused.Json()["error"].get<std::string>().find("traces[0]"), std::string::npos) << refused.body;
+}
+
+// A model row whose id a damage set to 0, the id the route's cache starts
+// from: the route once took it for cached and predicted with no model.
+TEST_F(ServerTest, PredictLoadsAModelWhoseIdIsZero) {
+  StoreTrainedModel(path_, /*rounds=*/3, /*training_rows=*/12);
+  db::testing::Damage(path_, "UPDATE models SET id = 0");
+  StartServer();
+  json request = {{"workload", hash_}, {"traces", {json::parse(traces_[0])}}};
+  Reply r = Call(port_, http::verb::post, "/v1/predict", request.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Json()["model_id"], 0);
+  EXPECT_EQ(r.Json()["scores"].size(), 1u);
 }
 
 TEST_F(ServerTest, MetricsAndDashboard) {
