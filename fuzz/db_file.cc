@@ -247,28 +247,56 @@ class Sql {
   sqlite3* db_ = nullptr;
 };
 
-// Sets one cell, chosen by the input, to a value of a type it chooses. A
-// value SQLite refuses (a NOT NULL column, a duplicate in a UNIQUE one)
-// leaves the cell as it was: SQLite stops that damage itself.
+// Sets one cell, chosen by the input, to a value of a type it chooses, or
+// writes a few bytes over the value it holds (damage that keeps most of a
+// JSON text, so that the readers' checks past the JSON parser are
+// reached). A value SQLite refuses (a NOT NULL column, a duplicate in a
+// UNIQUE one) leaves the cell as it was: SQLite stops that damage itself.
 void SetCell(Sql& sql, fuzz::InputBytes& bytes) {
   static const char* kTables[] = {"workloads", "sessions", "targets", "records", "models"};
   const std::string table = kTables[bytes() % std::size(kTables)];
   std::vector<std::string> columns = sql.Column("SELECT name FROM pragma_table_info('" + table + "')");
   std::vector<std::string> rows = sql.Column("SELECT rowid FROM " + table + " ORDER BY rowid");
-  const std::uint8_t column_byte = bytes(), row_byte = bytes(), kind = bytes() % 6;
+  const std::uint8_t column_byte = bytes(), row_byte = bytes(), kind = bytes() % 7;
   if (columns.empty() || rows.empty()) return;
-  const std::string column = columns[column_byte % columns.size()];
-  sqlite3_stmt* stmt = nullptr;
-  const std::string update = "UPDATE " + table + " SET \"" + column + "\" = ?1 WHERE rowid = " + rows[row_byte % rows.size()];
-  if (sqlite3_prepare_v2(sql.get(), update.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
-    fuzz::Finding("cannot prepare " + update + ": " + sqlite3_errmsg(sql.get()));
-  }
+  const std::string column = "\"" + columns[column_byte % columns.size()] + "\"";
+  const std::string where = " WHERE rowid = " + rows[row_byte % rows.size()];
   auto next_bytes = [&](std::size_t n) {
     std::string s;
     for (std::size_t i = 0; i < n; ++i) s.push_back(static_cast<char>(bytes()));
     return s;
   };
+  std::string held;  // kind 6: the value held, as SQLite hands out its bytes
+  bool held_is_blob = false;
+  if (kind == 6) {
+    sqlite3_stmt* read = nullptr;
+    const std::string select = "SELECT " + column + " FROM " + table + where;
+    if (sqlite3_prepare_v2(sql.get(), select.c_str(), -1, &read, nullptr) == SQLITE_OK &&
+        sqlite3_step(read) == SQLITE_ROW) {
+      held_is_blob = sqlite3_column_type(read, 0) == SQLITE_BLOB;
+      const void* data = sqlite3_column_blob(read, 0);
+      held.assign(static_cast<const char*>(data ? data : ""), static_cast<std::size_t>(sqlite3_column_bytes(read, 0)));
+    }
+    sqlite3_finalize(read);
+    if (held.empty()) return;
+    std::size_t at = bytes();
+    at = (at << 8 | bytes()) % held.size();
+    const std::string with = next_bytes(bytes() % 4 + 1);
+    held.replace(at, std::min(with.size(), held.size() - at), with);
+  }
+  const std::string update = "UPDATE " + table + " SET " + column + " = ?1" + where;
+  sqlite3_stmt* stmt = nullptr;
+  if (sqlite3_prepare_v2(sql.get(), update.c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+    fuzz::Finding("cannot prepare " + update + ": " + sqlite3_errmsg(sql.get()));
+  }
   switch (kind) {
+    case 6:
+      if (held_is_blob) {
+        sqlite3_bind_blob(stmt, 1, held.data(), static_cast<int>(held.size()), SQLITE_TRANSIENT);
+      } else {
+        sqlite3_bind_text(stmt, 1, held.data(), static_cast<int>(held.size()), SQLITE_TRANSIENT);
+      }
+      break;
     case 0: sqlite3_bind_null(stmt, 1); break;
     case 1: sqlite3_bind_int64(stmt, 1, static_cast<std::int8_t>(bytes())); break;
     case 2: {
