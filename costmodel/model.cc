@@ -355,7 +355,7 @@ CostModel CostModel::Load(const std::string& blob) {
   auto newline = blob.find('\n');
   nlohmann::json header = nlohmann::json::parse(blob.substr(0, newline), nullptr, false);
   if (newline == std::string::npos || !header.is_object() || header.value("magic", nlohmann::json()) != kMagic) {
-    throw CostModelError("not a tunedb cost model");
+    throw DamagedModelError("not a tunedb cost model");
   }
   const nlohmann::json version = header.value("feature_version", nlohmann::json());
   if (version != kFeatureVersion) {
@@ -369,7 +369,7 @@ CostModel CostModel::Load(const std::string& blob) {
   }
   header.erase("checksum");
   if (checksum != Checksum(header, body)) {
-    throw CostModelError("the model is damaged: it does not match its checksum (retrain it)");
+    throw DamagedModelError("the model is damaged: it does not match its checksum (retrain it)");
   }
   const nlohmann::json rounds = header.value("rounds", nlohmann::json());
   const nlohmann::json objective = header.value("objective", nlohmann::json());

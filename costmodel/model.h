@@ -33,6 +33,14 @@ class CostModelError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A saved model that is not what was saved: no tunedb model at all, or one
+// that does not match the checksum saved with it (a damaged database row
+// or file). `tunedb db check` reports these.
+class DamagedModelError : public CostModelError {
+ public:
+  using CostModelError::CostModelError;
+};
+
 // One measured candidate: its feature rows, its label (normalized
 // throughput: best time of its group / its time; 0 for a failure), and its
 // group.
@@ -88,7 +96,9 @@ class CostModel {
   // A self-describing blob: feature version, objective, XGBoost's JSON model.
   std::string Save() const;
   // Throws CostModelError naming the mismatch when the blob was made with
-  // another feature version, or is not a tunedb model.
+  // another feature version or has no checksum (saved before session 57),
+  // DamagedModelError when it is not a tunedb model or does not match its
+  // checksum.
   static CostModel Load(const std::string& blob);
 
  private:

@@ -15,6 +15,7 @@
 
 #include "api/cli/commands.h"
 #include "api/remote/remote_database.h"
+#include "costmodel/model.h"
 #include "db/sqlite_database.h"
 #include "db/tvm_interop.h"
 #include "ir/json.h"
@@ -287,7 +288,7 @@ void Best(const DbOptions& o) {
 // What `db check` found wrong with one stored row. Reported in order: the
 // file, then workloads, then records, each by id.
 struct Problem {
-  enum Kind { kFile, kWorkload, kRecord } kind;
+  enum Kind { kFile, kWorkload, kRecord, kModel } kind;
   std::int64_t id;
   std::string where;  // "record 34 (matmul:M=64,N=64,K=64, llvm -mcpu=znver4 -num-cores=2)"
   std::string what;
@@ -324,8 +325,9 @@ std::map<std::string, ir::PrimFunc> CheckWorkloads(db::SqliteDatabase& d, std::v
 }
 
 // `db check`: SQLite's own check of the file, then every row as tunedb reads
-// it: the records' statuses and timings, the workloads' programs, and every
-// record's trace replayed onto its workload's program. Reports each damaged
+// it: the records' statuses and timings, the workloads' programs, every
+// record's trace replayed onto its workload's program, and every stored
+// cost model against its checksum. Reports each damaged
 // row by id; exit code 1 when there is one. Changes nothing.
 void Check(const DbOptions& o) {
   // The file's own checks need the file.
@@ -376,7 +378,24 @@ void Check(const DbOptions& o) {
       }
     }
   }
-  fmt::print("checked:  {} workloads, {} of {} records\n", workloads.size(), checked, d.Size());
+  // Stored cost models: a damaged blob loaded without a word into XGBoost,
+  // which then read outside its trees; each now carries a checksum.
+  std::int64_t models = 0;
+  for (const db::StoredModel& listed : d.Models()) {
+    ++models;
+    std::optional<db::StoredModel> stored = d.LoadModel(listed.id);
+    if (!stored) continue;
+    try {
+      costmodel::CostModel::Load(stored->blob);
+    } catch (const costmodel::DamagedModelError& e) {
+      problems.push_back({Problem::kModel, listed.id, "model " + std::to_string(listed.id), e.what()});
+    } catch (const costmodel::CostModelError&) {
+      // Another feature version, or saved before models had checksums:
+      // not damage (`tunedb model list` and a tuner say so).
+    }
+  }
+  fmt::print("checked:  {} workloads, {} of {} records{}\n", workloads.size(), checked, d.Size(),
+             models == 0 ? "" : fmt::format(", {} models", models));
   if (problems.empty()) {
     fmt::print("no problems found\n");
     return;

@@ -1214,4 +1214,29 @@ TEST(CliE2e, TakesItsSchedulesFromAServer) {
   EXPECT_NE(r.out.find("outputs: identical"), std::string::npos) << r.out;
 }
 
+// A stored cost model is checked against the checksum saved with it: a
+// changed byte of its XGBoost JSON once loaded without a word, and XGBoost
+// then read outside the trees when it predicted.
+TEST(CliDb, CheckNamesADamagedModel) {
+  std::string db = TuneDb("cli_damaged_model.sqlite");
+  Result r = RunTunedb("tune --workload matmul:M=16,N=16,K=16 --trials 8 --batch 8 --db " + db + kSmallTune);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  r = RunTunedb("train --rounds 3 --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string id = Sql(db, "SELECT MAX(id) FROM models");
+  r = RunTunedb("db check --db " + db);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find(" records, 1 models\nno problems found\n"), std::string::npos) << r.out;
+  Sql(db, "UPDATE models SET blob = replace(blob, '\"split_indices\":[', '\"split_indices\":[1,')");
+  r = RunTunedb("db check --db " + db);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("1 problem(s):\n  model " + id + ": the model is damaged: it does not match its checksum "
+                       "(retrain it)\n"),
+            std::string::npos)
+      << r.out;
+  r = RunTunedb("model eval --db " + db);
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("does not match its checksum"), std::string::npos) << r.out;
+}
+
 }  // namespace
