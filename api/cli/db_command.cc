@@ -286,7 +286,7 @@ void Best(const DbOptions& o) {
 }
 
 // What `db check` found wrong with one stored row. Reported in order: the
-// file, then workloads, then records, each by id.
+// file, then workloads, then records, then cost models, each by id.
 struct Problem {
   enum Kind { kFile, kWorkload, kRecord, kModel } kind;
   std::int64_t id;
@@ -327,8 +327,8 @@ std::map<std::string, ir::PrimFunc> CheckWorkloads(db::SqliteDatabase& d, std::v
 // `db check`: SQLite's own check of the file, then every row as tunedb reads
 // it: the records' statuses and timings, the workloads' programs, every
 // record's trace replayed onto its workload's program, and every stored
-// cost model against its checksum. Reports each damaged
-// row by id; exit code 1 when there is one. Changes nothing.
+// cost model against its checksum. Reports each damaged row by id; exit
+// code 1 when there is one. Changes nothing.
 void Check(const DbOptions& o) {
   // The file's own checks need the file.
   RequireNotAServer(o.db, "db check reads the database file itself; run it where the server's file is, with --db FILE");
