@@ -297,7 +297,9 @@ Expr ReplaceOperands(const Expr& e, Rewrite&& rewrite) {
 }
 
 Expr RewriteLoadsOrNull(const Expr& e, const std::function<Expr(const Expr& load)>& fn) {
-  if (e->operands.empty()) return nullptr;
+  // A leaf holds no load, unless it is one: a load of a zero-dimensional
+  // buffer (a scalar, S[]) has no index operands.
+  if (e->operands.empty() && e->kind != ExprKind::kLoad) return nullptr;
   Expr rebuilt = ReplaceOperands(e, [&](const Expr& o) { return RewriteLoadsOrNull(o, fn); });
   if (e->kind == ExprKind::kLoad) {
     if (Expr r = fn(rebuilt ? rebuilt : e)) return r;

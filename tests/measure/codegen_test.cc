@@ -256,6 +256,21 @@ sch.annotate(i_0, "pragma_unroll_explicit", 1)
   }
 }
 
+// A zero-dimensional output (a scalar, S[]) reduced into: its load had no
+// index operands, and the loads' rewriter took it for a leaf, so lowering
+// left it unflattened and code generation read an index that was not
+// there (fuzz/corpus/compiled_text/found_scalar_reduction). Integer and
+// float, max and sum.
+TEST(CodegenTest, AScalarOutputIsReducedInto) {
+  for (const char* text : {"input X: f64[9, 4]\nS[] = max(i in 4) X[2, i]\n",
+                           "input X: f32[9, 4]\nS[] = sum(i in 9, j in 4) X[i, j] * 2.0\n",
+                           "input X: i32[9, 4]\nS[] = sum(i in 4) 33333333\n"}) {
+    SCOPED_TRACE(text);
+    PrimFunc f = ParseWorkloadText(text);
+    EXPECT_EQ(CompiledKeepsTheResult(f, f, 3), "");
+  }
+}
+
 // An unrolled block copy that transposes (dense's packed weight) is N vector
 // loads, a shuffle network and N vector stores, not N*N scalar copies.
 // Both orders of its two loops, every block size, and a block whose rows
