@@ -199,6 +199,15 @@ struct Place {
   std::string seed_bytes;
 };
 
+// Removes a folder when it is destroyed: at exit, for a static.
+struct RemovedAtExit {
+  fs::path dir;
+  ~RemovedAtExit() {
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+  }
+};
+
 // A folder of this process's own, removed at exit; in /dev/shm where there
 // is one, since every input writes a database file or two.
 const Place& ThePlace() {
@@ -208,7 +217,6 @@ const Place& ThePlace() {
     p.dir = base / ("tunedb-fuzz-db-" + std::to_string(getpid()));
     fs::remove_all(p.dir);
     fs::create_directories(p.dir);
-    std::atexit([] { std::error_code ignored; fs::remove_all(ThePlace().dir, ignored); });
     p.seed = p.dir / "seed.sqlite";
     p.damaged = p.dir / "damaged.sqlite";
     p.merged = p.dir / "merged.sqlite";
@@ -217,6 +225,9 @@ const Place& ThePlace() {
     p.seed_bytes = ReadBytes(p.seed);
     return p;
   }();
+  // Built after `place`, so destroyed before it (an atexit handler
+  // registered while `place` was being built would run after that).
+  static const RemovedAtExit cleanup{place.dir};
   return place;
 }
 
