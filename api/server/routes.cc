@@ -67,6 +67,18 @@ struct BadRequest {
 
 [[noreturn]] void Fail(int status, const std::string& message) { throw BadRequest{status, message}; }
 
+// A stored workload's program. It was checked when it was stored, so one
+// that no longer reads was damaged in the file: the server's fault (500),
+// never the request's.
+ir::PrimFunc StoredProgram(const db::Workload& w) {
+  try {
+    return ir::ProgramFromJson(w.input.program);
+  } catch (const ir::IrError& e) {
+    Fail(500, "workload " + w.input.hash + ": its stored program is damaged (" + e.what() +
+                  "); tunedb db check names the damage");
+  }
+}
+
 HttpResponse Json(const json& body, int status = 200) {
   HttpResponse r;
   r.status = status;
@@ -444,7 +456,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       json out = {{"hash", hash}, {"id", w->id}, {"name", w->input.name}, {"kind", w->input.kind},
                   {"targets", database.Targets(hash)}};
       if (w->input.kind == "tunedb") {
-        ir::PrimFunc f = ir::ProgramFromJson(w->input.program);
+        ir::PrimFunc f = StoredProgram(*w);
         out["program"] = json::parse(w->input.program);
         out["printed"] = ir::PrintProgram(f);
         out["flops"] = ir::CountFlops(f);
@@ -702,7 +714,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
         if (stored.empty()) Fail(409, "the database has no cost model yet (run tunedb train or tunedb tune)");
         wanted = stored[0].id;
       }
-      ir::PrimFunc func = ir::ProgramFromJson(w->input.program);
+      ir::PrimFunc func = StoredProgram(*w);
       std::vector<std::vector<costmodel::FeatureRow>> features;
       for (std::size_t i = 0; i < body["traces"].size(); ++i) {
         const json& t = body["traces"][i];

@@ -476,6 +476,23 @@ TEST_F(ServerTest, PredictLoadsAModelWhoseIdIsZero) {
   EXPECT_EQ(r.Json()["scores"].size(), 1u);
 }
 
+// A stored program that no longer reads was damaged in the server's file:
+// the routes that read it answer 500 and name the workload, never blaming
+// the request with a 400.
+TEST_F(ServerTest, ADamagedStoredProgramIsTheServersFault) {
+  StoreTrainedModel(path_, /*rounds=*/3, /*training_rows=*/12);
+  db::testing::Damage(path_, "UPDATE workloads SET program = substr(program, 1, 40)");
+  StartServer();
+  json request = {{"workload", hash_}, {"traces", {json::parse(traces_[0])}}};
+  for (Reply r : {Call(port_, http::verb::post, "/v1/predict", request.dump()),
+                  Call(port_, http::verb::get, "/v1/workloads/" + hash_)}) {
+    EXPECT_EQ(r.status, 500) << r.body;
+    const std::string error = r.Json()["error"].get<std::string>();
+    EXPECT_NE(error.find("workload " + hash_ + ": its stored program is damaged"), std::string::npos) << error;
+  }
+  EXPECT_EQ(Call(port_, http::verb::get, "/v1/health").status, 200);
+}
+
 TEST_F(ServerTest, MetricsAndDashboard) {
   {
     // A hash and a name no tunedb writer makes, as outside damage would
