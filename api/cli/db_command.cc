@@ -381,6 +381,7 @@ void Check(const DbOptions& o) {
   // Stored cost models: a damaged blob loaded without a word into XGBoost,
   // which then read outside its trees; each now carries a checksum.
   std::int64_t models = 0;
+  std::vector<std::string> unused_models;
   for (const db::StoredModel& listed : d.Models()) {
     ++models;
     std::optional<db::StoredModel> stored = d.LoadModel(listed.id);
@@ -389,13 +390,19 @@ void Check(const DbOptions& o) {
       costmodel::CostModel::Load(stored->blob);
     } catch (const costmodel::DamagedModelError& e) {
       problems.push_back({Problem::kModel, listed.id, "model " + std::to_string(listed.id), e.what()});
-    } catch (const costmodel::CostModelError&) {
-      // Another feature version, or saved before models had checksums:
-      // not damage (`tunedb model list` and a tuner say so).
+    } catch (const costmodel::CostModelError& e) {
+      // Another feature version, or saved before models had checksums: not
+      // damage, so not a problem, but a model no tuner will start from.
+      unused_models.push_back(fmt::format("  model {}: {}", listed.id, e.what()));
     }
   }
   fmt::print("checked:  {} workloads, {} of {} records{}\n", workloads.size(), checked, d.Size(),
              models == 0 ? "" : fmt::format(", {} models", models));
+  if (!unused_models.empty()) {
+    fmt::print("{} model(s) not used by this tunedb (the next tunedb train or tune stores one that is):\n",
+               unused_models.size());
+    for (const std::string& line : unused_models) fmt::print("{}\n", line);
+  }
   if (problems.empty()) {
     fmt::print("no problems found\n");
     return;
