@@ -593,6 +593,12 @@ TEST_F(ServerTest, UnknownRoutesWrongMethodsAndBadRequests) {
   EXPECT_EQ(Call(port_, http::verb::get, "/v1/records?workload=%zz").status, 400);
   std::string garbage = RawExchange(port_, "THIS IS NOT HTTP\r\n\r\n");
   EXPECT_NE(garbage.find("400"), std::string::npos) << garbage;
+  // Headers past 16 KiB: 431, and the connection is closed.
+  std::string long_headers = RawExchange(port_, "GET /v1/health HTTP/1.1\r\nX-Long: " + std::string(17 * 1024, 'x') +
+                                                    "\r\n\r\nGET /v1/health HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(long_headers.rfind("HTTP/1.1 431 Request Header Fields Too Large\r\n", 0), 0u) << long_headers;
+  EXPECT_NE(long_headers.find("{\"error\":\"the headers exceed 16 KiB\"}"), std::string::npos) << long_headers;
+  EXPECT_EQ(long_headers.find("HTTP/1.1", 1), std::string::npos) << long_headers;
   // A truncated request (the client goes away mid-header) costs nothing.
   {
     net::io_context ioc;
