@@ -181,14 +181,27 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
-  void Read() {
+  // `new_deadline`: false when reading on after blank lines, which get no
+  // time of their own.
+  void Read(bool new_deadline = true) {
     if (impl_.stopping) return Close();
     busy_ = false;
     parser_.emplace();
     parser_->body_limit(impl_.options.body_limit);
     parser_->header_limit(16 * 1024);
-    stream_.expires_after(std::chrono::milliseconds(static_cast<std::int64_t>(impl_.options.read_timeout_s * 1000)));
+    if (new_deadline) {
+      stream_.expires_after(std::chrono::milliseconds(static_cast<std::int64_t>(impl_.options.read_timeout_s * 1000)));
+    }
     http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+  }
+
+  // Drops the CR and LF bytes that start the buffer; whether there were any.
+  bool DropLeadingBlankLines() {
+    const auto* bytes = static_cast<const char*>(buffer_.data().data());
+    std::size_t n = 0;
+    while (n < buffer_.size() && (bytes[n] == '\r' || bytes[n] == '\n')) ++n;
+    buffer_.consume(n);
+    return n > 0;
   }
 
   void OnRead(beast::error_code ec, std::size_t) {
@@ -196,6 +209,12 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
         ec == net::error::connection_reset || ec == net::error::eof) {
       return Close();
     }
+    // Empty lines before a request line are to be ignored (RFC 9112, 2.2):
+    // some clients end a body with a CRLF its length leaves out. Beast's
+    // parser takes them for a bad method. Until the header is done the
+    // buffer starts where this request does (a bad body, which may start
+    // with a CRLF, is never read as the start of another request).
+    if (ec && !parser_->is_header_done() && DropLeadingBlankLines()) return Read(/*new_deadline=*/false);
     start_ = Clock::now();
     if (ec == http::error::body_limit) {
       return Respond("?", "?", JsonError(413, "the body exceeds " + std::to_string(impl_.options.body_limit) + " bytes"),

@@ -10,7 +10,8 @@
 // Limits: request bodies up to body_limit (413 beyond), headers up to 16
 // KiB, a read deadline per request (the connection is closed when a client
 // stalls), at most max_connections open connections (503 and close
-// beyond). A malformed request gets 400 and the connection is closed.
+// beyond). A malformed request gets 400 and the connection is closed;
+// empty lines before a request line are skipped (RFC 9112, 2.2).
 //
 // Stop() (or SIGTERM/SIGINT under Run) stops accepting, lets requests in
 // flight finish and be answered, closes idle connections, and returns.

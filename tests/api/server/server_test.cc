@@ -73,14 +73,19 @@ Reply Call(int port, http::verb method, const std::string& target, const std::st
   return r;
 }
 
-// Raw bytes in, whatever comes back out (until the server closes).
-std::string RawExchange(int port, const std::string& bytes) {
+// Raw bytes in, then the sending side shut unless the client is to stall;
+// whatever comes back out (until the server closes).
+enum class AfterSending { kShut, kStall };
+std::string RawExchange(int port, const std::string& bytes, AfterSending then = AfterSending::kShut) {
   net::io_context ioc;
   tcp::socket socket(ioc);
   socket.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
   net::write(socket, net::buffer(bytes));
-  std::string out;
   beast::error_code ec;
+  // A server that has answered and closed already (over its connection cap)
+  // leaves nothing to shut.
+  if (then == AfterSending::kShut) socket.shutdown(tcp::socket::shutdown_send, ec);
+  std::string out;
   char buf[4096];
   for (;;) {
     std::size_t n = socket.read_some(net::buffer(buf), ec);
@@ -609,6 +614,34 @@ TEST_F(ServerTest, UnknownRoutesWrongMethodsAndBadRequests) {
   EXPECT_EQ(Call(port_, http::verb::get, "/v1/health").status, 200);
 }
 
+// Empty lines before a request line are ignored (RFC 9112, 2.2): a client
+// that ends a body with a CRLF its Content-Length leaves out gets its next
+// request answered, where Beast's parser alone answered 400 "bad method"
+// and closed the connection.
+TEST_F(ServerTest, BlankLinesBeforeARequestAreIgnored) {
+  StartServer();
+  const std::string query = R"({"spec": "matmul:M=8,N=8,K=8", "target": "llvm -mcpu=znver4 -num-cores=2"})";
+  std::string both = RawExchange(port_, "POST /v1/query HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                                            std::to_string(query.size()) + "\r\n\r\n" + query +
+                                            "\r\n\r\nGET /v1/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(both.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << both;
+  const std::size_t second = both.find("HTTP/1.1", 1);
+  ASSERT_NE(second, std::string::npos) << both;
+  EXPECT_EQ(both.compare(second, 17, "HTTP/1.1 200 OK\r\n"), 0) << both;
+  EXPECT_NE(both.find("\"status\":\"ok\""), std::string::npos) << both;
+  // Blank lines alone are no request: the connection just ends.
+  EXPECT_EQ(RawExchange(port_, "\r\n\n\r\n"), "");
+  // A request line that is bad past its first byte is still refused.
+  std::string bad = RawExchange(port_, "\r\nG(T /v1/health HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(bad.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << bad;
+  // The rest of a bad body is never read as a request of its own, though
+  // it starts with a blank line.
+  std::string chunked = RawExchange(port_, "POST /v1/query HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                           "\r\nGET /v1/health HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(chunked.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << chunked;
+  EXPECT_EQ(chunked.find("HTTP/1.1", 1), std::string::npos) << chunked;
+}
+
 // A misspelt filter once was ignored, and the answer (every record) looked
 // like the filtered one.
 TEST_F(ServerTest, AnUnknownQueryParameterIsNamed) {
@@ -661,7 +694,7 @@ TEST_F(ServerTest, StalledClientsAreCutAtTheReadDeadline) {
   StartServer("", 8 << 20, /*read_timeout_s=*/0.3);
   // A client that sends half a header and waits is closed at the deadline.
   auto start = std::chrono::steady_clock::now();
-  std::string answer = RawExchange(port_, "GET /v1/health HTTP/1.1\r\nHost: x\r\n");
+  std::string answer = RawExchange(port_, "GET /v1/health HTTP/1.1\r\nHost: x\r\n", AfterSending::kStall);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(answer, "");
   EXPECT_GT(secs, 0.2);
