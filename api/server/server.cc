@@ -192,7 +192,28 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
     if (new_deadline) {
       stream_.expires_after(std::chrono::milliseconds(static_cast<std::int64_t>(impl_.options.read_timeout_s * 1000)));
     }
-    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
+  }
+
+  // A client that sends "Expect: 100-continue" waits to be told to go on
+  // before it sends its body (curl does for bodies over 1 MiB), and waits a
+  // second when it is not. A body over the limit has failed the header
+  // already, and is answered 413 without being sent.
+  void OnHeader(beast::error_code ec, std::size_t) {
+    if (ec) return OnRead(ec, 0);
+    const auto& header = parser_->get();
+    auto expect = header.find(http::field::expect);
+    if (parser_->is_done() || header.version() < 11 || expect == header.end() ||
+        !beast::iequals(expect->value(), "100-continue")) {
+      return http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+    }
+    static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    net::async_write(stream_, net::buffer(kContinue), [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (ec) return self->Close();
+      http::async_read(self->stream_, self->buffer_, *self->parser_,
+                       beast::bind_front_handler(&Session::OnRead, self));
+    });
   }
 
   // Drops the CR and LF bytes that start the buffer; whether there were any.

@@ -12,6 +12,7 @@
 // stalls), at most max_connections open connections (503 and close
 // beyond). A malformed request gets 400 and the connection is closed;
 // empty lines before a request line are skipped (RFC 9112, 2.2).
+// "Expect: 100-continue" is answered before the body is read.
 //
 // Stop() (or SIGTERM/SIGINT under Run) stops accepting, lets requests in
 // flight finish and be answered, closes idle connections, and returns.

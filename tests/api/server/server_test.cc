@@ -690,6 +690,40 @@ TEST_F(ServerTest, AStoredStringThatIsNotUtf8IsServedReplaced) {
   EXPECT_EQ(records.Json()["records"][0]["error"], "oo\xEF\xBF\xBD ");
 }
 
+// A client that sends "Expect: 100-continue" (curl, for bodies over 1 MiB)
+// waits for "100 Continue" before its body; it once waited a second for
+// nothing. A body over the limit is refused on the header alone.
+TEST_F(ServerTest, AClientThatExpectsToContinueIsToldTo) {
+  StartServer("", 1024, /*read_timeout_s=*/3);
+  const std::string body = R"({"spec": "matmul:M=8,N=8,K=8", "target": "llvm -mcpu=znver4 -num-cores=2"})";
+  net::io_context ioc;
+  tcp::socket socket(ioc);
+  socket.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port_)));
+  net::write(socket, net::buffer("POST /v1/query HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: " +
+                                 std::to_string(body.size()) + "\r\n\r\n"));
+  std::string interim;
+  const auto start = std::chrono::steady_clock::now();
+  const std::size_t end = net::read_until(socket, net::dynamic_buffer(interim), "\r\n\r\n");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 2.0);
+  EXPECT_EQ(interim.substr(0, end), "HTTP/1.1 100 Continue\r\n\r\n");
+  ASSERT_EQ(interim.size(), end);
+  beast::flat_buffer buffer;
+  net::write(socket, net::buffer(body));
+  http::response<http::string_body> answer;
+  http::read(socket, buffer, answer);
+  EXPECT_EQ(answer.result_int(), 200) << answer.body();
+  EXPECT_NE(answer.body().find("\"workload_hash\""), std::string::npos) << answer.body();
+
+  // Over the limit (1 KiB here): 413 at once, the body never sent.
+  std::string refused = RawExchange(port_, "POST /v1/query HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                                           "Content-Length: 5000\r\n\r\n", AfterSending::kStall);
+  EXPECT_EQ(refused.rfind("HTTP/1.1 413 Payload Too Large\r\n", 0), 0u) << refused;
+  // HTTP/1.0 has no interim answers: the body is read as it comes.
+  std::string old = RawExchange(port_, "POST /v1/query HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: " +
+                                           std::to_string(body.size()) + "\r\n\r\n" + body);
+  EXPECT_EQ(old.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << old;
+}
+
 TEST_F(ServerTest, StalledClientsAreCutAtTheReadDeadline) {
   StartServer("", 8 << 20, /*read_timeout_s=*/0.3);
   // A client that sends half a header and waits is closed at the deadline.
