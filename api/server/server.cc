@@ -206,7 +206,8 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
     auto expect = header.find(http::field::expect);
     if (parser_->is_done() || header.version() < 11 || expect == header.end() ||
         !beast::iequals(expect->value(), "100-continue")) {
-      return http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+      return http::async_read(stream_, buffer_, *parser_,
+                              beast::bind_front_handler(&Session::OnRead, shared_from_this()));
     }
     static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
     net::async_write(stream_, net::buffer(kContinue), [self = shared_from_this()](beast::error_code ec, std::size_t) {
