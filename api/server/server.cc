@@ -200,7 +200,14 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
   // before it sends its body (curl does for bodies over 1 MiB), and waits a
   // second when it is not. A body over the limit has failed the header
   // already, and is answered 413 without being sent.
-  void OnHeader(beast::error_code ec, std::size_t) {
+  void OnHeader(beast::error_code ec, std::size_t consumed) {
+    // Empty lines before a request line are to be ignored (RFC 9112, 2.2):
+    // some clients end a body with a CRLF its length leaves out. Beast's
+    // parser takes them for a bad method. Only when the parser consumed
+    // nothing does the buffer start where this request does: it consumes
+    // a header line by line, and a header cut short after a line, or the
+    // rest of a bad body, is never read as another request.
+    if (ec && consumed == 0 && DropLeadingBlankLines()) return Read(/*new_deadline=*/false);
     if (ec) return OnRead(ec, 0);
     const auto& header = parser_->get();
     auto expect = header.find(http::field::expect);
@@ -231,12 +238,6 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
         ec == net::error::connection_reset || ec == net::error::eof) {
       return Close();
     }
-    // Empty lines before a request line are to be ignored (RFC 9112, 2.2):
-    // some clients end a body with a CRLF its length leaves out. Beast's
-    // parser takes them for a bad method. Until the header is done the
-    // buffer starts where this request does (a bad body, which may start
-    // with a CRLF, is never read as the start of another request).
-    if (ec && !parser_->is_header_done() && DropLeadingBlankLines()) return Read(/*new_deadline=*/false);
     start_ = Clock::now();
     if (ec == http::error::body_limit) {
       return Respond("?", "?", JsonError(413, "the body exceeds " + std::to_string(impl_.options.body_limit) + " bytes"),
