@@ -40,6 +40,7 @@
 #include "db/database.h"
 #include "db/sqlite_database.h"
 #include "db/tvm_interop.h"
+#include "fuzz/fresh_folder.h"
 #include "fuzz/fuzz_check.h"
 #include "fuzz/scheduled_by_input.h"
 #include "ir/error.h"
@@ -199,24 +200,12 @@ struct Place {
   std::string seed_bytes;
 };
 
-// Removes a folder when it is destroyed: at exit, for a static.
-struct RemovedAtExit {
-  fs::path dir;
-  ~RemovedAtExit() {
-    std::error_code ignored;
-    fs::remove_all(dir, ignored);
-  }
-};
-
 // A folder of this process's own, removed at exit; in /dev/shm where there
 // is one, since every input writes a database file or two.
 const Place& ThePlace() {
   static const Place place = [] {
     Place p;
-    fs::path base = fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
-    p.dir = base / ("tunedb-fuzz-db-" + std::to_string(getpid()));
-    fs::remove_all(p.dir);
-    fs::create_directories(p.dir);
+    p.dir = fuzz::FreshFolder("db");
     p.seed = p.dir / "seed.sqlite";
     p.damaged = p.dir / "damaged.sqlite";
     p.merged = p.dir / "merged.sqlite";
@@ -227,7 +216,7 @@ const Place& ThePlace() {
   }();
   // Built after `place`, so destroyed before it (an atexit handler
   // registered while `place` was being built would run after that).
-  static const RemovedAtExit cleanup{place.dir};
+  static const fuzz::RemovedAtExit cleanup{place.dir};
   return place;
 }
 

@@ -42,6 +42,7 @@
 
 #include "api/server/server.h"
 #include "db/sqlite_database.h"
+#include "fuzz/fresh_folder.h"
 #include "fuzz/fuzz_check.h"
 #include "ir/json.h"
 #include "ir/structural.h"
@@ -80,25 +81,13 @@ void WriteSeed(const fs::path& path) {
   d.CommitRecords({ok, failed});
 }
 
-// Removes a folder when it is destroyed: at exit, for a static.
-struct RemovedAtExit {
-  fs::path dir;
-  ~RemovedAtExit() {
-    std::error_code ignored;
-    fs::remove_all(dir, ignored);
-  }
-};
-
 // The server, started once per process in a folder of its own. Built after
 // the folder's cleanup, so destroyed (stopped) before the folder goes.
 api::Server& TheServer() {
-  static const RemovedAtExit folder = [] {
-    fs::path base = fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path();
-    fs::path dir = base / ("tunedb-fuzz-wire-" + std::to_string(getpid()));
-    fs::remove_all(dir);
-    fs::create_directories(dir);
+  static const fuzz::RemovedAtExit folder = [] {
+    const fs::path dir = fuzz::FreshFolder("wire");
     WriteSeed(dir / "served.sqlite");
-    return RemovedAtExit{dir};
+    return fuzz::RemovedAtExit{dir};
   }();
   static api::Server server{[] {
     api::ServerOptions o;
