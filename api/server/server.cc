@@ -196,10 +196,11 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
                             beast::bind_front_handler(&Session::OnHeader, shared_from_this()));
   }
 
-  // A client that sends "Expect: 100-continue" waits to be told to go on
-  // before it sends its body (curl does for bodies over 1 MiB), and waits a
-  // second when it is not. A body over the limit has failed the header
-  // already, and is answered 413 without being sent.
+  // The header read: blank lines before it are skipped, and a client that
+  // sends "Expect: 100-continue" is told to go on before the body is read.
+  // Such a client (curl, for bodies over 1 MiB) waits a second when it is
+  // not told; a body over the limit has failed the header already, and is
+  // answered 413 without being sent.
   void OnHeader(beast::error_code ec, std::size_t consumed) {
     // Empty lines before a request line are to be ignored (RFC 9112, 2.2):
     // some clients end a body with a CRLF its length leaves out. Beast's
@@ -213,15 +214,18 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
     auto expect = header.find(http::field::expect);
     if (parser_->is_done() || header.version() < 11 || expect == header.end() ||
         !beast::iequals(expect->value(), "100-continue")) {
-      return http::async_read(stream_, buffer_, *parser_,
-                              beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+      return ReadBody();
     }
     static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
     net::async_write(stream_, net::buffer(kContinue), [self = shared_from_this()](beast::error_code ec, std::size_t) {
       if (ec) return self->Close();
-      http::async_read(self->stream_, self->buffer_, *self->parser_,
-                       beast::bind_front_handler(&Session::OnRead, self));
+      self->ReadBody();
     });
+  }
+
+  // The rest of the request after its header (nothing when it has no body).
+  void ReadBody() {
+    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::OnRead, shared_from_this()));
   }
 
   // Drops the CR and LF bytes that start the buffer; whether there were any.
