@@ -809,16 +809,16 @@ class Codegen {
     std::int64_t stride = LaneStride(index);
     if (mask_) return {FromStorage(EmitMaskedLoad(buf, index, stride), buf->dtype), stride != 0};
     if (stride == 0) {
-      return {FromStorage(b_.CreateLoad(st, LoadAddress(buf, Emit(index).v)), buf->dtype), false};
+      return {FromStorage(b_.CreateLoad(st, LoadAddress(buf, EmitIndex(index).v)), buf->dtype), false};
     }
     if (stride == 1) {
       auto* vt = llvm::FixedVectorType::get(st, lanes_);
-      llvm::Value* address = LoadAddress(buf, EmitAtLane0(index));
+      llvm::Value* address = LoadAddress(buf, EmitIndexAtLane0(index));
       llvm::LoadInst* load = b_.CreateAlignedLoad(vt, address, llvm::Align(st->getPrimitiveSizeInBits() / 8));
       return {FromStorage(load, buf->dtype), true};
     }
     // Gather, lane by lane.
-    Val idx = Emit(index);
+    Val idx = EmitIndex(index);
     llvm::Value* out = llvm::UndefValue::get(llvm::FixedVectorType::get(st, lanes_));
     for (int i = 0; i < lanes_; ++i) {
       llvm::Value* lane_index = b_.CreateExtractElement(idx.v, b_.getInt64(i));
@@ -835,21 +835,33 @@ class Codegen {
     llvm::Align align(st->getPrimitiveSizeInBits() / 8);
     llvm::Value* on = guard_ ? b_.CreateAnd(mask_, Broadcast(guard_)) : mask_;
     if (stride == 0) {
-      llvm::Value* address = b_.CreateSelect(b_.CreateOrReduce(on), Address(buf, Emit(index).v), ZeroCell());
+      llvm::Value* address = b_.CreateSelect(b_.CreateOrReduce(on), Address(buf, EmitIndex(index).v), ZeroCell());
       return b_.CreateLoad(st, address);
     }
     auto* vt = llvm::FixedVectorType::get(st, lanes_);
     llvm::Value* zeros = llvm::Constant::getNullValue(vt);
-    if (stride == 1) return b_.CreateMaskedLoad(vt, Address(buf, EmitAtLane0(index)), align, on, zeros);
-    return b_.CreateMaskedGather(vt, Address(buf, AsVec(Emit(index)).v), align, on, zeros);
+    if (stride == 1) return b_.CreateMaskedLoad(vt, Address(buf, EmitIndexAtLane0(index)), align, on, zeros);
+    return b_.CreateMaskedGather(vt, Address(buf, AsVec(EmitIndex(index)).v), align, on, zeros);
   }
 
-  // The scalar value of an expression at lane 0 (the lane variable at its base).
-  llvm::Value* EmitAtLane0(const Expr& e) {
+  // The flat index of an access, and its scalar value at lane 0 (the lane
+  // variable at its base). Integers are held in 64 bits, and an index
+  // computed from loaded data (A[B[i] * 3]) may have left the int32 range
+  // where the interpreter, which checked the access, wrapped it. Wrapped,
+  // the flat index is the interpreter's element: each dimension's index is
+  // the same modulo 2^32, and an int32-indexed buffer has fewer than 2^31
+  // elements. Other indices stay in range (ir/limits.h) and are left whole
+  // for LLVM's analysis of addresses.
+  Val EmitIndex(const Expr& index) { return WrapDataIndex(index, Emit(index)); }
+  llvm::Value* EmitIndexAtLane0(const Expr& index) {
     const ExprNode* saved = lane_var_;
     lane_var_ = nullptr;
-    llvm::Value* v = Emit(e).v;
+    Val v = EmitIndex(index);
     lane_var_ = saved;
+    return v.v;
+  }
+  Val WrapDataIndex(const Expr& index, Val v) {
+    if (index->dtype == DataType::kInt32 && HasLoad(index)) v.v = WrapInt32(v.v);
     return v;
   }
 
@@ -877,17 +889,18 @@ class Codegen {
       return;
     }
     if (!value.vec && stride == 0) {
-      b_.CreateStore(ToStorage(value.v, n.buffer->dtype), Address(n.buffer, Emit(index).v));
+      b_.CreateStore(ToStorage(value.v, n.buffer->dtype), Address(n.buffer, EmitIndex(index).v));
       return;
     }
     value = AsVec(value);
     llvm::Value* data = ToStorage(value.v, n.buffer->dtype);
     if (stride == 1) {
       llvm::Type* st = StorageType(n.buffer->dtype);
-      b_.CreateAlignedStore(data, Address(n.buffer, EmitAtLane0(index)), llvm::Align(st->getPrimitiveSizeInBits() / 8));
+      llvm::Align align(st->getPrimitiveSizeInBits() / 8);
+      b_.CreateAlignedStore(data, Address(n.buffer, EmitIndexAtLane0(index)), align);
       return;
     }
-    Val idx = AsVec(Emit(index));
+    Val idx = AsVec(EmitIndex(index));
     for (int i = 0; i < lanes_; ++i) {
       llvm::Value* lane_index = b_.CreateExtractElement(idx.v, b_.getInt64(i));
       b_.CreateStore(b_.CreateExtractElement(data, b_.getInt64(i)), Address(n.buffer, lane_index));
@@ -906,17 +919,17 @@ class Codegen {
       llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "mask.done", fn_);
       b_.CreateCondBr(b_.CreateOrReduce(mask_), store_bb, done);
       b_.SetInsertPoint(store_bb);
-      b_.CreateStore(ToStorage(value.v, n.buffer->dtype), Address(n.buffer, Emit(index).v));
+      b_.CreateStore(ToStorage(value.v, n.buffer->dtype), Address(n.buffer, EmitIndex(index).v));
       b_.CreateBr(done);
       b_.SetInsertPoint(done);
       return;
     }
     llvm::Value* data = ToStorage(AsVec(value).v, n.buffer->dtype);
     if (stride == 1) {
-      b_.CreateMaskedStore(data, Address(n.buffer, EmitAtLane0(index)), align, mask_);
+      b_.CreateMaskedStore(data, Address(n.buffer, EmitIndexAtLane0(index)), align, mask_);
       return;
     }
-    b_.CreateMaskedScatter(data, Address(n.buffer, AsVec(Emit(index)).v), align, mask_);
+    b_.CreateMaskedScatter(data, Address(n.buffer, AsVec(EmitIndex(index)).v), align, mask_);
   }
 
   void EmitIf(const IfNode& n) {
@@ -1061,7 +1074,7 @@ class Codegen {
     std::vector<llvm::Value*> v(static_cast<std::size_t>(n));
     for (std::int64_t j = 0; j < n; ++j) {
       at(0, j);
-      v[j] = b_.CreateAlignedLoad(vt, LoadAddress(load->buffer, Emit(src_index).v), llvm::Align(4));
+      v[j] = b_.CreateAlignedLoad(vt, LoadAddress(load->buffer, EmitIndex(src_index).v), llvm::Align(4));
     }
     // Transpose the n x n matrix whose row j is v[j]: for w = n/2 .. 1, swap
     // the off-diagonal w x w blocks of every 2w x 2w block.
@@ -1083,7 +1096,7 @@ class Codegen {
     // v[i] now holds the destination elements y = 0..n-1 at x = i.
     for (std::int64_t i = 0; i < n; ++i) {
       at(i, 0);
-      b_.CreateAlignedStore(v[i], Address(store.buffer, Emit(dst_index).v), llvm::Align(4));
+      b_.CreateAlignedStore(v[i], Address(store.buffer, EmitIndex(dst_index).v), llvm::Align(4));
     }
     vars_.Unbind(loops[0]);
     vars_.Unbind(loops[1]);

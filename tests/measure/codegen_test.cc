@@ -446,6 +446,34 @@ D[i, j in 4] = (A[i] * 3) / (i32(j) + 2) + (A[i] + A[i]) % 7
   }
 }
 
+// An index computed from loaded data that leaves the int32 range in 64
+// bits: the interpreter wraps it (3 * 1431655766 is 2 modulo 2^32) and reads
+// inside the tensor, and so must the kernel, scalar, through a contiguous
+// vector load, a masked one and a gather. Unwrapped, the kernel read 2^32
+// rows past A.
+TEST(CodegenTest, AnIndexComputedFromDataWrapsAsInTheInterpreter) {
+  PrimFunc f = ParseWorkloadText(R"(
+input A: f32[4, 16]
+input B: i32[8]
+R[i, j in 16] = A[B[i] * 1431655766 + 1, j]
+T[j in 16, i] = A[B[i] * 1431655766, j]
+)");
+  const std::int64_t b[] = {0, 3, 3, 0, 3, 0, 0, 3};
+  for (const char* how : {"scalar", "vectorized", "masked"}) {
+    Schedule sch(f, 0);
+    if (how != std::string("scalar")) {
+      for (const char* name : {"R", "T"}) {
+        LoopRV inner = sch.GetLoops(sch.GetBlock(name))[1];
+        if (how == std::string("masked")) inner = sch.Split(inner, {std::monostate{}, std::int64_t{5}})[1];
+        sch.Vectorize(inner);
+      }
+    }
+    std::vector<NDArray> args = MakeArguments(f, 6);
+    for (int i = 0; i < 8; ++i) args[1].SetInt(i, b[i]);
+    EXPECT_EQ(RunKeepsTheResult(f, sch.func(), args), "") << how;
+  }
+}
+
 // Floor division and modulo by a divisor only known at run time, with the
 // operands that differ from C's division: signs that disagree, and the most
 // negative value over -1, which wraps to itself (x86's idiv would trap).
