@@ -255,6 +255,14 @@ class Server::Impl::Session : public std::enable_shared_from_this<Session> {
     HttpRequest r;
     r.method = std::string(req.method_string());
     std::string target(req.target());
+    // RFC 9112 (3.2): an HTTP/1.1 request has exactly one Host header, and
+    // a server answers 400 to one that has none or several. Which host a
+    // request meant is then never a guess (a proxy's and ours could differ).
+    if (std::size_t hosts = req.count(http::field::host); req.version() >= 11 && hosts != 1) {
+      std::string why = "an HTTP/1.1 request needs exactly one Host header; this one has " +
+                        (hosts == 0 ? std::string("none") : std::to_string(hosts));
+      return Respond(r.method, target, JsonError(400, why), false);
+    }
     ParsedTarget parsed = ParseTarget(target);
     if (!parsed.error.empty()) return Respond(r.method, target, JsonError(400, parsed.error), false);
     r.path = std::move(parsed.path);

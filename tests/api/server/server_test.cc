@@ -641,10 +641,28 @@ TEST_F(ServerTest, BlankLinesBeforeARequestAreIgnored) {
   EXPECT_EQ(cut.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << cut;
   // The rest of a bad body is never read as a request of its own, though
   // it starts with a blank line.
-  std::string chunked = RawExchange(port_, "POST /v1/query HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
-                                           "\r\nGET /v1/health HTTP/1.1\r\n\r\n");
+  std::string chunked = RawExchange(port_, "POST /v1/query HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                           "\r\nGET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(chunked.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << chunked;
   EXPECT_EQ(chunked.find("HTTP/1.1", 1), std::string::npos) << chunked;
+}
+
+// RFC 9112 (3.2): an HTTP/1.1 request without a Host header, or with two,
+// is answered 400 and the connection closes; HTTP/1.0 needs none.
+TEST_F(ServerTest, AnHttp11RequestNeedsExactlyOneHost) {
+  StartServer();
+  for (const std::string hosts : {"", "Host: a\r\nHost: b\r\n"}) {
+    std::string answer = RawExchange(port_, "GET /v1/health HTTP/1.1\r\n" + hosts + "\r\nGET /v1/health HTTP/1.1\r\n"
+                                            "Host: a\r\n\r\n");
+    EXPECT_EQ(answer.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << answer;
+    std::string has = hosts.empty() ? "none" : "2";
+    EXPECT_NE(answer.find("\"an HTTP/1.1 request needs exactly one Host header; this one has " + has + "\""),
+              std::string::npos)
+        << answer;
+    EXPECT_EQ(answer.find("\nHTTP/1.1"), std::string::npos) << answer;  // no second answer
+  }
+  std::string old = RawExchange(port_, "GET /v1/health HTTP/1.0\r\n\r\n");
+  EXPECT_EQ(old.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << old;
 }
 
 // A misspelt filter once was ignored, and the answer (every record) looked
