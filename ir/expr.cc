@@ -1,17 +1,30 @@
 #include "ir/expr.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "ir/error.h"
 
 namespace tunedb::ir {
 namespace {
 
+// n's depth from its operands'; IrError beyond kMaxExprDepth.
+void SetDepth(ExprNode& n) {
+  for (const Expr& o : n.operands) {
+    if (o) n.depth = std::max(n.depth, o->depth + 1);
+  }
+  if (n.depth > kMaxExprDepth) {
+    throw IrError("an expression nested deeper than " + std::to_string(kMaxExprDepth) + " levels");
+  }
+}
+
 Expr New(ExprKind kind, DataType dtype, std::vector<Expr> operands = {}) {
   auto n = std::make_shared<ExprNode>();
   n->kind = kind;
   n->dtype = dtype;
   n->operands = std::move(operands);
+  SetDepth(*n);
   return n;
 }
 
@@ -266,6 +279,7 @@ Expr WithOperands(const ExprNode& e, std::vector<Expr> operands) {
   n->name = e.name;
   n->buffer = e.buffer;
   n->operands = std::move(operands);
+  SetDepth(*n);
   return n;
 }
 

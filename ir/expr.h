@@ -52,8 +52,21 @@ struct ExprNode {
   Buffer buffer;                  // kLoad
   std::vector<Expr> operands;     // binary: a, b; kNot/kCast: a; kSelect: c, t, f;
                                   // kLoad: indices; kCall: arguments
+  int depth = 1;                  // levels down to the deepest leaf (1: a leaf), set when built
   // A new field must be copied by WithOperands too.
 };
+
+// How deep an expression tree may be. Every pass walks trees recursively
+// (lowering, the interpreter, code generation: a stack frame or more per
+// level), and a tree deep enough overflows the stack: 20,000 nested
+// negations crashed `tunedb run`, and one such text crashed the server that
+// was asked about it. Building a node deeper than this throws IrError, so
+// no tree in memory is deeper: a schedule primitive that would build one
+// fails, and the readers (the workload language, JSON programs) refuse one
+// naming where. Tensor programs nest a few dozen levels, inlined chains of
+// stages included; code generation under AddressSanitizer, the hungriest
+// pass, overflowed an 8 MiB stack at about 800.
+inline constexpr int kMaxExprDepth = 256;
 
 // Names used in printing and JSON: "add", "floordiv", "select", ...
 std::string_view ExprKindName(ExprKind kind);

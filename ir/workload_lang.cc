@@ -1,5 +1,6 @@
 #include "ir/workload_lang.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <functional>
@@ -127,6 +128,7 @@ struct Node {
   bool is_float = false;
   std::vector<NodePtr> args;
   int line, column;
+  int depth = 1;  // levels down to the deepest leaf, bounded by kMaxExprDepth
 };
 
 // ---- parser -----------------------------------------------------------------
@@ -393,7 +395,17 @@ class Parser {
     n->args = std::move(args);
     n->line = at.line;
     n->column = at.column;
+    for (const NodePtr& a : n->args) n->depth = std::max(n->depth, a->depth + 1);
+    if (n->depth > kMaxExprDepth) Fail(at, TooDeep());
     return n;
+  }
+
+  // Every pass over an expression recurses through it (kMaxExprDepth), and
+  // so does this parser: ParseUnary counts its open calls, which every level
+  // of parentheses, indices, arguments and prefix operators passes through.
+  static std::string TooDeep() {
+    return "the expression is nested deeper than " + std::to_string(kMaxExprDepth) +
+           " levels; compute a part of it as a stage of its own";
   }
 
   NodePtr ParseExpr() {
@@ -431,6 +443,13 @@ class Parser {
   }
 
   NodePtr ParseUnary() {
+    if (open_parses_ >= kMaxExprDepth) Fail(Peek(), TooDeep());
+    ++open_parses_;
+    NodePtr n = ParseUnaryUnchecked();
+    --open_parses_;
+    return n;
+  }
+  NodePtr ParseUnaryUnchecked() {
     if (IsPunct("-") || IsPunct("!")) {
       const Token& op = Next();
       return MakeNode(NodeKind::kUnary, op, op.text, {ParseUnary()});
@@ -748,6 +767,7 @@ class Parser {
   int output_line_ = 0;
   VarRanges ranges_;  // the current stage's indices and their extents
   int guarded_ = 0;   // > 0 while lowering what a condition guards
+  int open_parses_ = 0;  // ParseUnary calls not yet returned
 };
 
 }  // namespace

@@ -209,15 +209,24 @@ std::vector<RVRef> Refs(const std::vector<RV>& rvs) {
 
 // Runs a primitive's body inside a transaction, normalizes bindings, checks
 // the program, and commits. On any error the schedule is left as it was.
+// The IR's own refusals (an expression nested past kMaxExprDepth) are the
+// primitive's failure too: the rules and the search take a ScheduleError
+// for a schedule that cannot be.
 template <typename Fn>
 auto Apply(Schedule::State& s, const char* primitive, Fn&& body) {
   Transaction t(s);
-  auto result = body();
-  NormalizeBindings(s.func);
-  CheckProgram(s.func, primitive);
-  CheckReductionLoopOrder(s.func, primitive);
-  t.Commit();
-  return result;
+  try {
+    auto result = body();
+    NormalizeBindings(s.func);
+    CheckProgram(s.func, primitive);
+    CheckReductionLoopOrder(s.func, primitive);
+    t.Commit();
+    return result;
+  } catch (const ScheduleError&) {
+    throw;
+  } catch (const IrError& e) {
+    Fail(primitive, e.what());
+  }
 }
 
 inline void Record(Schedule::State& s, std::string kind, std::vector<InstInput> inputs, nlohmann::json attrs,

@@ -38,6 +38,26 @@ TEST(ExprTest, Int32ConstantsWrap) {
   EXPECT_EQ(IntImm(DataType::kInt32, (std::int64_t{1} << 32) + 5)->int_value, 5);
 }
 
+// Every pass recurses through a tree, so none deeper than kMaxExprDepth is
+// built (20,000 nested negations overflowed the stack of `tunedb run`).
+TEST(ExprTest, NoTreeDeeperThanTheLimitIsBuilt) {
+  Expr i = MakeVar("i");
+  EXPECT_EQ(i->depth, 1);
+  Expr e = i;
+  for (int level = 2; level <= kMaxExprDepth; ++level) e = e + IntImm(DataType::kInt32, 1);
+  EXPECT_EQ(e->depth, kMaxExprDepth);
+  try {
+    Expr deeper = e * IntImm(DataType::kInt32, 2);
+    FAIL() << "built at depth " << deeper->depth;
+  } catch (const IrError& err) {
+    EXPECT_STREQ(err.what(), "an expression nested deeper than 256 levels");
+  }
+  // A rewrite builds with WithOperands, which counts alike: i replaced by
+  // a tree of two levels deepens e by one.
+  VarMap map{{i.get(), i + IntImm(DataType::kInt32, 1)}};
+  EXPECT_THROW(Substitute(e, map), IrError);
+}
+
 TEST(ExprTest, LoadChecksRankAndIndexType) {
   Buffer a = MakeBuffer("A", {4, 4});
   EXPECT_THROW(Load(a, {MakeVar("i")}), IrError);

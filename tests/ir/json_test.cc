@@ -99,6 +99,15 @@ TEST(JsonTest, ErrorsNameThePath) {
   bad["body"]["body"]["body"]["body"]["body"]["iter_vars"][2]["extent"] = std::int64_t{1} << 62;
   ExpectError(bad.dump(), "program JSON: block 'C' iterates more than tunedb's limit of 2^48 times");
 
+  // An expression nested past kMaxExprDepth, which every pass would recurse
+  // through, is refused where the level too many starts.
+  bad = j;
+  nlohmann::json value = {"float", "float32", 1.0};
+  for (int level = 1; level <= kMaxExprDepth; ++level) value = {"add", value, {"float", "float32", 1.0}};
+  bad["body"]["body"]["body"]["body"]["body"]["body"]["value"] = value;
+  ExpectError(bad.dump(), "program JSON at body.body.body.body.body.body.value: an expression nested deeper than "
+                          "256 levels");
+
   bad = j;
   bad["format"] = "tunedb.program/9";
   ExpectError(bad.dump(), "program JSON at format: unsupported format \"tunedb.program/9\" (this build reads "

@@ -123,6 +123,29 @@ TEST(WorkloadLangTest, ErrorsNameLineColumnAndExpectation) {
               "w.tw:2:1: in stage 'B': block 'B' iterates more than tunedb's limit of 2^48 times");
 }
 
+// Every pass over an expression recurses through it, and 100,000 nested
+// parentheses overflowed the stack (the server's too, asked about such a
+// text): past kMaxExprDepth levels, an expression is refused where the
+// level too many starts.
+TEST(WorkloadLangTest, AnExpressionNestedTooDeepIsRefused) {
+  const std::string too_deep = "w.tw:2:264: the expression is nested deeper than 256 levels; compute a part of it "
+                               "as a stage of its own";
+  ExpectError("input A: f32[4]\nB[i] = " + std::string(100000, '(') + "A[i]" + std::string(100000, ')') + "\n",
+              too_deep);
+  ExpectError("input A: f32[4]\nB[i] = " + std::string(100000, '-') + "A[i]\n", too_deep);
+  // A long sum nests to the left without any parenthesis: A[i] is two
+  // levels (the load and its index), and the 255th '+' (column 7 * 255 + 6)
+  // makes the 257th.
+  std::string sum = "A[i]";
+  for (int k = 0; k < 300; ++k) sum += " + A[i]";
+  ExpectError("input A: f32[4]\nB[i] = " + sum + "\n",
+              "w.tw:2:1791: the expression is nested deeper than 256 levels; compute a part of it as a stage of its "
+              "own");
+  // Within the limit, all of it is read.
+  PrimFunc f = ParseWorkloadText("input A: f32[4]\nB[i] = " + std::string(200, '-') + "A[i]\n", "w.tw");
+  EXPECT_EQ(f.params.size(), 2u);
+}
+
 // A read that every iteration makes must stay inside its tensor: refused
 // at the index, not at the first run. Reads a condition guards are left
 // to run time, which checks them where they happen.

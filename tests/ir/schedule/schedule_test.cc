@@ -349,6 +349,29 @@ TEST(BlockMotionTest, ARefusalNamesTheFirstBufferTheBlockReads) {
                 "reverse_compute_at: block 'N' at loop i: block 'S' writes S, which the block reads, after the loop");
 }
 
+// No expression deeper than kMaxExprDepth is built (every pass recurses
+// through one): a primitive that would build one is refused, and the
+// schedule stays as it was. 20,000 split factors overflowed the stack.
+TEST(BlockMotionTest, APrimitiveThatWouldNestTooDeepIsRefused) {
+  auto chain = [](const std::string& from) {
+    std::string e = from + "[i]";
+    for (int k = 0; k < 120; ++k) e += " + 1.0";
+    return e;
+  };
+  PrimFunc f = ParseWorkloadText("input A: f32[4]\nB[i] = " + chain("A") + "\nC[i] = " + chain("B") + "\nD[i] = " +
+                                     chain("C") + "\n",
+                                 "chain.tw");
+  Schedule sch(f, 0);
+  sch.ComputeInline(sch.GetBlock("B"));  // C, about 240 levels
+  BlockRV c = sch.GetBlock("C");
+  ExpectRefused(sch, [&] { sch.ComputeInline(c); }, "compute_inline: an expression nested deeper than 256 levels");
+  std::vector<SplitFactor> factors(300, std::int64_t{1});
+  factors.back() = std::monostate{};
+  LoopRV i = sch.GetLoops(c)[0];
+  ExpectRefused(sch, [&] { sch.Split(i, factors); }, "split: an expression nested deeper than 256 levels");
+  EXPECT_SAME_RESULT(f, sch);
+}
+
 TEST(BlockMotionTest, Refusals) {
   PrimFunc f = BuildWorkload("dense_bias_relu:B=8,IN=6,OUT=8").func;
   Schedule sch(f, 0);
