@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ir/json_text.h"
 #include "ir/mix.h"
 
 namespace tunedb::costmodel {
@@ -353,7 +354,7 @@ std::string CostModel::Save() const {
 
 CostModel CostModel::Load(const std::string& blob) {
   auto newline = blob.find('\n');
-  nlohmann::json header = nlohmann::json::parse(blob.substr(0, newline), nullptr, false);
+  nlohmann::json header = ir::ParseJsonOrDiscarded(std::string_view(blob).substr(0, newline));
   if (newline == std::string::npos || !header.is_object() || header.value("magic", nlohmann::json()) != kMagic) {
     throw DamagedModelError("not a tunedb cost model");
   }

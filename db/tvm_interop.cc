@@ -20,6 +20,34 @@ constexpr const char* kRecordFile = "database_tuning_record.json";
   throw DatabaseError(file + ":" + std::to_string(line) + ": " + what);
 }
 
+// TVM's files and the records' JSON columns are parsed here and printed
+// again, and nlohmann::json prints (and copies) recursively: a text nested
+// deeper than kMaxNesting arrays and objects counts as not JSON, so that a
+// crafted file cannot overflow the stack. ir/json_text.h bounds the rest of
+// tunedb's JSON alike; db depends on nothing of ours.
+constexpr int kMaxNesting = 1024;
+json ParseOrDiscarded(const std::string& text, bool* nested_too_deep = nullptr) {
+  bool too_deep = false;
+  auto within = [&too_deep](int depth, json::parse_event_t event, json&) {
+    bool opens = event == json::parse_event_t::array_start || event == json::parse_event_t::object_start;
+    too_deep = too_deep || (opens && depth >= kMaxNesting);
+    return !too_deep;
+  };
+  json j = json::parse(text, within, /*allow_exceptions=*/false);
+  if (nested_too_deep) *nested_too_deep = too_deep;
+  return too_deep ? json(json::value_t::discarded) : j;
+}
+
+// A line of TVM's files as JSON; DatabaseError naming the file and line
+// when it is not JSON tunedb reads.
+json ParseLine(const std::string& line, const std::string& file, int n) {
+  bool too_deep = false;
+  json j = ParseOrDiscarded(line, &too_deep);
+  if (too_deep) Fail(file, n, "arrays and objects nest deeper than " + std::to_string(kMaxNesting) + " levels");
+  if (j.is_discarded()) Fail(file, n, "not valid JSON");
+  return j;
+}
+
 // A line of an export file, or nullopt when a stored string is not UTF-8,
 // which JSON cannot hold (SQLite hands back the bytes of a damaged row).
 std::optional<std::string> JsonLine(const json& line) {
@@ -33,11 +61,11 @@ std::optional<std::string> JsonLine(const json& line) {
 // Why a record cannot be exported as TVM's JSON, or empty: one of its JSON
 // columns did not read back as JSON. The parsed columns go to `columns`.
 std::string ExportProblem(const TuningRecord& r, std::array<json, 3>& columns) {
-  columns[0] = json::parse(r.trace, nullptr, false);
+  columns[0] = ParseOrDiscarded(r.trace);
   if (columns[0].is_discarded()) return "its trace is not valid JSON";
-  columns[1] = r.target_json.empty() ? json(r.target) : json::parse(r.target_json, nullptr, false);
+  columns[1] = r.target_json.empty() ? json(r.target) : ParseOrDiscarded(r.target_json);
   if (columns[1].is_discarded()) return "its TVM target is not valid JSON";
-  columns[2] = r.args_info.empty() ? json::array() : json::parse(r.args_info, nullptr, false);
+  columns[2] = r.args_info.empty() ? json::array() : ParseOrDiscarded(r.args_info);
   if (columns[2].is_discarded()) return "its args_info is not valid JSON";
   return "";
 }
@@ -49,7 +77,7 @@ WorkloadInput TvmWorkloadInput(const std::string& hash, const std::string& modul
 }
 
 std::string TargetStringFromTvm(const std::string& target_json) {
-  json t = json::parse(target_json, nullptr, false);
+  json t = ParseOrDiscarded(target_json);
   if (t.is_string()) return CanonicalTarget(t.get<std::string>());
   if (!t.is_object()) return target_json;
   if (t.contains("kind") && !t["kind"].is_string()) return target_json;  // not a target this can spell
@@ -81,8 +109,7 @@ TvmImportStats ImportTvm(SqliteDatabase& db, const std::string& dir) {
     while (std::getline(wf, line)) {
       ++n;
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      json j = json::parse(line, nullptr, false);
-      if (j.is_discarded()) Fail(wpath.string(), n, "not valid JSON");
+      json j = ParseLine(line, wpath.string(), n);
       if (!j.is_array() || j.size() != 2 || !(j[0].is_string() || j[0].is_number_integer())) {
         Fail(wpath.string(), n, "expected [shash, module]");
       }
@@ -107,8 +134,7 @@ TvmImportStats ImportTvm(SqliteDatabase& db, const std::string& dir) {
     while (std::getline(rf, line)) {
       ++n;
       if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      json j = json::parse(line, nullptr, false);
-      if (j.is_discarded()) Fail(rpath.string(), n, "not valid JSON");
+      json j = ParseLine(line, rpath.string(), n);
       if (!j.is_array() || j.size() != 2 || !j[0].is_number_integer() || !j[1].is_array() || j[1].size() != 4) {
         Fail(rpath.string(), n, "expected [workload_index, [trace, run_secs, target, args_info]]");
       }
@@ -180,7 +206,7 @@ TvmExportStats ExportTvm(Database& db, const std::string& dir) {
   std::int64_t index = 0;
   for (const WorkloadStats& w : db.Workloads()) {
     const WorkloadInput in = WholeInput(db, w);
-    json module = json::parse(in.program, nullptr, false);
+    json module = ParseOrDiscarded(in.program);
     if (module.is_discarded()) module = in.program;
     std::optional<std::string> workload_line = JsonLine(json::array({in.hash, module}));
     if (!workload_line) {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/error.h"
+#include "ir/json_text.h"
 #include "ir/limits.h"
 #include "ir/verify.h"
 
@@ -447,8 +448,8 @@ std::string ProgramToJson(const PrimFunc& func, int indent) {
 PrimFunc ProgramFromJson(std::string_view text) {
   json j;
   try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {  // a syntax error, or a number past a double's range
+    j = ParseJson(text);
+  } catch (const JsonTextError& e) {
     throw IrError(std::string("program JSON is not valid JSON: ") + e.what());
   }
   return Reader().Program(j);

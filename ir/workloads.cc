@@ -11,6 +11,7 @@
 #include "ir/error.h"
 #include "ir/interpreter.h"
 #include "ir/json.h"
+#include "ir/json_text.h"
 #include "ir/te.h"
 #include "ir/text_file.h"
 #include "ir/workload_lang.h"
@@ -306,8 +307,12 @@ bool IsJsonText(const std::string& text) {
 // A program in tunedb's JSON form, or what `tunedb show --json` prints for
 // an unscheduled workload (the program under "program").
 PrimFunc ProgramFromJsonFile(const std::string& text, const std::filesystem::path& path) {
-  nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) throw IrError(path.string() + ": starts with '{' but is not valid JSON");
+  nlohmann::json doc;
+  try {
+    doc = ParseJson(text);
+  } catch (const JsonTextError& e) {
+    throw IrError(path.string() + ": starts with '{' but is not valid JSON: " + e.what());
+  }
   if (doc.is_object() && doc.contains("program")) {
     if (doc.contains("trace")) {
       throw IrError(path.string() + ": this is a scheduled program (tunedb show --json with a schedule); a "

@@ -19,6 +19,7 @@
 #include "db/sqlite_database.h"
 #include "db/tvm_interop.h"
 #include "ir/json.h"
+#include "ir/json_text.h"
 #include "ir/schedule/schedule.h"
 #include "ir/schedule/trace.h"
 #include "ir/structural.h"
@@ -276,7 +277,7 @@ void Best(const DbOptions& o) {
   const db::TuningRecord& r = *best;
   if (o.format == "json") {
     nlohmann::json out = {{"workload_hash", hash}, {"target", r.target}, {"run_secs", r.run_secs},
-                          {"median_secs", r.Median()}, {"trace", nlohmann::json::parse(r.trace)}};
+                          {"median_secs", r.Median()}, {"trace", ir::ParseJson(r.trace)}};
     fmt::print("{}\n", out.dump(2));
     return;
   }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/cli/commands.h"
+#include "ir/json_text.h"
 #include "ir/schedule/schedule.h"
 #include "ir/schedule/script.h"
 #include "ir/text_file.h"
@@ -59,7 +60,7 @@ namespace {
 // json` and `tunedb show --json` print it.
 ir::Trace ReadTraceFile(const std::string& path) {
   std::string text = ReadTextFile(path);
-  nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json doc = ir::ParseJsonOrDiscarded(text);
   if (doc.is_discarded()) return ir::Trace::FromJsonText(text);  // names where the JSON breaks
   if (!doc.is_object()) return ir::Trace::FromJson(doc);
   if (!doc.contains("trace")) {

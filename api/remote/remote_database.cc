@@ -14,6 +14,7 @@
 #include "db/sqlite_database.h"
 #include "db/tvm_interop.h"
 #include "ir/json.h"
+#include "ir/json_text.h"
 #include "ir/structural.h"
 
 namespace tunedb::api {
@@ -78,7 +79,7 @@ db::TuningRecord RecordFrom(const json& j) {
 }
 
 json RecordToJson(const db::TuningRecord& r) {
-  json j = {{"workload_hash", r.workload_hash}, {"target", r.target},         {"trace", json::parse(r.trace)},
+  json j = {{"workload_hash", r.workload_hash}, {"target", r.target},         {"trace", ir::ParseJson(r.trace)},
             {"run_secs", r.run_secs},           {"status", db::StatusName(r.status)}, {"error", r.error},
             {"hardware", r.hardware}};
   if (r.session_id != 0) j["session_id"] = r.session_id;
@@ -207,8 +208,8 @@ struct RemoteDatabase::Impl {
       if (!res.keep_alive()) stream.reset();
       json answer;
       try {
-        answer = json::parse(res.body());
-      } catch (const json::exception&) {
+        answer = ir::ParseJson(res.body());
+      } catch (const ir::JsonTextError&) {
         Fail(std::string(http::to_string(method)) + " " + target + ": HTTP " + std::to_string(res.result_int()) +
              " with a body that is not JSON");
       }
@@ -257,7 +258,7 @@ RemoteDatabase::~RemoteDatabase() = default;
 
 std::int64_t RemoteDatabase::CommitWorkload(const db::WorkloadInput& w) {
   if (w.kind != "tunedb") throw db::DatabaseError(impl_->url + ": only tunedb workloads can be committed remotely");
-  json body = {{"program", json::parse(w.program)}, {"name", w.name}};
+  json body = {{"program", ir::ParseJson(w.program)}, {"name", w.name}};
   json answer = impl_->Call(http::verb::post, "/v1/workloads", &body);
   if (answer.at("hash").get<std::string>() != w.hash) {
     throw db::DatabaseError(impl_->url + ": the server hashes workload " + w.name + " as " +

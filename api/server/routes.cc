@@ -14,6 +14,7 @@
 #include "costmodel/model.h"
 #include "ir/flops.h"
 #include "ir/json.h"
+#include "ir/json_text.h"
 #include "ir/printer.h"
 #include "ir/schedule/trace.h"
 #include "ir/structural.h"
@@ -88,13 +89,14 @@ HttpResponse Json(const json& body, int status = 200) {
 
 json ParseBody(const HttpRequest& req) {
   if (req.body.empty()) Fail(400, "the request needs a JSON body");
+  json j;
   try {
-    json j = json::parse(req.body);
-    if (!j.is_object()) Fail(400, "the body must be a JSON object");
-    return j;
-  } catch (const json::parse_error& e) {
+    j = ir::ParseJson(req.body);
+  } catch (const ir::JsonTextError& e) {
     Fail(400, std::string("malformed JSON body: ") + e.what());
   }
+  if (!j.is_object()) Fail(400, "the body must be a JSON object");
+  return j;
 }
 
 // A time in seconds since 1970 given as a query parameter; nullopt when
@@ -189,7 +191,7 @@ json RecordJson(const db::TuningRecord& r, Work work, bool with_script) {
   if (!r.target_json.empty()) j["target_json"] = r.target_json;
   if (!r.args_info.empty()) j["args_info"] = r.args_info;
   try {
-    json trace = json::parse(r.trace);
+    json trace = ir::ParseJson(r.trace);
     j["trace"] = trace;
     if (with_script) j["script"] = ir::Trace::FromJson(trace).AsScript();
   } catch (const std::exception&) {
@@ -457,7 +459,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
                   {"targets", database.Targets(hash)}};
       if (w->input.kind == "tunedb") {
         ir::PrimFunc f = StoredProgram(*w);
-        out["program"] = json::parse(w->input.program);
+        out["program"] = ir::ParseJson(w->input.program);
         out["printed"] = ir::PrintProgram(f);
         out["flops"] = ir::CountFlops(f);
         out["param_bytes"] = ir::ParamBytes(f);
@@ -550,7 +552,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
         if (!j.contains("trace")) Fail(400, at + ".trace is required");
         try {
           const json& t = j["trace"];
-          r.trace = ir::Trace::FromJson(t.is_string() ? json::parse(t.get<std::string>()) : t).ToJson().dump();
+          r.trace = ir::Trace::FromJson(t.is_string() ? ir::ParseJson(t.get<std::string>()) : t).ToJson().dump();
         } catch (const std::exception& e) {
           Fail(400, at + ".trace: " + e.what());
         }
@@ -720,7 +722,7 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
         const json& t = body["traces"][i];
         try {
           features.push_back(costmodel::CandidateFeatures(
-              func, ir::Trace::FromJson(t.is_string() ? json::parse(t.get<std::string>()) : t)));
+              func, ir::Trace::FromJson(t.is_string() ? ir::ParseJson(t.get<std::string>()) : t)));
         } catch (const std::exception& e) {
           Fail(400, "traces[" + std::to_string(i) + "]: " + e.what());
         }

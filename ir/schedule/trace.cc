@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "ir/json_text.h"
 #include "ir/printer.h"
 #include "ir/schedule/error.h"
 #include "ir/schedule/instruction.h"
@@ -150,8 +151,8 @@ Trace Trace::FromJson(const nlohmann::json& j) {
 Trace Trace::FromJsonText(std::string_view text) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number past a double's range
+    j = ParseJson(text);
+  } catch (const JsonTextError& e) {
     throw ScheduleError(std::string("trace JSON is not valid JSON: ") + e.what());
   }
   return FromJson(j);

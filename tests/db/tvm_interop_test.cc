@@ -148,6 +148,11 @@ TEST(TvmInteropTest, MalformedFilesStopTheImportWithFileAndLine) {
                     "database_workload.json:3: expected [shash, module]");
   ExpectImportError(std::string(kWorkloads) + "[\"<img src=x>\", \"eJzz\"]\n", kRecords,
                     "database_workload.json:3: workload hash '<img src=x>' is not a decimal number (TVM's structural hash)");
+  // Printed again, a line this deep overflowed the stack.
+  ExpectImportError(kWorkloads,
+                    std::string(kRecords) + "[0, [" + std::string(100000, '[') + std::string(100000, ']') +
+                        ", [1.0], {}, []]]\n",
+                    "database_tuning_record.json:4: arrays and objects nest deeper than 1024 levels");
   // Truncated in the middle of a line.
   std::string records = kRecords;
   ExpectImportError(kWorkloads, records.substr(0, records.size() - 40), "database_tuning_record.json:3: not valid JSON");

@@ -127,7 +127,12 @@ TEST(WorkloadsTest, LoadWorkloadReadsAJsonProgram) {
   expect_error("{\"program\": {}, \"trace\": []}",
                "this is a scheduled program (tunedb show --json with a schedule); a workload is the program before "
                "scheduling");
-  expect_error("  { \"buffers\": [", "starts with '{' but is not valid JSON");
+  expect_error("  { \"buffers\": [",
+               "starts with '{' but is not valid JSON: [json.exception.parse_error.101] parse error at line 1, column "
+               "17: syntax error while parsing value - unexpected end of input; expected '[', '{', or a literal");
+  // Printed again, a document this deep overflowed the stack.
+  expect_error("{\"program\": " + std::string(100000, '[') + std::string(100000, ']') + "}",
+               "starts with '{' but is not valid JSON: arrays and objects nest deeper than 1024 levels");
   std::remove(path.c_str());
 }
 

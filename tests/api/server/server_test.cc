@@ -665,6 +665,29 @@ TEST_F(ServerTest, AnHttp11RequestNeedsExactlyOneHost) {
   EXPECT_EQ(old.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << old;
 }
 
+// One request nested deep enough crashed the whole server with a stack
+// overflow: a workload text of 100,000 nested negations, and a body of
+// 100,000 nested arrays (parsed fine, then printed recursively). Both are
+// refused as the request's fault, and the server goes on.
+TEST_F(ServerTest, ARequestNestedTooDeepIsRefusedAndTheServerGoesOn) {
+  StartServer();
+  json text = {{"text", "input A: f32[4]\nB[i] = " + std::string(100000, '-') + "A[i]\n"}, {"target", kTarget}};
+  Reply deep_text = Call(port_, http::verb::post, "/v1/query", text.dump());
+  EXPECT_EQ(deep_text.status, 400);
+  EXPECT_EQ(deep_text.Json()["error"], "bad workload: <request>:2:264: the expression is nested deeper than 256 "
+                                       "levels; compute a part of it as a stage of its own");
+  std::string arrays = std::string(100000, '[') + std::string(100000, ']');
+  Reply deep_body = Call(port_, http::verb::post, "/v1/query", "{\"program\": " + arrays + "}");
+  EXPECT_EQ(deep_body.status, 400);
+  EXPECT_EQ(deep_body.Json()["error"], "malformed JSON body: arrays and objects nest deeper than 1024 levels");
+  // A trace given as a string is JSON of its own.
+  json record = {{"workload_hash", hash_}, {"target", kTarget}, {"trace", arrays}, {"run_secs", {1e-3}}};
+  Reply deep_trace = Call(port_, http::verb::post, "/v1/records", json{{"records", {record}}}.dump());
+  EXPECT_EQ(deep_trace.status, 400);
+  EXPECT_EQ(deep_trace.Json()["error"], "records[0].trace: arrays and objects nest deeper than 1024 levels");
+  EXPECT_EQ(Call(port_, http::verb::get, "/v1/health").status, 200);
+}
+
 // A misspelt filter once was ignored, and the answer (every record) looked
 // like the filtered one.
 TEST_F(ServerTest, AnUnknownQueryParameterIsNamed) {

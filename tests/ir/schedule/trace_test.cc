@@ -213,6 +213,9 @@ TEST(TraceTest, MalformedJsonIsRefusedClearly) {
   ExpectJsonError("[[", std::string("trace JSON is not valid JSON: [json.exception.parse_error.101] parse error at line 1, "
                                     "column 3: syntax error while parsing value - unexpected end of input; expected '[', "
                                     "'{', or a literal"));
+  // Copied and printed again, a document this deep overflowed the stack.
+  ExpectJsonError("[[], " + std::string(100000, '[') + std::string(100000, ']') + "]",
+                  "trace JSON is not valid JSON: arrays and objects nest deeper than 1024 levels");
   // A number past a double's range (found by fuzz/trace_json.cc).
   ExpectJsonError("[[], 1e999]", "trace JSON is not valid JSON: [json.exception.out_of_range.406] number overflow "
                                  "parsing '1e999'");
