@@ -10,6 +10,11 @@
 namespace tunedb::ir {
 namespace {
 
+// Lists and calls are read recursively (and their values freed so), and
+// 100,000 nested brackets overflowed the stack; a script's lists nest a
+// level or two.
+constexpr int kMaxBracketDepth = 64;
+
 struct Tok {
   enum Kind { kName, kInt, kFloat, kString, kPunct, kNewline, kEnd } kind;
   std::string text;
@@ -93,7 +98,10 @@ class ScriptRunner {
         tokens_.push_back({Tok::kString, s, line});
         i = j + 1;
       } else if (std::string_view("()[],=.*:-").find(c) != std::string_view::npos) {
-        if (c == '(' || c == '[') ++depth;
+        if ((c == '(' || c == '[') && ++depth > kMaxBracketDepth) {
+          line_ = line;
+          Fail("brackets nested deeper than " + std::to_string(kMaxBracketDepth) + " levels");
+        }
         if (c == ')' || c == ']') --depth;
         tokens_.push_back({Tok::kPunct, std::string(1, c), line});
         ++i;

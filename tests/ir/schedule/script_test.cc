@@ -84,6 +84,11 @@ TEST(ScriptTest, ErrorsNameTheLine) {
   ExpectScriptError("b0 = sch.get_block(\"C\", colour=3)\n", "s.py:1: get_block: unexpected argument 'colour'");
   ExpectScriptError("b0 = sch.get_block(\"C\"\n", "s.py:1: expected ')' to close the arguments of get_block, found end of line");
   ExpectScriptError("b0 = sch.get_block('C)\n", "s.py:1: unterminated string");
+  // Read (and freed) recursively, 100,000 nested brackets overflowed the stack.
+  ExpectScriptError("b0 = sch.get_block(\"C\")\nx = " + std::string(100000, '[') + std::string(100000, ']') + "\n",
+                    "s.py:2: brackets nested deeper than 64 levels");
+  ExpectScriptError("x = [[[1]]]\ny = " + std::string(65, '(') + "1" + std::string(65, ')') + "\n",
+                    "s.py:2: brackets nested deeper than 64 levels");
   // The trace is stored as JSON: an annotation key in Latin-1 would have
   // made it unwritable (found by fuzz/schedule_script.cc).
   ExpectScriptError("b0 = sch.get_block(\"C\")\nsch.annotate(b0, ann_key=\"caf\xe9\", ann_val=1)\n",
