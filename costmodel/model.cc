@@ -372,6 +372,14 @@ CostModel CostModel::Load(const std::string& blob) {
   if (checksum != Checksum(header, body)) {
     throw DamagedModelError("the model is damaged: it does not match its checksum (retrain it)");
   }
+  // XGBoost reads its JSON recursively, and a body of 100,000 nested arrays
+  // overflowed the stack in it; a checksum is no proof against a blob made
+  // to match (POST /v1/models takes any). XGBoost's own models nest a few
+  // levels.
+  if (ir::ParseJsonOrDiscarded(body).is_discarded()) {
+    throw DamagedModelError("the model is damaged: its body is not JSON, or nests deeper than " +
+                            std::to_string(ir::kMaxJsonNesting) + " levels (retrain it)");
+  }
   const nlohmann::json rounds = header.value("rounds", nlohmann::json());
   const nlohmann::json objective = header.value("objective", nlohmann::json());
   const nlohmann::json prior = header.value("prior", nlohmann::json());

@@ -1,10 +1,13 @@
 #include "costmodel/model.h"
 
+#include <cstdio>
 #include <random>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "costmodel/metrics.h"
+#include "ir/mix.h"
 
 namespace tunedb::costmodel {
 namespace {
@@ -156,6 +159,17 @@ TEST(CostModelTest, RefusesOtherFeatureVersionsAndGarbage) {
   unchecked.replace(unchecked.find("\"checksum\""), 10, "\"checksun\"");
   expect_refused(unchecked,
                  "the model has no checksum: an older tunedb saved it, or its header is damaged (retrain it)");
+  // A blob made to match its checksum (POST /v1/models takes any) whose
+  // body XGBoost would recurse through until the stack overflowed.
+  nlohmann::json header = nlohmann::json::parse(blob.substr(0, blob.find('\n')));
+  header.erase("checksum");
+  const std::string deep = "{\"learner\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx",
+                static_cast<unsigned long long>(ir::HashBytes(header.dump() + "\n" + deep)));
+  header["checksum"] = hex;
+  expect_refused(header.dump() + "\n" + deep,
+                 "the model is damaged: its body is not JSON, or nests deeper than 1024 levels (retrain it)");
   EXPECT_THROW(CostModel().Predict({}), CostModelError);
   EXPECT_THROW(CostModel().Train({}, o), CostModelError);
   // No rounds would leave a booster XGBoost refuses to predict with.
