@@ -68,6 +68,12 @@ struct ExprNode {
 // pass, overflowed an 8 MiB stack at about 800.
 inline constexpr int kMaxExprDepth = 256;
 
+// How deep an expression the readers accept: less, so that what they read
+// also builds and lowers, which add levels (a reduction's combine, a cast,
+// a row-major index under each load). fuzz/compiled_text found a sum of
+// 250 nested negations that parsed and then could not be lowered.
+inline constexpr int kMaxReadExprDepth = 200;
+
 // Names used in printing and JSON: "add", "floordiv", "select", ...
 std::string_view ExprKindName(ExprKind kind);
 bool IsBinary(ExprKind kind);

@@ -128,7 +128,7 @@ struct Node {
   bool is_float = false;
   std::vector<NodePtr> args;
   int line, column;
-  int depth = 1;  // levels down to the deepest leaf, bounded by kMaxExprDepth
+  int depth = 1;  // levels down to the deepest leaf, bounded by kMaxReadExprDepth
 };
 
 // ---- parser -----------------------------------------------------------------
@@ -396,15 +396,15 @@ class Parser {
     n->line = at.line;
     n->column = at.column;
     for (const NodePtr& a : n->args) n->depth = std::max(n->depth, a->depth + 1);
-    if (n->depth > kMaxExprDepth) Fail(at, TooDeep());
+    if (n->depth > kMaxReadExprDepth) Fail(at, TooDeep());
     return n;
   }
 
-  // Every pass over an expression recurses through it (kMaxExprDepth), and
+  // Every pass over an expression recurses through it (kMaxReadExprDepth), and
   // so does this parser: ParseUnary counts its open calls, which every level
   // of parentheses, indices, arguments and prefix operators passes through.
   static std::string TooDeep() {
-    return "the expression is nested deeper than " + std::to_string(kMaxExprDepth) +
+    return "the expression is nested deeper than " + std::to_string(kMaxReadExprDepth) +
            " levels; compute a part of it as a stage of its own";
   }
 
@@ -443,7 +443,7 @@ class Parser {
   }
 
   NodePtr ParseUnary() {
-    if (open_parses_ >= kMaxExprDepth) Fail(Peek(), TooDeep());
+    if (open_parses_ >= kMaxReadExprDepth) Fail(Peek(), TooDeep());
     ++open_parses_;
     NodePtr n = ParseUnaryUnchecked();
     --open_parses_;

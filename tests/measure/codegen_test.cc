@@ -420,6 +420,18 @@ sch.vectorize(j)
   EXPECT_NE(ir.find("<8 x float>"), std::string::npos) << ir;
 }
 
+// The deepest expression the workload language reads, in a reduction: the
+// combine and the row-major index add levels, and the program must still
+// build (fuzz/compiled_text found a sum of 250 nested negations that
+// parsed, when the language read up to the IR's own limit, and then could
+// not be lowered).
+TEST(CodegenTest, TheDeepestExpressionTheLanguageReadsCompiles) {
+  // X[i, k] is two levels, and the negations the rest.
+  const std::string negations(static_cast<std::size_t>(kMaxReadExprDepth - 2), '-');
+  PrimFunc f = ParseWorkloadText("input X: f32[4, 9]\nQ[i] = sum(k in 9) " + negations + "X[i, k]\n");
+  EXPECT_EQ(CompiledKeepsTheResult(f, f, 3), "");
+}
+
 // An int32 sum or product held in 64 bits past the int32 range: converted,
 // compared, divided or taken the larger of, it is the value it wraps to, as
 // in the interpreter (found by fuzz/compiled_text.cc: the kernel converted

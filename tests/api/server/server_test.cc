@@ -674,7 +674,7 @@ TEST_F(ServerTest, ARequestNestedTooDeepIsRefusedAndTheServerGoesOn) {
   json text = {{"text", "input A: f32[4]\nB[i] = " + std::string(100000, '-') + "A[i]\n"}, {"target", kTarget}};
   Reply deep_text = Call(port_, http::verb::post, "/v1/query", text.dump());
   EXPECT_EQ(deep_text.status, 400);
-  EXPECT_EQ(deep_text.Json()["error"], "bad workload: <request>:2:264: the expression is nested deeper than 256 "
+  EXPECT_EQ(deep_text.Json()["error"], "bad workload: <request>:2:208: the expression is nested deeper than 200 "
                                        "levels; compute a part of it as a stage of its own");
   std::string arrays = std::string(100000, '[') + std::string(100000, ']');
   Reply deep_body = Call(port_, http::verb::post, "/v1/query", "{\"program\": " + arrays + "}");
