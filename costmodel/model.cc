@@ -375,8 +375,8 @@ CostModel CostModel::Load(const std::string& blob) {
   // XGBoost reads its JSON recursively, and a body of 100,000 nested arrays
   // overflowed the stack in it; a checksum is no proof against a blob made
   // to match (POST /v1/models takes any). XGBoost's own models nest a few
-  // levels.
-  if (ir::ParseJsonOrDiscarded(body).is_discarded()) {
+  // levels, and XGBoost refuses what is not JSON itself.
+  if (ir::JsonNestsTooDeep(body)) {
     throw DamagedModelError("the model is damaged: its body is not JSON, or nests deeper than " +
                             std::to_string(ir::kMaxJsonNesting) + " levels (retrain it)");
   }

@@ -1,42 +1,47 @@
 #include "ir/json_text.h"
 
 namespace tunedb::ir {
-namespace {
 
-// nlohmann::json's parser with a callback is as free of recursion as the
-// plain one. The callback sees how many arrays and objects enclose each
-// element: from one that would open a level past the bound on, it drops
-// everything, and the caller refuses the whole text.
-nlohmann::json ParseWithin(std::string_view text, bool allow_exceptions, bool* too_deep) {
-  using Event = nlohmann::json::parse_event_t;
-  *too_deep = false;
-  auto within = [too_deep](int depth, Event event, nlohmann::json&) {
-    if ((event == Event::array_start || event == Event::object_start) && depth >= kMaxJsonNesting) *too_deep = true;
-    return !*too_deep;
-  };
-  return nlohmann::json::parse(text, within, allow_exceptions);
+// One pass over the bytes before the parser sees them: a parser callback
+// that counted levels made a 3 MB body of records 1.5x slower to parse.
+// Brackets inside strings do not count; a text that is not JSON is left to
+// the parser to refuse.
+bool JsonNestsTooDeep(std::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character, which may be a quote
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonNesting) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
 }
 
-}  // namespace
-
 nlohmann::json ParseJson(std::string_view text) {
-  bool too_deep = false;
-  nlohmann::json j;
-  try {
-    j = ParseWithin(text, /*allow_exceptions=*/true, &too_deep);
-  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number past a double's range
-    if (!too_deep) throw JsonTextError(e.what());
-  }
-  if (too_deep) {
+  if (JsonNestsTooDeep(text)) {
     throw JsonTextError("arrays and objects nest deeper than " + std::to_string(kMaxJsonNesting) + " levels");
   }
-  return j;
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number past a double's range
+    throw JsonTextError(e.what());
+  }
 }
 
 nlohmann::json ParseJsonOrDiscarded(std::string_view text) {
-  bool too_deep = false;
-  nlohmann::json j = ParseWithin(text, /*allow_exceptions=*/false, &too_deep);
-  return too_deep ? nlohmann::json(nlohmann::json::value_t::discarded) : j;
+  if (JsonNestsTooDeep(text)) return nlohmann::json(nlohmann::json::value_t::discarded);
+  return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
 }
 
 }  // namespace tunedb::ir

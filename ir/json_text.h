@@ -27,6 +27,11 @@ class JsonTextError : public std::runtime_error {
   explicit JsonTextError(const std::string& message) : std::runtime_error(message) {}
 };
 
+// Whether `text` nests arrays and objects deeper than kMaxJsonNesting, in
+// one pass without recursion and without parsing it: for text another
+// parser reads (XGBoost's model JSON).
+bool JsonNestsTooDeep(std::string_view text);
+
 // The text parsed; JsonTextError when it is not valid JSON or nests arrays
 // and objects deeper than kMaxJsonNesting.
 nlohmann::json ParseJson(std::string_view text);
