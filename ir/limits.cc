@@ -1,5 +1,7 @@
 #include "ir/limits.h"
 
+#include <algorithm>
+#include <limits>
 #include <string>
 
 #include "ir/error.h"
@@ -20,7 +22,127 @@ std::string ShapeText(const std::vector<std::int64_t>& shape) {
   return s + "]";
 }
 
+// Bounds in 128 bits, clamped to +-2^62 after every step so that a product
+// of two never overflows; a value past 2^62 is far outside int32 either way.
+using Wide = __int128;
+constexpr Wide kClamp = Wide{1} << 62;
+constexpr Wide kInt32Min = std::numeric_limits<std::int32_t>::min();
+constexpr Wide kInt32Max = std::numeric_limits<std::int32_t>::max();
+
+struct WideBound {
+  Wide min, max;
+};
+
+WideBound Clamped(Wide lo, Wide hi) { return {std::clamp(lo, -kClamp, kClamp), std::clamp(hi, -kClamp, kClamp)}; }
+bool InsideInt32(const WideBound& b) { return b.min >= kInt32Min && b.max <= kInt32Max; }
+constexpr WideBound kAnyInt32 = {kInt32Min, kInt32Max};
+
+// Floor division and modulo by a constant, as the interpreter computes them.
+Wide FloorDivWide(Wide a, Wide b) {
+  Wide q = a / b;
+  if (a % b != 0 && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+// The bounds of each part of an expression computed as written, innermost
+// first, remembering the first part that is int32, reads no data and can
+// leave int32.
+class EscapeFinder {
+ public:
+  explicit EscapeFinder(const VarRanges& ranges) : ranges_(ranges) {}
+
+  struct Result {
+    std::optional<WideBound> bound;  // nothing: unknown
+    bool reads_data = false;
+  };
+
+  Result Visit(const Expr& e) {
+    std::vector<Result> ops;
+    ops.reserve(e->operands.size());
+    bool reads_data = e->kind == ExprKind::kLoad;
+    for (const Expr& operand : e->operands) {
+      ops.push_back(Visit(operand));
+      reads_data |= ops.back().reads_data;
+    }
+    Result r{BoundOfNode(e, ops), reads_data};
+    if (!escape_ && e->dtype == DataType::kInt32 && !reads_data && r.bound && !InsideInt32(*r.bound)) {
+      escape_ = Int32Escape{e, {static_cast<std::int64_t>(r.bound->min), static_cast<std::int64_t>(r.bound->max)}};
+    }
+    return r;
+  }
+
+  std::optional<Int32Escape> escape_;
+
+ private:
+  std::optional<WideBound> BoundOfNode(const Expr& e, const std::vector<Result>& ops) {
+    if (e->dtype == DataType::kBool) return WideBound{0, 1};
+    if (!IsInt(e->dtype)) return std::nullopt;
+    auto operand = [&](std::size_t k) { return ops[k].bound; };
+    switch (e->kind) {
+      case ExprKind::kIntImm: return WideBound{e->int_value, e->int_value};
+      case ExprKind::kVar: {
+        auto it = ranges_.find(e.get());
+        if (it == ranges_.end() || it->second < 1) return std::nullopt;
+        return WideBound{0, it->second - 1};
+      }
+      case ExprKind::kLoad: return e->dtype == DataType::kInt32 ? std::optional(kAnyInt32) : std::nullopt;
+      case ExprKind::kCast: {
+        // A conversion to int32 wraps by request, and one from int32 sees
+        // the value wrapped.
+        auto a = operand(0);
+        bool wraps = e->dtype == DataType::kInt32 || e->operands[0]->dtype == DataType::kInt32;
+        if (!wraps) return a;
+        return a && InsideInt32(*a) ? *a : kAnyInt32;
+      }
+      case ExprKind::kCall: return std::nullopt;
+      default: break;
+    }
+    auto a = operand(0), b = e->operands.size() > 1 ? operand(1) : std::nullopt;
+    if (e->kind == ExprKind::kSelect) {
+      auto t = operand(1), f = operand(2);
+      if (!t || !f) return std::nullopt;
+      return WideBound{std::min(t->min, f->min), std::max(t->max, f->max)};
+    }
+    if (!a || !b) return std::nullopt;
+    switch (e->kind) {
+      case ExprKind::kAdd: return Clamped(a->min + b->min, a->max + b->max);
+      case ExprKind::kSub: return Clamped(a->min - b->max, a->max - b->min);
+      case ExprKind::kMul: {
+        Wide c[] = {a->min * b->min, a->min * b->max, a->max * b->min, a->max * b->max};
+        return Clamped(*std::min_element(c, c + 4), *std::max_element(c, c + 4));
+      }
+      case ExprKind::kMin: return WideBound{std::min(a->min, b->min), std::min(a->max, b->max)};
+      case ExprKind::kMax: return WideBound{std::max(a->min, b->min), std::max(a->max, b->max)};
+      case ExprKind::kFloorDiv: {
+        if (b->min == b->max && b->min != 0) {
+          Wide q1 = FloorDivWide(a->min, b->min), q2 = FloorDivWide(a->max, b->min);
+          return WideBound{std::min(q1, q2), std::max(q1, q2)};
+        }
+        // |a / b| <= |a| for |b| >= 1, and -1 for a small a of the other sign;
+        // x / -1 is -x, which for the most negative int32 leaves int32.
+        Wide m = std::max({-a->min, a->max, Wide{1}});
+        return WideBound{-m, m};
+      }
+      case ExprKind::kFloorMod: {
+        // The result takes the divisor's sign and is smaller than it.
+        if (b->min > 0 && a->min >= 0 && a->max < b->min) return a;
+        Wide m = std::max({-b->min, b->max, Wide{1}}) - 1;
+        return WideBound{b->min > 0 ? 0 : -m, b->max < 0 ? 0 : m};
+      }
+      default: return std::nullopt;
+    }
+  }
+
+  const VarRanges& ranges_;
+};
+
 }  // namespace
+
+std::optional<Int32Escape> FindInt32Escape(const Expr& e, const VarRanges& ranges) {
+  EscapeFinder finder(ranges);
+  finder.Visit(e);
+  return finder.escape_;
+}
 
 void CheckBufferSize(const Buffer& b) {
   std::int64_t bytes = DataTypeBytes(b->dtype);

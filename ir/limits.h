@@ -11,9 +11,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "ir/simplify.h"
 #include "ir/stmt.h"
 
 namespace tunedb::ir {
@@ -27,6 +29,26 @@ void CheckBufferSize(const Buffer& buffer);
 // Throws IrError naming the block when its iteration domain (the product of
 // `extents`) has more than kMaxBlockIterations points.
 void CheckIterationCount(const std::string& block, const std::vector<std::int64_t>& extents);
+
+// The most values an int32 loop or iteration variable can count (0 ..
+// 2^31 - 1). te::Builder gives a wider axis an int64 variable, as TVM does.
+inline constexpr std::int64_t kMaxInt32Extent = std::int64_t{1} << 31;
+
+// int32 arithmetic wraps: the interpreter wraps every result, and code
+// generation wraps what is computed from loaded data (A[B[i] * 3]). But
+// index arithmetic is simplified as if over unbounded integers (a bound
+// decides that a floormod is a no-op) and compiled code holds it in 64
+// bits, and the three agree only while no value leaves int32. So a part of
+// an int32 expression that reads no data must stay inside int32 for every
+// value of its variables: (i * i * 3) % 5 over i in 0..49999 does not, and
+// compiled code computed another element than the interpreter. Returns the
+// innermost such part and its bounds, or nothing. Variables missing from
+// `ranges` leave the parts that use them unjudged.
+struct Int32Escape {
+  Expr part;
+  IntBound bound;  // clamped to +-2^62
+};
+std::optional<Int32Escape> FindInt32Escape(const Expr& e, const VarRanges& ranges);
 
 // Both checks over every parameter, allocation and block of the program.
 void CheckProgramSize(const PrimFunc& func);

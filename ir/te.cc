@@ -17,7 +17,9 @@ Vars MakeAxisVars(const std::vector<Axis>& axes) {
       throw IrError("axis '" + a.name + "' has extent " + std::to_string(a.extent) +
                     " (must be at least 1)");
     }
-    vars.push_back(MakeVar(a.name));
+    // Indices are int32 where they fit, as in TVM: an int32 variable
+    // cannot count further (ir/limits.h).
+    vars.push_back(MakeVar(a.name, a.extent > kMaxInt32Extent ? DataType::kInt64 : DataType::kInt32));
   }
   return vars;
 }
@@ -143,8 +145,8 @@ PrimFunc Builder::Build(const std::vector<Tensor>& params) const {
     VarMap to_iter;
     std::vector<Expr> loop_vars;
     auto add_iter = [&](const Axis& axis, const Expr& var, IterKind kind) {
-      Expr iv = MakeVar("v_" + axis.name);
-      Expr loop_var = MakeVar(axis.name);
+      Expr iv = MakeVar("v_" + axis.name, var->dtype);
+      Expr loop_var = MakeVar(axis.name, var->dtype);
       block->iter_vars.push_back({iv, axis.extent, kind});
       block->bindings.push_back(loop_var);
       loop_vars.push_back(loop_var);

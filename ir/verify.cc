@@ -4,6 +4,7 @@
 #include <string>
 
 #include "ir/error.h"
+#include "ir/limits.h"
 
 namespace tunedb::ir {
 namespace {
@@ -27,7 +28,7 @@ class Verifier {
           Fail("loop variable " + n.loop_var->name + " is " + std::string(DataTypeName(n.loop_var->dtype)) +
                ", not an integer");
         }
-        Bind(n.loop_var, "loop");
+        Bind(n.loop_var, "loop", n.extent);
         Check(n.body);
         vars_.erase(n.loop_var.get());
         return;
@@ -82,7 +83,7 @@ class Verifier {
       CheckExpr(b.predicate, "the predicate");
       if (b.predicate->dtype != DataType::kBool) Fail("the predicate is not bool");
     }
-    for (const IterVar& iv : b.iter_vars) Bind(iv.var, "block");
+    for (const IterVar& iv : b.iter_vars) Bind(iv.var, "block", iv.extent);
     std::vector<const BufferNode*> allocated;
     for (const Buffer& a : b.alloc_buffers) {
       if (buffers_.insert(a.get()).second) allocated.push_back(a.get());
@@ -115,9 +116,13 @@ class Verifier {
     block_ = outer;
   }
 
-  void Bind(const Expr& var, const char* binder) {
-    if (!vars_.insert(var.get()).second) {
+  void Bind(const Expr& var, const char* binder, std::int64_t extent) {
+    if (!vars_.emplace(var.get(), extent).second) {
       Fail("a " + std::string(binder) + " binds " + var->name + ", which an enclosing loop or block already binds");
+    }
+    if (var->dtype == DataType::kInt32 && extent > kMaxInt32Extent) {
+      Fail(std::string(binder) + " variable " + var->name + " is int32 but counts " + std::to_string(extent) +
+           " values; make it int64");
     }
   }
 
@@ -137,12 +142,16 @@ class Verifier {
       }
       if (x->kind == ExprKind::kLoad) Access(x->buffer, "loads from");
     });
+    if (auto escape = FindInt32Escape(e, vars_)) {
+      Fail(where + " has an int32 part that ranges over " + std::to_string(escape->bound.min) + ".." +
+           std::to_string(escape->bound.max) + ", outside int32; compute it in int64");
+    }
   }
 
   [[noreturn]] void Fail(const std::string& what) const { throw IrError("block '" + block_ + "': " + what); }
 
   std::set<const BufferNode*> buffers_;
-  std::set<const ExprNode*> vars_;
+  VarRanges vars_;  // the variables in scope and their extents
   std::string block_ = "root";
 };
 

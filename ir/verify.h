@@ -21,8 +21,11 @@ namespace tunedb::ir {
 //   its loop; a block's iteration variables inside its body, init and
 //   regions (its bindings and predicate see only the enclosing loops); no
 //   loop or block binds a variable that is already bound;
-// - loop and iteration variables are integers, each binding has the type of
-//   its iteration variable, a predicate is bool;
+// - loop and iteration variables are integers (an int32 one counts at most
+//   2^31 values), each binding has the type of its iteration variable, a
+//   predicate is bool;
+// - no int32 part of an expression that reads no data can leave int32
+//   (FindInt32Escape, ir/limits.h);
 // - a block's region has a range per dimension of its buffer, each range's
 //   start and extent of one integer type.
 // (Expression and store types are checked where they are made.)

@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "ir/limits.h"
 #include "ir/simplify.h"
 #include "ir/te.h"
 
@@ -553,14 +554,18 @@ class Parser {
       }
     }
     if (lo >= 0 && hi < extent) return;
-    // Point at the index's start, not at its operator (k + 1 at 'k').
-    const Node* start = &at;
+    Fail(StartOf(at), "dimension " + std::to_string(dim + 1) + " of '" + tensor + "' is read at " + std::to_string(lo) +
+                 ".." + std::to_string(hi) + ", outside its extent " + std::to_string(extent) +
+                 " (guard a padding read with select)");
+  }
+
+  // Where an expression starts, rather than its operator (k + 1 at 'k').
+  static const Node& StartOf(const Node& n) {
+    const Node* start = &n;
     while ((start->kind == NodeKind::kBinary || start->kind == NodeKind::kTernary) && !start->args.empty()) {
       start = start->args[0].get();
     }
-    Fail(*start, "dimension " + std::to_string(dim + 1) + " of '" + tensor + "' is read at " + std::to_string(lo) +
-                 ".." + std::to_string(hi) + ", outside its extent " + std::to_string(extent) +
-                 " (guard a padding read with select)");
+    return *start;
   }
 
   // Counts the guarded parts being lowered (the branches of select and ?:,
@@ -591,13 +596,21 @@ class Parser {
   }
 
   Expr Lower(const Node& n, const std::map<std::string, Expr>& scope, std::optional<DataType> hint) {
+    Expr e;
     try {
-      return LowerUnchecked(n, scope, hint);
+      e = LowerUnchecked(n, scope, hint);
     } catch (const WorkloadParseError&) {
       throw;
-    } catch (const IrError& e) {
-      Fail(n, e.what());
+    } catch (const IrError& err) {
+      Fail(n, err.what());
     }
+    // Its operands passed this check as they were lowered, so a part that
+    // can leave int32 is this one (ir/limits.h).
+    if (auto escape = FindInt32Escape(e, ranges_)) {
+      Fail(StartOf(n), "this int32 expression ranges over " + std::to_string(escape->bound.min) + ".." +
+                           std::to_string(escape->bound.max) + ", outside int32; compute it in i64 (i64(...))");
+    }
+    return e;
   }
 
   Expr LowerUnchecked(const Node& n, const std::map<std::string, Expr>& scope, std::optional<DataType> hint) {

@@ -626,7 +626,8 @@ void FlattenBuffers(PrimFunc& f, const Rebindings& compacted, const VarRanges& r
   });
   // The flat buffer and row-major index of an access (of the compacted
   // buffer, shifted, when `b` was compacted), simplified; 64-bit indices
-  // only for buffers of 2^31 elements or more.
+  // only for buffers of 2^31 elements or more, or where an index is int64
+  // already (A[i64(i) * i64(i) % 5, j]: a row-major sum needs one type).
   auto flatten_access = [&](const Buffer& b, const std::vector<Expr>& indices) -> std::optional<std::pair<Buffer, Expr>> {
     const Buffer* buffer = &b;
     std::vector<Expr> shifted;
@@ -638,7 +639,8 @@ void FlattenBuffers(PrimFunc& f, const Rebindings& compacted, const VarRanges& r
     const std::vector<Expr>& idx = rebound != compacted.end() ? shifted : indices;
     auto to = flat.find(buffer->get());
     if (to == flat.end()) return std::nullopt;  // not a parameter or allocation: left as it is
-    if ((*buffer)->NumElements() < (std::int64_t{1} << 31)) {
+    bool any_int64 = std::any_of(idx.begin(), idx.end(), [](const Expr& i) { return i->dtype == DataType::kInt64; });
+    if ((*buffer)->NumElements() < (std::int64_t{1} << 31) && !any_int64) {
       return std::make_pair(to->second, SimplifyRowMajor(idx, (*buffer)->shape, ranges));
     }
     Expr index;

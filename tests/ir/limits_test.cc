@@ -4,6 +4,8 @@
 
 #include "ir/error.h"
 #include "ir/flops.h"
+#include "ir/stmt.h"
+#include "ir/verify.h"
 #include "ir/workloads.h"
 
 namespace tunedb::ir {
@@ -33,6 +35,54 @@ TEST(LimitsTest, ProgramsUpToTheLimitBuildAndCountExactly) {
   Workload w = BuildWorkload("matmul:M=" + std::to_string(n) + ",N=1,K=1");
   EXPECT_EQ(CountFlops(w.func), 2 * n);
   EXPECT_NO_THROW(CheckProgramSize(w.func));
+}
+
+TEST(LimitsTest, AnAxisWiderThanInt32CountsInInt64) {
+  Workload wide = BuildWorkload("matmul:M=4294967296,N=3,K=1");
+  const BlockNode* c = CollectBlocks(wide.func).back();
+  ASSERT_EQ(c->iter_vars.size(), 3u);
+  EXPECT_EQ(c->iter_vars[0].var->dtype, DataType::kInt64);  // 2^32 values
+  EXPECT_EQ(c->iter_vars[1].var->dtype, DataType::kInt32);
+  EXPECT_NO_THROW(VerifyProgram(wide.func));
+  // 2^31 values: 0 .. 2^31 - 1 fit.
+  Workload edge = BuildWorkload("matmul:M=1,N=1,K=2147483648");
+  EXPECT_EQ(CollectBlocks(edge.func).back()->iter_vars[2].var->dtype, DataType::kInt32);
+}
+
+TEST(LimitsTest, AnInt32PartThatCanLeaveInt32IsFoundInnermostFirst) {
+  Expr i = MakeVar("i"), j = MakeVar("j");
+  VarRanges ranges = {{i.get(), 50000}, {j.get(), 3}};
+  // i * i reaches 2499900001 before the product with 3 and the modulo.
+  Expr square = i * i;
+  auto escape = FindInt32Escape(FloorMod(square * IntImm(DataType::kInt32, 3), IntImm(DataType::kInt32, 5)), ranges);
+  ASSERT_TRUE(escape);
+  EXPECT_EQ(escape->part, square);
+  EXPECT_EQ(escape->bound.min, 0);
+  EXPECT_EQ(escape->bound.max, 2499900001);
+  // One past the top, and the most negative value divided by -1.
+  escape = FindInt32Escape(i + IntImm(DataType::kInt32, 2147433649), ranges);
+  ASSERT_TRUE(escape);
+  EXPECT_EQ(escape->bound.max, 2147483648);
+  escape = FindInt32Escape(FloorDiv(IntImm(DataType::kInt32, -2147483648), j - IntImm(DataType::kInt32, 1)), ranges);
+  ASSERT_TRUE(escape);
+  EXPECT_EQ(escape->bound.max, 2147483648);
+
+  // Inside int32 at its edges, or divided back into it before any other
+  // operation sees it: bounds follow floor division and modulo.
+  EXPECT_FALSE(FindInt32Escape(i + IntImm(DataType::kInt32, 2147433648), ranges));
+  EXPECT_FALSE(FindInt32Escape(FloorDiv(i * IntImm(DataType::kInt32, 40000), IntImm(DataType::kInt32, 7)), ranges));
+  EXPECT_FALSE(FindInt32Escape(FloorMod(i * j, j + IntImm(DataType::kInt32, 1)), ranges));
+  EXPECT_FALSE(FindInt32Escape(Max(i, j) - Min(i, j) * IntImm(DataType::kInt32, 40000), ranges));
+  // Computed in int64, or converted to int32 on request: wrapping is asked for.
+  Expr wide = Cast(DataType::kInt64, i) * Cast(DataType::kInt64, i);
+  EXPECT_FALSE(FindInt32Escape(FloorMod(wide, IntImm(DataType::kInt64, 5)), ranges));
+  EXPECT_FALSE(FindInt32Escape(Cast(DataType::kInt32, wide) + IntImm(DataType::kInt32, 0), ranges));
+  // A value computed from data wraps at run time, in compiled code as in the
+  // interpreter.
+  Buffer b = MakeBuffer("B", {8}, DataType::kInt32);
+  EXPECT_FALSE(FindInt32Escape(Load(b, {j}) * IntImm(DataType::kInt32, 1431655766), ranges));
+  // A variable without a range is not judged.
+  EXPECT_FALSE(FindInt32Escape(MakeVar("n") * IntImm(DataType::kInt32, 1000000), ranges));
 }
 
 }  // namespace

@@ -75,6 +75,20 @@ TEST(VerifyTest, LoopAndIterationVariablesAreIntegers) {
   EXPECT_EQ(ErrorOf(p), "program JSON: block 'C': the predicate is not bool");
 }
 
+// A JSON program is held to the language's int32 rule (ir/limits.h), and
+// an int32 variable counts at most 2^31 values.
+TEST(VerifyTest, Int32ArithmeticStaysInsideInt32) {
+  json p = Matmul();
+  p["body"]["body"]["extent"] = 3000000000;
+  EXPECT_EQ(ErrorOf(p), "program JSON: block 'root': loop variable i is int32 but counts 3000000000 values; make it "
+                        "int64");
+  p = Matmul();
+  // C[v_i * 2000000000 * 2, v_j]: v_i is 0 or 1.
+  BlockC(p)["body"]["indices"][0] = {"mul", {"mul", {"var", 3}, {"int", "int32", 2000000000}}, {"int", "int32", 2}};
+  EXPECT_EQ(ErrorOf(p), "program JSON: block 'C': a store index has an int32 part that ranges over 0..4000000000, "
+                        "outside int32; compute it in int64");
+}
+
 // Found by fuzz/program_json.cc: a range of int32 start and int64 extent
 // was read, and then printing the program threw from its min + extent.
 TEST(VerifyTest, ARegionHasARangePerDimensionOfOneIntegerType) {

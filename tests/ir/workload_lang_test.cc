@@ -175,5 +175,23 @@ TEST(WorkloadLangTest, AnUnguardedReadOutsideItsTensorIsRefusedWhereItIsWritten)
   EXPECT_THROW(Interpret(f, args), IrError);
 }
 
+// Compiled code and simplification agree with the interpreter's wrapping
+// only while index arithmetic stays inside int32 (ir/limits.h); a part that
+// can leave it is refused where it starts, and i64 is the way out.
+TEST(WorkloadLangTest, AnInt32ExpressionThatCanLeaveInt32IsRefused) {
+  ExpectError("input A: f32[5, 16]\nR[i in 50000, j in 16] = A[(i * i * 3) % 5, j]\n",
+              "w.tw:2:29: this int32 expression ranges over 0..2499900001, outside int32; compute it in i64 (i64(...))");
+  ExpectError("input A: f32[4]\nR[i in 4] = A[0] + f32(2147483647 + i)\n",
+              "w.tw:2:24: this int32 expression ranges over 2147483647..2147483650, outside int32; compute it in i64 "
+              "(i64(...))");
+  ExpectError("input A: f32[4]\nR[i in 4] = sum(k in 70000) A[i] * f32(-k * k)\n",
+              "w.tw:2:40: this int32 expression ranges over -4899860001..0, outside int32; compute it in i64 "
+              "(i64(...))");
+  EXPECT_NO_THROW(ParseWorkloadText("input A: f32[5, 16]\nR[i in 50000, j in 16] = A[(i64(i) * i64(i) * 3) % 5, j]\n"));
+  // Data-dependent values wrap at run time, and so do conversions.
+  EXPECT_NO_THROW(ParseWorkloadText("input A: f32[4, 16]\ninput B: i32[8]\nR[i, j in 16] = A[B[i] * 1431655766, j]\n"));
+  EXPECT_NO_THROW(ParseWorkloadText("R[i in 50000] = f32(i32(i64(i) * i64(i)) % 7)\n"));
+}
+
 }  // namespace
 }  // namespace tunedb::ir

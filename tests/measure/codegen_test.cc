@@ -486,6 +486,40 @@ T[j in 16, i] = A[B[i] * 1431655766, j]
   }
 }
 
+// An int64 index beside int32 ones, the way out of an int32 index that
+// would overflow (ir/limits.h): the row-major sum of the buffer's indices
+// is computed in int64.
+TEST(CodegenTest, AnInt64IndexBesideInt32OnesIsFlattenedInInt64) {
+  PrimFunc f = ParseWorkloadText(R"(
+input A: f32[5, 16]
+R[i in 50000, j in 16] = A[(i64(i) * i64(i) * 3) % 5, j]
+)");
+  for (bool vectorized : {false, true}) {
+    Schedule sch(f, 0);
+    if (vectorized) sch.Vectorize(sch.GetLoops(sch.GetBlock("R"))[1]);
+    std::vector<NDArray> args = MakeArguments(f, 7);
+    EXPECT_EQ(RunKeepsTheResult(f, sch.func(), args), "") << "vectorized " << vectorized;
+  }
+}
+
+// An axis wider than int32 counts in int64 (te), and scheduling, lowering
+// and code generation keep its arithmetic in int64 beside the int32 axes.
+// Compiled, not run: 2^32 rows.
+TEST(CodegenTest, AnInt64AxisIsScheduledLoweredAndCompiled) {
+  Schedule sch(BuildWorkload("matmul:M=4294967296,N=16,K=4").func, 0);
+  RunScheduleScript(sch, R"(
+b = sch.get_block("C")
+i, j, k = sch.get_loops(b)
+i0, i1 = sch.split(i, factors=[None, 8])
+sch.reorder(i0, k, i1, j)
+sch.parallel(i0)
+sch.vectorize(j)
+)");
+  Kernel k;
+  ASSERT_NO_THROW(k = SharedJit().Compile(Lower(sch.func())));
+  SharedJit().Release(k);
+}
+
 // Floor division and modulo by a divisor only known at run time, with the
 // operands that differ from C's division: signs that disagree, and the most
 // negative value over -1, which wraps to itself (x86's idiv would trap).
