@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "ir/json.h"
 #include "ir/printer.h"
 #include "ir/schedule/script.h"
 #include "ir/structural.h"
@@ -526,6 +527,8 @@ const char* kSmallWrittenWorkloads[] = {
     // a packed variant that named its input by its index among the reads
     // asked for a third read that was gone.
     "input X: f32[17, 14]\ninput Y: f32[16]\nS[i] = sum(k in 16) X[i, k % 14] + Y[k % 16] - Y[k % 16] * 0.5\n",
+    // An int64 index beside int32 ones (ir/limits.h).
+    "input X: f32[6, 20]\nS[i in 9, j in 5] = sum(k in 20) X[(i64(i) * i64(i) * 7 + i64(j)) % 6, k] * f32(i64(k) - 3)\n",
 };
 
 TEST(DesignSpace, SamplesOfWrittenWorkloadsMatchTheInterpreter) {
@@ -540,6 +543,25 @@ TEST(DesignSpace, SamplesOfWrittenWorkloadsMatchTheInterpreter) {
       EXPECT_EQ(ir::testing::SameResult(workload, c->program, 3), "") << c->trace.AsScript();
     }
   }
+}
+
+// An axis of more than 2^31 values counts in int64 (te): every design
+// realizes, lowers, and passes the checks a worker makes of a program it
+// receives. Too large to run.
+TEST(DesignSpace, AnInt64AxisGetsDesignsThatLower) {
+  ir::PrimFunc workload = ir::BuildWorkload("matmul:M=4294967296,N=32,K=16").func;
+  std::vector<ir::Trace> spaces = DefaultDesignSpace(workload, SpaceOptionsFor(2, 512));
+  ASSERT_FALSE(spaces.empty());
+  int realized = 0;
+  for (std::uint64_t seed = 0; seed < 8; ++seed) {
+    const ir::Trace& space = spaces[seed % spaces.size()];
+    std::optional<Candidate> c = Realize(workload, WithoutDecisions(space), seed);
+    if (!c) continue;
+    ++realized;
+    EXPECT_NO_THROW(ir::ProgramFromJson(ir::ProgramToJson(c->program))) << c->trace.AsScript();
+    EXPECT_NO_THROW(measure::Lower(c->program)) << c->trace.AsScript();
+  }
+  EXPECT_GE(realized, 4);
 }
 
 // A design fixes every decision: its program does not depend on the seed it
