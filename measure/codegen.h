@@ -40,6 +40,10 @@ struct CodegenOptions {
   std::string cpu;
   std::string features;
   int vector_bits = 128;
+  // Whether float add, subtract and multiply may fuse into FMA, which
+  // rounds once where the interpreter rounds twice. Off only where a test
+  // tells contraction's rounding apart from a wrong result.
+  bool contract_fma = true;
   // Test-only faults, to exercise the worker's containment.
   bool fault_crash = false;
   bool fault_hang = false;

@@ -85,6 +85,7 @@ struct Jit::Impl {
     co.cpu = target.cpu;
     co.features = target.features;
     co.vector_bits = target.VectorBits();
+    co.contract_fma = options.contract_fma;
     co.fault_crash = options.fault_crash;
     co.fault_hang = options.fault_hang;
     std::unique_ptr<llvm::Module> mod;

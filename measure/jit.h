@@ -31,6 +31,8 @@ struct Kernel {
 };
 
 struct CompileOptions {
+  // CodegenOptions::contract_fma.
+  bool contract_fma = true;
   // Test-only faults (measure config's fault injection): a kernel that
   // writes through a null pointer, or one that never returns.
   bool fault_crash = false;

@@ -486,6 +486,31 @@ T[j in 16, i] = A[B[i] * 1431655766, j]
   }
 }
 
+// X * X - P with P = X * X rounded: the interpreter rounds the product and
+// gets 0; an FMA keeps the product exact and gets its rounding error.
+// Compiled without contraction, every operation rounds as the interpreter's.
+TEST(CodegenTest, WithoutContractionEveryOperationRoundsAsInTheInterpreter) {
+  PrimFunc f = ParseWorkloadText(R"(
+input X: f32[64]
+P[i] = X[i] * X[i]
+R[i] = X[i] * X[i] - P[i]
+output R
+)");
+  for (bool vectorized : {false, true}) {
+    Schedule sch(f, 0);
+    if (vectorized) sch.Vectorize(sch.GetLoops(sch.GetBlock("R"))[0]);
+    std::vector<NDArray> args = MakeArguments(f, 3);
+    std::vector<void*> pointers;
+    for (NDArray& a : args) pointers.push_back(a.data());
+    CompileOptions rounded;
+    rounded.contract_fma = false;
+    Kernel k = SharedJit().Compile(Lower(sch.func()), rounded);
+    k.fn(pointers.data());
+    SharedJit().Release(k);
+    for (std::int64_t i = 0; i < 64; ++i) ASSERT_EQ(args[1].GetFloat(i), 0.0) << i << " vectorized " << vectorized;
+  }
+}
+
 // An int64 index beside int32 ones, the way out of an int32 index that
 // would overflow (ir/limits.h): the row-major sum of the buffer's indices
 // is computed in int64.
