@@ -22,20 +22,40 @@ std::string ShapeText(const std::vector<std::int64_t>& shape) {
   return s + "]";
 }
 
-// Bounds in 128 bits, clamped to +-2^62 after every step so that a product
-// of two never overflows; a value past 2^62 is far outside int32 either way.
+// Bounds in 128 bits, clamped after every step to just past int64 so that
+// a product of two never overflows: a clamped bound is outside int64, and
+// so outside any integer type, either way.
 using Wide = __int128;
-constexpr Wide kClamp = Wide{1} << 62;
-constexpr Wide kInt32Min = std::numeric_limits<std::int32_t>::min();
-constexpr Wide kInt32Max = std::numeric_limits<std::int32_t>::max();
+constexpr Wide kClamp = (Wide{1} << 63) + 1;
 
 struct WideBound {
   Wide min, max;
 };
 
 WideBound Clamped(Wide lo, Wide hi) { return {std::clamp(lo, -kClamp, kClamp), std::clamp(hi, -kClamp, kClamp)}; }
-bool InsideInt32(const WideBound& b) { return b.min >= kInt32Min && b.max <= kInt32Max; }
-constexpr WideBound kAnyInt32 = {kInt32Min, kInt32Max};
+
+// Every value of an integer type.
+WideBound Whole(DataType t) {
+  if (t == DataType::kInt32) return {std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()};
+  return {std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()};
+}
+bool Inside(const WideBound& b, DataType t) {
+  WideBound whole = Whole(t);
+  return b.min >= whole.min && b.max <= whole.max;
+}
+
+// A bound in decimal; a clamped one says only that it is past 2^63.
+std::string WideText(Wide v) {
+  if (v == kClamp) return "past 2^63";
+  if (v == -kClamp) return "past -2^63";
+  if (v < 0) return "-" + WideText(-v);
+  std::string digits;
+  do {
+    digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
+    v /= 10;
+  } while (v > 0);
+  return digits;
+}
 
 // Floor division and modulo by a constant, as the interpreter computes them.
 Wide FloorDivWide(Wide a, Wide b) {
@@ -45,8 +65,8 @@ Wide FloorDivWide(Wide a, Wide b) {
 }
 
 // The bounds of each part of an expression computed as written, innermost
-// first, remembering the first part that is int32, reads no data and can
-// leave int32.
+// first, remembering the first integer part that reads no data and can
+// leave its type.
 class EscapeFinder {
  public:
   explicit EscapeFinder(const VarRanges& ranges) : ranges_(ranges) {}
@@ -65,13 +85,13 @@ class EscapeFinder {
       reads_data |= ops.back().reads_data;
     }
     Result r{BoundOfNode(e, ops), reads_data};
-    if (!escape_ && e->dtype == DataType::kInt32 && !reads_data && r.bound && !InsideInt32(*r.bound)) {
-      escape_ = Int32Escape{e, {static_cast<std::int64_t>(r.bound->min), static_cast<std::int64_t>(r.bound->max)}};
+    if (!escape_ && IsInt(e->dtype) && !reads_data && r.bound && !Inside(*r.bound, e->dtype)) {
+      escape_ = IntEscape{e, WideText(r.bound->min) + ".." + WideText(r.bound->max)};
     }
     return r;
   }
 
-  std::optional<Int32Escape> escape_;
+  std::optional<IntEscape> escape_;
 
  private:
   std::optional<WideBound> BoundOfNode(const Expr& e, const std::vector<Result>& ops) {
@@ -85,14 +105,15 @@ class EscapeFinder {
         if (it == ranges_.end() || it->second < 1) return std::nullopt;
         return WideBound{0, it->second - 1};
       }
-      case ExprKind::kLoad: return e->dtype == DataType::kInt32 ? std::optional(kAnyInt32) : std::nullopt;
+      case ExprKind::kLoad: return Whole(e->dtype);
       case ExprKind::kCast: {
         // A conversion to int32 wraps by request, and one from int32 sees
-        // the value wrapped.
+        // the value wrapped; a float converts to any value of the type.
         auto a = operand(0);
-        bool wraps = e->dtype == DataType::kInt32 || e->operands[0]->dtype == DataType::kInt32;
-        if (!wraps) return a;
-        return a && InsideInt32(*a) ? *a : kAnyInt32;
+        DataType from = e->operands[0]->dtype;
+        if (!IsInt(from) && from != DataType::kBool) return Whole(e->dtype);
+        if (e->dtype != DataType::kInt32 && from != DataType::kInt32) return a;
+        return a && Inside(*a, DataType::kInt32) ? *a : Whole(DataType::kInt32);
       }
       case ExprKind::kCall: return std::nullopt;
       default: break;
@@ -118,8 +139,9 @@ class EscapeFinder {
           Wide q1 = FloorDivWide(a->min, b->min), q2 = FloorDivWide(a->max, b->min);
           return WideBound{std::min(q1, q2), std::max(q1, q2)};
         }
-        // |a / b| <= |a| for |b| >= 1, and -1 for a small a of the other sign;
-        // x / -1 is -x, which for the most negative int32 leaves int32.
+        // |a / b| <= |a| for |b| >= 1, and -1 for a small a of the other
+        // sign; x / -1 is -x, which for the most negative value leaves the
+        // type.
         Wide m = std::max({-a->min, a->max, Wide{1}});
         return WideBound{-m, m};
       }
@@ -138,7 +160,7 @@ class EscapeFinder {
 
 }  // namespace
 
-std::optional<Int32Escape> FindInt32Escape(const Expr& e, const VarRanges& ranges) {
+std::optional<IntEscape> FindIntEscape(const Expr& e, const VarRanges& ranges) {
   EscapeFinder finder(ranges);
   finder.Visit(e);
   return finder.escape_;

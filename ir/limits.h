@@ -34,21 +34,25 @@ void CheckIterationCount(const std::string& block, const std::vector<std::int64_
 // 2^31 - 1). te::Builder gives a wider axis an int64 variable, as TVM does.
 inline constexpr std::int64_t kMaxInt32Extent = std::int64_t{1} << 31;
 
-// int32 arithmetic wraps: the interpreter wraps every result, and code
-// generation wraps what is computed from loaded data (A[B[i] * 3]). But
-// index arithmetic is simplified as if over unbounded integers (a bound
-// decides that a floormod is a no-op) and compiled code holds it in 64
-// bits, and the three agree only while no value leaves int32. So a part of
-// an int32 expression that reads no data must stay inside int32 for every
-// value of its variables: (i * i * 3) % 5 over i in 0..49999 does not, and
-// compiled code computed another element than the interpreter. Returns the
-// innermost such part and its bounds, or nothing. Variables missing from
-// `ranges` leave the parts that use them unjudged.
-struct Int32Escape {
+// Integer arithmetic wraps: the interpreter wraps every int32 and int64
+// result, and code generation wraps what is computed from loaded data
+// (A[B[i] * 3]). But index arithmetic is simplified as if over unbounded
+// integers (a bound decides that a floormod is a no-op) and compiled code
+// holds int32 in 64 bits, and these agree with wrapping only while no value
+// leaves its type. So a part of an integer expression that reads no data
+// must stay inside its type (int32 or int64) for every value of its
+// variables: (i * i * 3) % 5 over i in 0..49999 does not, and compiled
+// code computed another element than the interpreter. Returns the
+// innermost such part and its range ("0..2499900001", or "0..past 2^63"),
+// or nothing.
+// Variables missing from `ranges` leave the parts that use them unjudged.
+// (Simplification leaves the parts that read data as they are written,
+// apart from + - *, which wrap alike.)
+struct IntEscape {
   Expr part;
-  IntBound bound;  // clamped to +-2^62
+  std::string range;
 };
-std::optional<Int32Escape> FindInt32Escape(const Expr& e, const VarRanges& ranges);
+std::optional<IntEscape> FindIntEscape(const Expr& e, const VarRanges& ranges);
 
 // Both checks over every parameter, allocation and block of the program.
 void CheckProgramSize(const PrimFunc& func);

@@ -1,6 +1,7 @@
 #include "ir/simplify.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -13,6 +14,39 @@ std::int64_t FloorDivConst(std::int64_t a, std::int64_t b) {
   return q;
 }
 std::int64_t FloorModConst(std::int64_t a, std::int64_t b) { return a - FloorDivConst(a, b) * b; }
+
+// Coefficients and constants of a linear form wrap as two's complement: the
+// program's + - * on integers wrap (the interpreter's semantics), so a form
+// gathered with wrapping arithmetic is exact modulo 2^64, and so modulo 2^32
+// for int32. (Unchecked, C++ overflow is undefined: i64(i) * 2^62 * 4 hit it.)
+std::int64_t WrapMul(std::int64_t a, std::int64_t b) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) * static_cast<std::uint64_t>(b));
+}
+std::int64_t WrapAdd(std::int64_t a, std::int64_t b) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+}
+
+// Bounds are arithmetic over the integers, so they must not wrap: a bound
+// that does not fit int64 is not known.
+std::optional<IntBound> CheckedBound(__int128 lo, __int128 hi) {
+  constexpr __int128 kMin = std::numeric_limits<std::int64_t>::min(), kMax = std::numeric_limits<std::int64_t>::max();
+  if (lo < kMin || hi > kMax) return std::nullopt;
+  return IntBound{static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi)};
+}
+
+// Whether a * b (both positive) is a constant of type t: a divisor past it
+// would wrap into another.
+bool FitsProduct(std::int64_t a, std::int64_t b, DataType t) {
+  std::int64_t p = 0;
+  if (__builtin_mul_overflow(a, b, &p)) return false;
+  return t != DataType::kInt32 || p <= std::numeric_limits<std::int32_t>::max();
+}
+
+bool ReadsData(const Expr& e) {
+  bool found = false;
+  VisitExpr(e, [&](const Expr& x) { found |= x->kind == ExprKind::kLoad; });
+  return found;
+}
 
 // sum(coeff * atom) + constant, atoms in order of first appearance.
 struct Linear {
@@ -29,7 +63,7 @@ struct Linear {
   template <typename A>
   void Add(A&& atom, std::int64_t coeff) {
     if (Term* t = Find(atom)) {
-      t->coeff += coeff;
+      t->coeff = WrapAdd(t->coeff, coeff);
     } else {
       Append(Term{std::forward<A>(atom), coeff});
     }
@@ -48,12 +82,12 @@ struct Linear {
     terms.push_back(std::move(t));
   }
   void AddAll(const Linear& other, std::int64_t scale) {
-    for (const Term& t : other.terms) Add(t.atom, t.coeff * scale);
-    constant += other.constant * scale;
+    for (const Term& t : other.terms) Add(t.atom, WrapMul(t.coeff, scale));
+    constant = WrapAdd(constant, WrapMul(other.constant, scale));
   }
   void AddAll(Linear&& other, std::int64_t scale) {
-    for (Term& t : other.terms) Add(std::move(t.atom), t.coeff * scale);
-    constant += other.constant * scale;
+    for (Term& t : other.terms) Add(std::move(t.atom), WrapMul(t.coeff, scale));
+    constant = WrapAdd(constant, WrapMul(other.constant, scale));
   }
   void DropZeros() {
     terms.erase(std::remove_if(terms.begin(), terms.end(), [](const Term& t) { return t.coeff == 0; }),
@@ -85,14 +119,16 @@ class Simplifier {
       case ExprKind::kAdd: case ExprKind::kSub: {
         auto a = Bound(e->operands[0]), b = Bound(e->operands[1]);
         if (!a || !b) return std::nullopt;
-        if (e->kind == ExprKind::kAdd) return IntBound{a->min + b->min, a->max + b->max};
-        return IntBound{a->min - b->max, a->max - b->min};
+        using W = __int128;
+        if (e->kind == ExprKind::kAdd) return CheckedBound(W{a->min} + b->min, W{a->max} + b->max);
+        return CheckedBound(W{a->min} - b->max, W{a->max} - b->min);
       }
       case ExprKind::kMul: {
         auto a = Bound(e->operands[0]), b = Bound(e->operands[1]);
         if (!a || !b) return std::nullopt;
-        std::int64_t c[] = {a->min * b->min, a->min * b->max, a->max * b->min, a->max * b->max};
-        return IntBound{*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+        using W = __int128;
+        W c[] = {W{a->min} * b->min, W{a->min} * b->max, W{a->max} * b->min, W{a->max} * b->max};
+        return CheckedBound(*std::min_element(c, c + 4), *std::max_element(c, c + 4));
       }
       case ExprKind::kFloorDiv: {
         auto a = Bound(e->operands[0]);
@@ -147,8 +183,8 @@ class Simplifier {
     Linear l;
     for (std::size_t d = 0; d < indices.size(); ++d) {
       if (d > 0) {
-        for (Linear::Term& t : l.terms) t.coeff *= shape[d];
-        l.constant *= shape[d];
+        for (Linear::Term& t : l.terms) t.coeff = WrapMul(t.coeff, shape[d]);
+        l.constant = WrapMul(l.constant, shape[d]);
       }
       AddTo(l, indices[d], 1);
     }
@@ -204,7 +240,7 @@ class Simplifier {
   // index). False for any other shape, which then needs ToLinear.
   bool ReadSum(const Expr& e, std::int64_t sign, Linear& l) {
     switch (e->kind) {
-      case ExprKind::kIntImm: l.constant += sign * e->int_value; return true;
+      case ExprKind::kIntImm: l.constant = WrapAdd(l.constant, WrapMul(sign, e->int_value)); return true;
       case ExprKind::kAdd: return ReadSum(e->operands[0], sign, l) && ReadSum(e->operands[1], sign, l);
       case ExprKind::kSub: return ReadSum(e->operands[0], sign, l) && ReadSum(e->operands[1], -sign, l);
       case ExprKind::kMul: {
@@ -212,7 +248,7 @@ class Simplifier {
         if (!AsConstInt(e->operands[1], &c)) break;  // a product of two non-constants: an atom
         const Expr& atom = e->operands[0];
         if (!IsAtom(atom) || atom->kind == ExprKind::kMul) return false;
-        l.Add(atom, sign * c);
+        l.Add(atom, WrapMul(sign, c));
         l.DropZeros();
         return true;
       }
@@ -235,15 +271,16 @@ class Simplifier {
   }
 
   std::optional<IntBound> Bound(const Linear& l) {
-    IntBound total{l.constant, l.constant};
+    __int128 lo = l.constant, hi = l.constant;
     for (const Linear::Term& t : l.terms) {
       auto b = Bound(t.atom);
       if (!b) return std::nullopt;
-      std::int64_t lo = b->min * t.coeff, hi = b->max * t.coeff;
-      total.min += std::min(lo, hi);
-      total.max += std::max(lo, hi);
+      __int128 a = __int128{b->min} * t.coeff, z = __int128{b->max} * t.coeff;
+      lo += std::min(a, z);
+      hi += std::max(a, z);
+      if (!CheckedBound(lo, hi)) return std::nullopt;
     }
-    return total;
+    return CheckedBound(lo, hi);
   }
 
  private:
@@ -264,15 +301,19 @@ class Simplifier {
   // inside e: their terms go straight into acc. The caller drops zeros.
   void AddTo(Linear& acc, const Expr& e, std::int64_t scale) {
     switch (e->kind) {
-      case ExprKind::kIntImm: acc.constant += e->int_value * scale; return;
+      case ExprKind::kIntImm: acc.constant = WrapAdd(acc.constant, WrapMul(e->int_value, scale)); return;
       case ExprKind::kVar: acc.Add(e, scale); return;
       case ExprKind::kAdd: case ExprKind::kSub:
         AddTo(acc, e->operands[0], scale);
-        AddTo(acc, e->operands[1], e->kind == ExprKind::kAdd ? scale : -scale);
+        AddTo(acc, e->operands[1], e->kind == ExprKind::kAdd ? scale : WrapMul(scale, -1));
         return;
       case ExprKind::kMul:
-        if (e->operands[1]->kind == ExprKind::kIntImm) return AddTo(acc, e->operands[0], scale * e->operands[1]->int_value);
-        if (e->operands[0]->kind == ExprKind::kIntImm) return AddTo(acc, e->operands[1], scale * e->operands[0]->int_value);
+        if (e->operands[1]->kind == ExprKind::kIntImm) {
+          return AddTo(acc, e->operands[0], WrapMul(scale, e->operands[1]->int_value));
+        }
+        if (e->operands[0]->kind == ExprKind::kIntImm) {
+          return AddTo(acc, e->operands[1], WrapMul(scale, e->operands[0]->int_value));
+        }
         break;
       default: break;
     }
@@ -340,6 +381,14 @@ class Simplifier {
       return l;
     }
     if (c == 1) return ToLinear(e->operands[0]);
+    if (ReadsData(e->operands[0])) {
+      // floordiv(c*Q + R, c) = Q + floordiv(R, c) holds for the integers,
+      // not for the wrapped value of c*Q + R, which a value computed from
+      // loaded data may be: floordiv(B[i] * 4, 4) is not B[i] when B[i] * 4
+      // wraps. Data-free parts cannot wrap (FindIntEscape, ir/limits.h).
+      l.Add(Binary(ExprKind::kFloorDiv, Run(e->operands[0]), divisor), 1);
+      return l;
+    }
     Linear a = ToLinear(e->operands[0]);
     Linear rest;
     for (const Linear::Term& t : a.terms) {
@@ -359,7 +408,8 @@ class Simplifier {
       (void)y;
       Expr xe = FromLinear(x, e->dtype);
       std::int64_t d = c / k, inner = 0;
-      if (xe->kind == ExprKind::kFloorDiv && AsConstInt(xe->operands[1], &inner) && inner > 0) {
+      if (xe->kind == ExprKind::kFloorDiv && AsConstInt(xe->operands[1], &inner) && inner > 0 &&
+          FitsProduct(inner, d, e->dtype)) {
         l.AddAll(ToLinear(Binary(ExprKind::kFloorDiv, xe->operands[0], IntImm(e->dtype, inner * d))), 1);
       } else {
         l.AddAll(Atom(Binary(ExprKind::kFloorDiv, xe, IntImm(e->dtype, d))), 1);
@@ -371,7 +421,7 @@ class Simplifier {
     std::int64_t inner = 0;
     if (rest.terms.size() == 1 && rest.terms[0].coeff == 1 && rest.constant == 0 &&
         rest.terms[0].atom->kind == ExprKind::kFloorDiv && AsConstInt(rest.terms[0].atom->operands[1], &inner) &&
-        inner > 0) {
+        inner > 0 && FitsProduct(inner, c, e->dtype)) {
       l.AddAll(ToLinear(Binary(ExprKind::kFloorDiv, rest.terms[0].atom->operands[0], IntImm(e->dtype, inner * c))), 1);
       l.DropZeros();
       return l;
@@ -391,6 +441,10 @@ class Simplifier {
       return l;
     }
     if (c == 1) return l;
+    if (ReadsData(e->operands[0])) {  // as in DivLinear
+      l.Add(Binary(ExprKind::kFloorMod, Run(e->operands[0]), divisor), 1);
+      return l;
+    }
     Linear a = ToLinear(e->operands[0]);
     Linear rest;
     for (const Linear::Term& t : a.terms) {
@@ -457,9 +511,12 @@ class Simplifier {
 
   Expr FromLinear(const Linear& l, DataType dtype) {
     Expr result;
+    // Negation wraps: the most negative coefficient is its own magnitude,
+    // and subtracting it is adding it (modulo 2^64).
+    auto magnitude = [](std::int64_t v) { return v < 0 ? WrapMul(v, -1) : v; };
     for (const Linear::Term& t : l.terms) {
       if (t.coeff == 0) continue;
-      std::int64_t mag = t.coeff < 0 ? -t.coeff : t.coeff;
+      std::int64_t mag = magnitude(t.coeff);
       Expr term = mag == 1 ? t.atom : Binary(ExprKind::kMul, t.atom, IntImm(dtype, mag));
       if (!result) {
         result = t.coeff < 0 ? Binary(ExprKind::kSub, IntImm(dtype, 0), std::move(term)) : std::move(term);
@@ -469,7 +526,7 @@ class Simplifier {
     }
     if (!result) return IntImm(dtype, l.constant);
     if (l.constant > 0) result = Binary(ExprKind::kAdd, std::move(result), IntImm(dtype, l.constant));
-    if (l.constant < 0) result = Binary(ExprKind::kSub, std::move(result), IntImm(dtype, -l.constant));
+    if (l.constant < 0) result = Binary(ExprKind::kSub, std::move(result), IntImm(dtype, magnitude(l.constant)));
     return result;
   }
 
@@ -479,6 +536,22 @@ class Simplifier {
       Linear diff = ToLinear(a);
       diff.AddAll(ToLinear(b), -1);
       diff.DropZeros();
+      if (ReadsData(a) || ReadsData(b)) {
+        // a - b is known only modulo 2^width where a value computed from
+        // loaded data may wrap: it says whether a and b are equal, not
+        // which is smaller (B[i] < B[i] + 1 is false for the largest B[i]).
+        if (!diff.IsConst()) return Binary(e->kind, a, b);
+        std::int64_t d = diff.constant;
+        if (e->operands[0]->dtype == DataType::kInt32) d = static_cast<std::int32_t>(static_cast<std::uint32_t>(d));
+        bool equal = d == 0;
+        switch (e->kind) {
+          case ExprKind::kEq: return BoolImm(equal);
+          case ExprKind::kNe: return BoolImm(!equal);
+          case ExprKind::kLe: case ExprKind::kGe: if (equal) return BoolImm(true); break;
+          default: if (equal) return BoolImm(false); break;
+        }
+        return Binary(e->kind, a, b);
+      }
       if (auto d = Bound(diff)) {
         std::optional<bool> known;
         switch (e->kind) {

@@ -142,9 +142,10 @@ class Verifier {
       }
       if (x->kind == ExprKind::kLoad) Access(x->buffer, "loads from");
     });
-    if (auto escape = FindInt32Escape(e, vars_)) {
-      Fail(where + " has an int32 part that ranges over " + std::to_string(escape->bound.min) + ".." +
-           std::to_string(escape->bound.max) + ", outside int32; compute it in int64");
+    if (auto escape = FindIntEscape(e, vars_)) {
+      std::string type(DataTypeName(escape->part->dtype));
+      Fail(where + " has an " + type + " part that ranges over " + escape->range + ", outside " + type +
+           (escape->part->dtype == DataType::kInt32 ? "; compute it in int64" : ""));
     }
   }
 

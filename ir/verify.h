@@ -24,8 +24,8 @@ namespace tunedb::ir {
 // - loop and iteration variables are integers (an int32 one counts at most
 //   2^31 values), each binding has the type of its iteration variable, a
 //   predicate is bool;
-// - no int32 part of an expression that reads no data can leave int32
-//   (FindInt32Escape, ir/limits.h);
+// - no integer part of an expression that reads no data can leave its
+//   type (FindIntEscape, ir/limits.h);
 // - a block's region has a range per dimension of its buffer, each range's
 //   start and extent of one integer type.
 // (Expression and store types are checked where they are made.)

@@ -605,10 +605,11 @@ class Parser {
       Fail(n, err.what());
     }
     // Its operands passed this check as they were lowered, so a part that
-    // can leave int32 is this one (ir/limits.h).
-    if (auto escape = FindInt32Escape(e, ranges_)) {
-      Fail(StartOf(n), "this int32 expression ranges over " + std::to_string(escape->bound.min) + ".." +
-                           std::to_string(escape->bound.max) + ", outside int32; compute it in i64 (i64(...))");
+    // can leave its type is this one (ir/limits.h).
+    if (auto escape = FindIntEscape(e, ranges_)) {
+      bool narrow = e->dtype == DataType::kInt32;
+      Fail(StartOf(n), std::string("this ") + (narrow ? "int32" : "int64") + " expression ranges over " +
+                           escape->range + ", outside " + (narrow ? "int32; compute it in i64 (i64(...))" : "int64"));
     }
     return e;
   }

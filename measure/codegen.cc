@@ -358,7 +358,7 @@ class Codegen {
     // right regardless; every other operation must see the value it wraps
     // to, as the interpreter does. Only values computed from loaded data are
     // wrapped: a program's int32 arithmetic without loads cannot leave int32
-    // (FindInt32Escape, ir/limits.h), and is left as it is for LLVM's
+    // (FindIntEscape, ir/limits.h), and is left as it is for LLVM's
     // analysis of addresses (found by fuzz/compiled_text.cc).
     bool modular = e->kind == ExprKind::kAdd || e->kind == ExprKind::kSub || e->kind == ExprKind::kMul;
     if (t == DataType::kInt32 && !modular) {
@@ -851,7 +851,7 @@ class Codegen {
   // where the interpreter, which checked the access, wrapped it. Wrapped,
   // the flat index is the interpreter's element: each dimension's index is
   // the same modulo 2^32, and an int32-indexed buffer has fewer than 2^31
-  // elements. Other indices stay in range (FindInt32Escape, ir/limits.h)
+  // elements. Other indices stay in range (FindIntEscape, ir/limits.h)
   // and are left whole for LLVM's analysis of addresses.
   Val EmitIndex(const Expr& index) { return WrapDataIndex(index, Emit(index)); }
   llvm::Value* EmitIndexAtLane0(const Expr& index) {

@@ -49,40 +49,47 @@ TEST(LimitsTest, AnAxisWiderThanInt32CountsInInt64) {
   EXPECT_EQ(CollectBlocks(edge.func).back()->iter_vars[2].var->dtype, DataType::kInt32);
 }
 
-TEST(LimitsTest, AnInt32PartThatCanLeaveInt32IsFoundInnermostFirst) {
+TEST(LimitsTest, AnIntegerPartThatCanLeaveItsTypeIsFoundInnermostFirst) {
   Expr i = MakeVar("i"), j = MakeVar("j");
   VarRanges ranges = {{i.get(), 50000}, {j.get(), 3}};
   // i * i reaches 2499900001 before the product with 3 and the modulo.
   Expr square = i * i;
-  auto escape = FindInt32Escape(FloorMod(square * IntImm(DataType::kInt32, 3), IntImm(DataType::kInt32, 5)), ranges);
+  auto escape = FindIntEscape(FloorMod(square * IntImm(DataType::kInt32, 3), IntImm(DataType::kInt32, 5)), ranges);
   ASSERT_TRUE(escape);
   EXPECT_EQ(escape->part, square);
-  EXPECT_EQ(escape->bound.min, 0);
-  EXPECT_EQ(escape->bound.max, 2499900001);
+  EXPECT_EQ(escape->range, "0..2499900001");
   // One past the top, and the most negative value divided by -1.
-  escape = FindInt32Escape(i + IntImm(DataType::kInt32, 2147433649), ranges);
+  escape = FindIntEscape(i + IntImm(DataType::kInt32, 2147433649), ranges);
   ASSERT_TRUE(escape);
-  EXPECT_EQ(escape->bound.max, 2147483648);
-  escape = FindInt32Escape(FloorDiv(IntImm(DataType::kInt32, -2147483648), j - IntImm(DataType::kInt32, 1)), ranges);
+  EXPECT_EQ(escape->range, "2147433649..2147483648");
+  escape = FindIntEscape(FloorDiv(IntImm(DataType::kInt32, -2147483648), j - IntImm(DataType::kInt32, 1)), ranges);
   ASSERT_TRUE(escape);
-  EXPECT_EQ(escape->bound.max, 2147483648);
+  EXPECT_EQ(escape->range, "-2147483648..2147483648");
 
   // Inside int32 at its edges, or divided back into it before any other
   // operation sees it: bounds follow floor division and modulo.
-  EXPECT_FALSE(FindInt32Escape(i + IntImm(DataType::kInt32, 2147433648), ranges));
-  EXPECT_FALSE(FindInt32Escape(FloorDiv(i * IntImm(DataType::kInt32, 40000), IntImm(DataType::kInt32, 7)), ranges));
-  EXPECT_FALSE(FindInt32Escape(FloorMod(i * j, j + IntImm(DataType::kInt32, 1)), ranges));
-  EXPECT_FALSE(FindInt32Escape(Max(i, j) - Min(i, j) * IntImm(DataType::kInt32, 40000), ranges));
+  EXPECT_FALSE(FindIntEscape(i + IntImm(DataType::kInt32, 2147433648), ranges));
+  EXPECT_FALSE(FindIntEscape(FloorDiv(i * IntImm(DataType::kInt32, 40000), IntImm(DataType::kInt32, 7)), ranges));
+  EXPECT_FALSE(FindIntEscape(FloorMod(i * j, j + IntImm(DataType::kInt32, 1)), ranges));
+  EXPECT_FALSE(FindIntEscape(Max(i, j) - Min(i, j) * IntImm(DataType::kInt32, 40000), ranges));
   // Computed in int64, or converted to int32 on request: wrapping is asked for.
   Expr wide = Cast(DataType::kInt64, i) * Cast(DataType::kInt64, i);
-  EXPECT_FALSE(FindInt32Escape(FloorMod(wide, IntImm(DataType::kInt64, 5)), ranges));
-  EXPECT_FALSE(FindInt32Escape(Cast(DataType::kInt32, wide) + IntImm(DataType::kInt32, 0), ranges));
+  EXPECT_FALSE(FindIntEscape(FloorMod(wide, IntImm(DataType::kInt64, 5)), ranges));
+  EXPECT_FALSE(FindIntEscape(Cast(DataType::kInt32, wide) + IntImm(DataType::kInt32, 0), ranges));
   // A value computed from data wraps at run time, in compiled code as in the
   // interpreter.
   Buffer b = MakeBuffer("B", {8}, DataType::kInt32);
-  EXPECT_FALSE(FindInt32Escape(Load(b, {j}) * IntImm(DataType::kInt32, 1431655766), ranges));
+  EXPECT_FALSE(FindIntEscape(Load(b, {j}) * IntImm(DataType::kInt32, 1431655766), ranges));
   // A variable without a range is not judged.
-  EXPECT_FALSE(FindInt32Escape(MakeVar("n") * IntImm(DataType::kInt32, 1000000), ranges));
+  EXPECT_FALSE(FindIntEscape(MakeVar("n") * IntImm(DataType::kInt32, 1000000), ranges));
+
+  // int64 the same, past 2^63; bounds past it are clamped just outside.
+  Expr big = IntImm(DataType::kInt64, std::int64_t{1} << 61);
+  escape = FindIntEscape(Cast(DataType::kInt64, j) * big * IntImm(DataType::kInt64, 4), ranges);
+  ASSERT_TRUE(escape);
+  EXPECT_EQ(escape->range, "0..past 2^63");
+  EXPECT_FALSE(FindIntEscape(Cast(DataType::kInt64, j) * big, ranges));
+  EXPECT_FALSE(FindIntEscape(Load(MakeBuffer("C", {8}, DataType::kInt64), {j}) * big * big, ranges));
 }
 
 }  // namespace

@@ -545,6 +545,21 @@ sch.vectorize(j)
   SharedJit().Release(k);
 }
 
+// floordiv(B[i] * 4, 4) is not B[i] when the product wraps: lowering
+// simplified it so, and the kernel read another row than the interpreter
+// for B[i] = 2^29 + 1 (ir/simplify.h: parts that read data are regathered
+// by + - * only).
+TEST(CodegenTest, AnIndexThatWrapsBeforeItIsDividedKeepsItsDivision) {
+  PrimFunc f = ParseWorkloadText(R"(
+input A: f32[8, 4]
+input B: i32[8]
+R[i, j in 4] = A[(B[i] * 4) / 4 % 7, j]
+)");
+  std::vector<NDArray> args = MakeArguments(f, 6);
+  for (int i = 0; i < 8; ++i) args[1].SetInt(i, (1 << 29) + 1 + i);
+  EXPECT_EQ(RunKeepsTheResult(f, f, args), "");
+}
+
 // Floor division and modulo by a divisor only known at run time, with the
 // operands that differ from C's division: signs that disagree, and the most
 // negative value over -1, which wraps to itself (x86's idiv would trap).
