@@ -14,14 +14,14 @@
 
 namespace tunedb::fuzz {
 
-// Runs `program` compiled on MakeArguments(reference, 1), its outputs
-// poisoned first, and compares its outputs with `expected` (the
-// interpreter's arguments after running `reference` on the same inputs):
-// "" or how they differ. A program that does not build is a finding.
-inline std::string CompiledDiffers(const ir::PrimFunc& reference, const std::vector<ir::NDArray>& expected,
-                                   const ir::PrimFunc& program, const std::string& where,
-                                   const measure::CompileOptions& options) {
-  std::vector<ir::NDArray> args = ir::MakeArguments(reference, 1);
+// Runs `program` compiled on `inputs` (the reference's arguments before
+// it ran), its outputs poisoned first, and compares its outputs with
+// `expected` (the interpreter's arguments after running `reference` on
+// them): "" or how they differ. A program that does not build is a finding.
+inline std::string CompiledDiffers(const ir::PrimFunc& reference, const std::vector<ir::NDArray>& inputs,
+                                   const std::vector<ir::NDArray>& expected, const ir::PrimFunc& program,
+                                   const std::string& where, const measure::CompileOptions& options) {
+  std::vector<ir::NDArray> args = inputs;
   for (int i : ir::OutputParams(reference)) args[i].Poison();
   std::vector<void*> pointers;
   for (ir::NDArray& a : args) pointers.push_back(a.data());
@@ -43,13 +43,14 @@ inline std::string CompiledDiffers(const ir::PrimFunc& reference, const std::vec
 // to about zero, then rsqrt: NaN against 2368, found by compiled_text). So
 // a difference counts only when the program compiled without contraction
 // differs too.
-inline void CheckCompiled(const ir::PrimFunc& reference, const std::vector<ir::NDArray>& expected,
-                          const ir::PrimFunc& program, const std::string& where) {
-  std::string why = CompiledDiffers(reference, expected, program, where, {});
+inline void CheckCompiled(const ir::PrimFunc& reference, const std::vector<ir::NDArray>& inputs,
+                          const std::vector<ir::NDArray>& expected, const ir::PrimFunc& program,
+                          const std::string& where) {
+  std::string why = CompiledDiffers(reference, inputs, expected, program, where, {});
   if (why.empty()) return;
   measure::CompileOptions rounded;
   rounded.contract_fma = false;
-  std::string again = CompiledDiffers(reference, expected, program, where, rounded);
+  std::string again = CompiledDiffers(reference, inputs, expected, program, where, rounded);
   if (!again.empty()) {
     Finding(where + ": the compiled program computes another result: " + why + "; without FMA: " + again);
   }

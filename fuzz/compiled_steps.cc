@@ -22,8 +22,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const ir::PrimFunc& workload = s->workload.func;
   const std::string where = s->workload.spec + " after " + s->steps;
   if (ir::testing::LargestBufferBytes(s->schedule.func()) > fuzz::kMaxInterpretedBytes) return 0;
-  std::vector<ir::NDArray> expected = ir::MakeArguments(workload, 1);
+  const std::vector<ir::NDArray> inputs = ir::MakeArguments(workload, 1);
+  std::vector<ir::NDArray> expected = inputs;
   ir::Interpret(workload, expected);
-  fuzz::CheckCompiled(workload, expected, s->schedule.func(), where);
+  fuzz::CheckCompiled(workload, inputs, expected, s->schedule.func(), where);
   return 0;
 }

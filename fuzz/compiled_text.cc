@@ -4,10 +4,12 @@
 // interpreter does (ir/interpreter.h pins the semantics: float32 rounding
 // after each operation, int32 that wraps, floordiv and floormod, a select
 // that evaluates only its chosen branch). The program is lowered, compiled
-// by LLVM for this CPU and run on the interpreter's random inputs; its
-// outputs must be the interpreter's. Where the interpreter stops on the
+// by LLVM for this CPU and run on the interpreter's random inputs, then
+// again with integer inputs from all over their type; its outputs must be
+// the interpreter's. Where the interpreter stops on the
 // data (a division by zero, a cast out of range), the program is not run.
 // A program that does not build is a finding too.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -20,6 +22,33 @@
 
 using namespace tunedb;
 
+namespace {
+
+// Gives each integer input values from all over its type; false when there
+// is none.
+bool WidenIntegers(const ir::PrimFunc& f, std::vector<ir::NDArray>& args) {
+  std::vector<int> outputs = ir::OutputParams(f);
+  std::uint64_t state = 0x243f6a8885a308d3ULL;
+  bool any = false;
+  for (std::size_t p = 0; p < args.size(); ++p) {
+    ir::DataType t = f.params[p]->dtype;
+    bool is_output = std::find(outputs.begin(), outputs.end(), static_cast<int>(p)) != outputs.end();
+    if (is_output || (t != ir::DataType::kInt32 && t != ir::DataType::kInt64)) continue;
+    any = true;
+    for (std::int64_t i = 0; i < args[p].size(); ++i) {
+      std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);  // splitmix64
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      z ^= z >> 31;
+      args[p].SetInt(i, t == ir::DataType::kInt32 ? static_cast<std::int32_t>(static_cast<std::uint32_t>(z))
+                                                  : static_cast<std::int64_t>(z));
+    }
+  }
+  return any;
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::optional<ir::PrimFunc> parsed;
   try {
@@ -29,12 +58,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const ir::PrimFunc& f = *parsed;
   if (!fuzz::SmallEnoughToRun(f)) return 0;
-  std::vector<ir::NDArray> expected = ir::MakeArguments(f, 1);
-  try {
-    ir::Interpret(f, expected);
-  } catch (const ir::IrError&) {
-    return 0;
+  // Small integers first, which keep data-dependent indices in bounds; then
+  // integers from all over their type, where products computed from data
+  // wrap (floordiv(B[i] * 4, 4) is not B[i] then).
+  for (bool wide : {false, true}) {
+    std::vector<ir::NDArray> inputs = ir::MakeArguments(f, 1);
+    if (wide && !WidenIntegers(f, inputs)) break;
+    std::vector<ir::NDArray> expected = inputs;
+    try {
+      ir::Interpret(f, expected);
+    } catch (const ir::IrError&) {
+      continue;
+    }
+    fuzz::CheckCompiled(f, inputs, expected, f, wide ? "fuzz.tw (wide integers)" : "fuzz.tw");
   }
-  fuzz::CheckCompiled(f, expected, f, "fuzz.tw");
   return 0;
 }
