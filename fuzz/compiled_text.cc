@@ -18,6 +18,7 @@
 #include "fuzz/compiled_check.h"
 #include "fuzz/fuzz_check.h"
 #include "ir/interpreter.h"
+#include "ir/mix.h"
 #include "ir/workload_lang.h"
 
 using namespace tunedb;
@@ -36,10 +37,7 @@ bool WidenIntegers(const ir::PrimFunc& f, std::vector<ir::NDArray>& args) {
     if (is_output || (t != ir::DataType::kInt32 && t != ir::DataType::kInt64)) continue;
     any = true;
     for (std::int64_t i = 0; i < args[p].size(); ++i) {
-      std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);  // splitmix64
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-      z ^= z >> 31;
+      std::uint64_t z = ir::Mix64(state += ir::kGoldenGamma);  // splitmix64
       args[p].SetInt(i, t == ir::DataType::kInt32 ? static_cast<std::int32_t>(static_cast<std::uint32_t>(z))
                                                   : static_cast<std::int64_t>(z));
     }

@@ -253,6 +253,15 @@ bool AsConstInt(const Expr& e, std::int64_t* value) {
   return true;
 }
 
+bool HasLoad(const Expr& e) {
+  if (!e) return false;
+  if (e->kind == ExprKind::kLoad) return true;
+  for (const Expr& operand : e->operands) {
+    if (HasLoad(operand)) return true;
+  }
+  return false;
+}
+
 bool UsesVar(const Expr& e, const ExprNode* var) {
   if (!e) return false;
   if (e.get() == var) return true;

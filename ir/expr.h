@@ -128,6 +128,9 @@ bool AsConstInt(const Expr& e, std::int64_t* value);
 // Whether the variable node `var` occurs in e (false for a null e).
 bool UsesVar(const Expr& e, const ExprNode* var);
 
+// Whether e reads a buffer anywhere (false for a null e).
+bool HasLoad(const Expr& e);
+
 // The terms of a conjunction, `a and (b and c)` as a, b, c; any other e as
 // itself, and none for a null e (a block without a predicate).
 std::vector<Expr> Conjuncts(const Expr& e);

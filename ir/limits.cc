@@ -66,7 +66,10 @@ Wide FloorDivWide(Wide a, Wide b) {
 
 // The bounds of each part of an expression computed as written, innermost
 // first, remembering the first integer part that reads no data and can
-// leave its type.
+// leave its type. Not BoundOf (ir/simplify.h): that bounds the simplified
+// expression, only while it fits int64, and knows nothing of loads and
+// casts, where this must see every part as written and how far past its
+// type it goes.
 class EscapeFinder {
  public:
   explicit EscapeFinder(const VarRanges& ranges) : ranges_(ranges) {}

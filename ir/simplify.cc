@@ -42,12 +42,6 @@ bool FitsProduct(std::int64_t a, std::int64_t b, DataType t) {
   return t != DataType::kInt32 || p <= std::numeric_limits<std::int32_t>::max();
 }
 
-bool ReadsData(const Expr& e) {
-  bool found = false;
-  VisitExpr(e, [&](const Expr& x) { found |= x->kind == ExprKind::kLoad; });
-  return found;
-}
-
 // sum(coeff * atom) + constant, atoms in order of first appearance.
 struct Linear {
   struct Term {
@@ -381,7 +375,7 @@ class Simplifier {
       return l;
     }
     if (c == 1) return ToLinear(e->operands[0]);
-    if (ReadsData(e->operands[0])) {
+    if (HasLoad(e->operands[0])) {
       // floordiv(c*Q + R, c) = Q + floordiv(R, c) holds for the integers,
       // not for the wrapped value of c*Q + R, which a value computed from
       // loaded data may be: floordiv(B[i] * 4, 4) is not B[i] when B[i] * 4
@@ -441,7 +435,7 @@ class Simplifier {
       return l;
     }
     if (c == 1) return l;
-    if (ReadsData(e->operands[0])) {  // as in DivLinear
+    if (HasLoad(e->operands[0])) {  // as in DivLinear
       l.Add(Binary(ExprKind::kFloorMod, Run(e->operands[0]), divisor), 1);
       return l;
     }
@@ -536,7 +530,7 @@ class Simplifier {
       Linear diff = ToLinear(a);
       diff.AddAll(ToLinear(b), -1);
       diff.DropZeros();
-      if (ReadsData(a) || ReadsData(b)) {
+      if (HasLoad(a) || HasLoad(b)) {
         // a - b is known only modulo 2^width where a value computed from
         // loaded data may wrap: it says whether a and b are equal, not
         // which is smaller (B[i] < B[i] + 1 is false for the largest B[i]).

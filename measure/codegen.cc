@@ -37,12 +37,6 @@ struct Val {
   bool vec = false;
 };
 
-bool HasLoad(const Expr& e) {
-  bool found = false;
-  VisitExpr(e, [&](const Expr& x) { found |= x->kind == ExprKind::kLoad; });
-  return found;
-}
-
 // An immediate whose bits are all zero (so not -0.0).
 bool IsZero(const Expr& e) {
   if (e->kind == ExprKind::kIntImm) return e->int_value == 0;

@@ -15,12 +15,6 @@ bool SameIndices(const std::vector<ir::Expr>& a, const std::vector<ir::Expr>& b)
   return true;
 }
 
-bool HasLoad(const ir::Expr& e) {
-  bool found = false;
-  ir::VisitExpr(e, [&](const ir::Expr& x) { found |= x->kind == ir::ExprKind::kLoad; });
-  return found;
-}
-
 // True when no two iterations of `loop` touch one element that either of
 // them writes:
 //  - the block variables the loop drives are bound to the loop variable
@@ -53,7 +47,7 @@ bool IterationsAreIndependent(const ir::BlockNode& block, const ir::ForNode& loo
       if (!indexed) return false;
     }
     for (const ir::Expr& index : store->indices) {
-      if (HasLoad(index)) return false;
+      if (ir::HasLoad(index)) return false;
     }
     for (const ir::StoreNode* reader : stores) {
       bool ok = true;
