@@ -7,51 +7,76 @@
 namespace tunedb::ir {
 namespace {
 
-std::int64_t ExprFlops(const Expr& e) {
-  std::int64_t n = 0;
-  VisitExpr(e, [&](const Expr& x) {
-    bool is_operation = x->kind != ExprKind::kIntImm && x->kind != ExprKind::kFloatImm &&
-                        x->kind != ExprKind::kVar && x->kind != ExprKind::kLoad &&
-                        x->kind != ExprKind::kCast;
-    bool on_floats = IsFloat(x->dtype) || (IsComparison(x->kind) && IsFloat(x->operands[0]->dtype));
-    if (is_operation && on_floats) ++n;
-  });
-  return n;
+// The operations of e, and whether it reads a tensor. An operation counts
+// when it computes on data: on floats, or on integers that come from a
+// tensor (an int32 matmul counts 2 per multiply-add, as TVM's estimate
+// does). Integer arithmetic on loop variables alone is index arithmetic,
+// and a load's indices are not looked into: neither is the program's work.
+struct Operations {
+  std::int64_t count = 0;
+  bool reads_data = false;
+};
+
+Operations ExprOperations(const Expr& e) {
+  if (e->kind == ExprKind::kLoad) return {0, true};
+  Operations total;
+  bool on_floats = IsFloat(e->dtype);
+  for (const Expr& operand : e->operands) {
+    Operations o = ExprOperations(operand);
+    total.count += o.count;
+    total.reads_data = total.reads_data || o.reads_data;
+    on_floats = on_floats || IsFloat(operand->dtype);  // a comparison of floats
+  }
+  bool is_operation = e->kind != ExprKind::kIntImm && e->kind != ExprKind::kFloatImm &&
+                      e->kind != ExprKind::kVar && e->kind != ExprKind::kCast;
+  if (is_operation && (on_floats || total.reads_data)) ++total.count;
+  return total;
 }
 
-// Flops of the stores directly in a block body (not inside nested blocks).
-std::int64_t StmtFlops(const Stmt& s) {
+// The sum of store_cost over the stores directly in a block body (not
+// inside nested blocks), each as often as its loops run it.
+template <typename StoreCost>
+std::int64_t SumOverStores(const Stmt& s, const StoreCost& store_cost) {
   if (!s) return 0;
   switch (s->kind) {
     case StmtKind::kFor: {
       const auto& n = static_cast<const ForNode&>(*s);
-      return n.extent * StmtFlops(n.body);
+      return n.extent * SumOverStores(n.body, store_cost);
     }
     case StmtKind::kSeq: {
       std::int64_t total = 0;
-      for (const Stmt& c : static_cast<const SeqNode&>(*s).stmts) total += StmtFlops(c);
+      for (const Stmt& c : static_cast<const SeqNode&>(*s).stmts) total += SumOverStores(c, store_cost);
       return total;
     }
     case StmtKind::kIf: {
       const auto& n = static_cast<const IfNode&>(*s);
-      return std::max(StmtFlops(n.then_case), StmtFlops(n.else_case));
+      return std::max(SumOverStores(n.then_case, store_cost), SumOverStores(n.else_case, store_cost));
     }
-    case StmtKind::kStore: return ExprFlops(static_cast<const StoreNode&>(*s).value);
+    case StmtKind::kStore: return store_cost(static_cast<const StoreNode&>(*s));
     case StmtKind::kBlock: return 0;  // counted on its own
   }
   return 0;
 }
 
-}  // namespace
-
-std::int64_t CountFlops(const PrimFunc& func) {
+template <typename StoreCost>
+std::int64_t SumOverBlocks(const PrimFunc& func, const StoreCost& store_cost) {
   std::int64_t total = 0;
   for (const BlockNode* b : CollectBlocks(func)) {
     std::int64_t instances = 1;
     for (const IterVar& iv : b->iter_vars) instances *= iv.extent;
-    total += instances * StmtFlops(b->body);
+    total += instances * SumOverStores(b->body, store_cost);
   }
   return total;
+}
+
+}  // namespace
+
+std::int64_t CountFlops(const PrimFunc& func) {
+  return SumOverBlocks(func, [](const StoreNode& store) { return ExprOperations(store.value).count; });
+}
+
+std::int64_t CountBlockInstances(const PrimFunc& func) {
+  return SumOverBlocks(func, [](const StoreNode&) -> std::int64_t { return 1; });
 }
 
 std::int64_t ParamBytes(const PrimFunc& func) {

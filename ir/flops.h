@@ -1,12 +1,14 @@
-// Floating-point operation count of a program, for GFLOPS figures, and the
-// bytes of its parameters, for GB/s figures where it counts none; and the
-// text every tool quotes rates and durations in.
+// Operation count of a program, for GFLOPS figures, and the bytes of its
+// parameters, for GB/s figures where it counts none; and the text every tool
+// quotes rates and durations in.
 //
 // Each block contributes (product of its iteration-domain extents) x
-// (float-typed arithmetic operations, comparisons, selects and math calls in
-// its body). Init statements and index arithmetic count nothing. Because
-// scheduling keeps every block's iteration domain, the count of a scheduled
-// program equals that of its workload: matmul M x N x K counts 2MNK.
+// (arithmetic operations, comparisons, selects and math calls in its body
+// that compute on data: float-typed, or integer-typed with a tensor read
+// beneath them). Init statements, index arithmetic and a load's indices
+// count nothing. Because scheduling keeps every block's iteration domain,
+// the count of a scheduled program equals that of its workload: matmul M x
+// N x K counts 2MNK, in f32 or i32 alike ("FLOPs" as TVM counts them).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,11 @@ std::int64_t CountFlops(const PrimFunc& func);
 // The rate to quote for a program that counts no FLOPs (a transpose, a
 // layout change), which moves data and computes nothing.
 std::int64_t ParamBytes(const PrimFunc& func);
+
+// How many times the block bodies run in all: the work of a program that
+// counts no FLOPs (a transpose, a gather), for limits that must hold for
+// every program, such as how large a program the interpreter checks.
+std::int64_t CountBlockInstances(const PrimFunc& func);
 
 // A speed as the tools quote it: GFLOP/s for a program that counts FLOPs,
 // else GB/s of its parameters, so that a transpose is not "0 GFLOP/s".

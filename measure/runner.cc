@@ -273,7 +273,7 @@ struct Runner::Impl {
             {"atol", config.atol},
             {"check_reference", check_reference},
             {"reference_file", reference_file.PathInWorker()},
-            {"max_check_flops", config.interpreter_check_max_flops}};
+            {"max_check_ops", config.interpreter_check_max_ops}};
   }
 
   // The last Measure call's candidates. Their kernels stay built in the

@@ -21,11 +21,12 @@
 //     candidates alike instead of whichever was running at the time.
 //  3. the kernels stay built until the next Measure call, for MeasureAgain.
 // The reference is the unscheduled program compiled by the same code
-// generator; when the workload is small enough (interpreter_check_max_flops)
-// it is itself checked against the reference interpreter first. The first
-// worker computes it and leaves its outputs in an anonymous in-memory file
-// (memfd, gone with the last process holding it, even after a SIGKILL) that
-// the other workers, and workers restarted after a crash, read instead of
+// generator; when the workload is small enough (interpreter_check_max_ops:
+// its FLOPs, or its block instances where they are more) it is itself
+// checked against the reference interpreter first. The first worker
+// computes it and leaves its outputs in an anonymous in-memory file (memfd,
+// gone with the last process holding it, even after a SIGKILL) that the
+// other workers, and workers restarted after a crash, read instead of
 // running the unscheduled program again.
 //
 // A worker that crashes (any signal) or passes its deadline is killed and
@@ -83,7 +84,7 @@ struct MeasureConfig {
   std::uint64_t input_seed = 0;
   double rtol = 1e-3;
   double atol = 1e-3;
-  std::int64_t interpreter_check_max_flops = 20'000'000;
+  std::int64_t interpreter_check_max_ops = 20'000'000;
   std::string worker_path;  // default: tunedb-worker beside the running executable
   FaultInjection fault;
 };
@@ -140,7 +141,7 @@ class Runner {
   const MeasureConfig& config() const;
   const PhaseSecs& phase_secs() const;
   // "interpreter" when the reference was checked against the interpreter,
-  // otherwise why not ("skipped: 268435456 FLOPs > 20000000").
+  // otherwise why not ("skipped: 268435456 operations > 20000000").
   const std::string& reference_check() const;
 
  private:

@@ -629,7 +629,7 @@ class Tuner {
     measure::MeasureConfig config = o_.measure;
     config.repeat = 1;
     config.workers = 1;
-    config.interpreter_check_max_flops = -1;
+    config.interpreter_check_max_ops = -1;
     for (std::size_t t = 0; t < tasks_.size(); ++t) {
       if (Stopped()) return;
       // Stored as a record of the empty trace, in no session (a session's

@@ -36,6 +36,31 @@ TEST(FlopsTest, SoftmaxCountsEveryStage) {
   EXPECT_EQ(Flops("softmax:M=2,N=8"), 2 * 8 + 2 * 2 * 8 + 2 * 8 + 2 * 8);
 }
 
+// Integers computed from tensor data count as TVM counts them; integer
+// arithmetic on indices alone, conditions on indices and a load's indices
+// are addressing, not work.
+TEST(FlopsTest, IntegerOperationsOnDataCountAndIndexArithmeticDoesNot) {
+  PrimFunc int_matmul =
+      ParseWorkloadText("input A: i32[3, 7]\ninput B: i32[7, 5]\nC[i, j] = sum(k in 7) A[i, k] * B[k, j]\n");
+  EXPECT_EQ(CountFlops(int_matmul), 2 * 3 * 5 * 7);
+  // i * 2 + 1 and the comparison are on the index; the select and the add
+  // of the two loads are on data; B[i] * 3 inside T's index is addressing.
+  PrimFunc mixed = ParseWorkloadText(
+      "input A: i64[8]\ninput B: i32[8]\ninput T: i64[100]\n"
+      "Y[i] = (i * 2 + 1 < 9 ? i64(B[i]) + A[i] : i64(0)) + T[B[i] * 3 % 100]\n");
+  EXPECT_EQ(CountFlops(mixed), 8 * 3);
+  PrimFunc float_of_index = ParseWorkloadText("input A: f32[8]\nY[i] = A[i] * f32(i + 1)\n");
+  EXPECT_EQ(CountFlops(float_of_index), 8 * 1);
+}
+
+TEST(FlopsTest, BlockInstancesCountEveryTimeABodyRuns) {
+  EXPECT_EQ(CountBlockInstances(BuildWorkload("matmul:M=3,N=5,K=7").func), 3 * 5 * 7);
+  // Padding's 6 x 6 x 2 elements, then the convolution's.
+  EXPECT_EQ(CountBlockInstances(BuildWorkload("conv2d_nhwc:N=1,H=4,W=4,CI=2,CO=3,KH=3,KW=3,stride=1,pad=1").func),
+            6 * 6 * 2 + 4 * 4 * 3 * 3 * 3 * 2);
+  EXPECT_EQ(CountBlockInstances(ParseWorkloadText("input X: f64[6, 10]\nY[i, j] = X[j, i]\n")), 60);
+}
+
 TEST(FlopsTest, ParamBytesCountEveryInputAndOutputOnce) {
   // A, B and C of 4-byte floats; padding's intermediate buffer is no
   // parameter.

@@ -62,6 +62,22 @@ TEST(RunnerTest, MeasuresAndVerifies) {
   }
 }
 
+// How large a program the interpreter checks is judged by its FLOPs, or by
+// its block instances where they are more: a transpose counts no FLOPs, and
+// an int32 matmul of 1024 counted none either until integers on data
+// counted, and was interpreted for 90 s by `tunedb run`.
+TEST(RunnerTest, TheInterpreterChecksOnlyProgramsSmallEnough) {
+  PrimFunc transpose = ParseWorkloadText("input X: f32[6, 10]\nY[i, j] = X[j, i]\n");
+  PrimFunc int_matmul =
+      ParseWorkloadText("input A: i32[4, 5]\ninput B: i32[5, 3]\nC[i, j] = sum(k in 5) A[i, k] * B[k, j]\n");
+  MeasureConfig c = QuickConfig();
+  c.interpreter_check_max_ops = 60;
+  EXPECT_EQ(Runner(transpose, c).reference_check(), "interpreter");
+  EXPECT_EQ(Runner(int_matmul, c).reference_check(), "skipped: 120 operations > 60");
+  c.interpreter_check_max_ops = 59;
+  EXPECT_EQ(Runner(transpose, c).reference_check(), "skipped: 60 operations > 59");
+}
+
 // A configuration it cannot run is refused before a worker starts: an
 // infinite repeat length reached the worker as JSON null, and an infinite
 // timeout expired at once.
@@ -342,7 +358,7 @@ TEST(RunnerTest, AProgramThatTrapsIsNamedNotACrashedWorker) {
     EXPECT_STREQ(e.what(), "worker: interpreter: division by zero in block Y: 7 // T.Cast(\"int32\", A[v_i] * T.float32(0.0))");
   }
   MeasureConfig unchecked = QuickConfig();
-  unchecked.interpreter_check_max_flops = -1;  // integer ops count no FLOPs: -1 skips even this
+  unchecked.interpreter_check_max_ops = -1;  // -1 skips even this program of 4 elements
   try {
     Runner runner(f, unchecked);
     FAIL() << "the program divides by zero";
