@@ -551,6 +551,7 @@ class Tuner {
       Task& task = *tasks_[t];
       if (!task.runner) continue;  // measured nothing in this session: no workers to time with
       std::set<std::int64_t> checked;
+      std::optional<std::int64_t> unscheduled_id;  // the unscheduled program's record, if it was timed
       for (int round = 0; round < kMaxRounds && !Stopped(); ++round) {
         std::optional<db::TuningRecord> top = ServedBest(task);
         if (!top || (round > 0 && (checked.count(top->id) || top->hardware != hardware_))) break;
@@ -565,6 +566,7 @@ class Tuner {
           if (std::optional<ir::PrimFunc> kernel = Replayed(task, r.trace)) {
             kernels.push_back(std::move(*kernel));
             ids.push_back(r.id);
+            if (IsUnscheduled(r.trace)) unscheduled_id = r.id;
           }
         }
         if (kernels.size() < 2) break;
@@ -596,6 +598,26 @@ class Tuner {
         status_[t].best_secs = best->Median();
         status_[t].best_trace = best->trace;
       }
+      // The report sets the best against the unscheduled program, so both
+      // are quoted as stored after the check: with the unscheduled
+      // program's timing from before it, a best that the check had put
+      // ahead of it read "1.0x slower" (matmul 1 x 1 x 1).
+      if (unscheduled_id) {
+        db::RecordQuery q;
+        q.workload_hash = task.hash;
+        q.after_id = *unscheduled_id - 1;
+        q.limit = 1;
+        std::vector<db::TuningRecord> found = db_.Records(q);
+        if (!found.empty() && found[0].id == *unscheduled_id) status_[t].baseline_secs = found[0].Median();
+      }
+    }
+  }
+
+  static bool IsUnscheduled(const std::string& trace) {
+    try {
+      return ir::Trace::FromJsonText(trace).insts.empty();
+    } catch (const std::exception&) {
+      return false;
     }
   }
 

@@ -351,6 +351,9 @@ TEST(Tuner, TheFinalCheckTakesTheBestFromARecordThatWasAFluke) {
   const db::TuningRecord& fluke = *std::find_if(top.begin(), top.end(), [&](const db::TuningRecord& r) { return r.trace == unscheduled; });
   EXPECT_GT(fluke.run_secs.size(), 1u) << "the fluke was not timed again";
   EXPECT_GT(fluke.Median(), 1e-6);
+  // The report quotes the unscheduled program as the check left it, not at
+  // the 1 ns it was stored with.
+  EXPECT_DOUBLE_EQ(checked.tasks[0].baseline_secs, fluke.Median());
   // The kernels timed together have their first timings and the check's.
   int timed_again = 0;
   for (const db::TuningRecord& r : top) timed_again += r.run_secs.size() >= 1 + 3u * o.measure.repeat;
