@@ -89,7 +89,7 @@ std::string TargetStringFromTvm(const std::string& target_json) {
   return s;
 }
 
-TvmImportStats ImportTvm(SqliteDatabase& db, const std::string& dir) {
+TvmImportStats ImportTvm(SqliteDatabase& db, const std::string& dir, const ProgramReader& read_program) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
@@ -122,8 +122,11 @@ TvmImportStats ImportTvm(SqliteDatabase& db, const std::string& dir) {
       std::string module = j[1].dump();
       WorkloadInput w = TvmWorkloadInput(hash, module);
       try {
+        if (read_program) {
+          if (std::optional<WorkloadInput> own = read_program(hash, module)) w = std::move(*own);
+        }
         db.CommitWorkload(w);
-      } catch (const DatabaseError& e) {
+      } catch (const std::exception& e) {
         Fail(wpath.string(), n, e.what());
       }
       hashes.push_back(hash);

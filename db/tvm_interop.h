@@ -2,7 +2,8 @@
 //
 // database_workload.json: one line per workload, [shash, module]; the module
 // (base64 text before TVM 0.24, a JSON object from 0.24 on) is kept verbatim
-// and opaque, under TVM's hash, as a workload of kind "tvm".
+// and opaque, under TVM's hash, as a workload of kind "tvm" (but see
+// ProgramReader for tunedb's own programs).
 // database_tuning_record.json: one line per record,
 // [workload_index, [trace, run_secs, target, args_info]]; trace, target and
 // args_info are kept verbatim (a trace of either generation, GetBlock or
@@ -16,6 +17,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,7 +32,18 @@ struct TvmImportStats {
   std::int64_t duplicates = 0;   // already present
 };
 
-TvmImportStats ImportTvm(SqliteDatabase& db, const std::string& dir);
+// Reads a module that is one of tunedb's own programs. TVM's workload file
+// has no place for a tunedb workload but the module, so export-tvm writes
+// its program JSON there; an import given this reader stores such a line
+// as that tunedb workload again, and a round trip files the records under
+// the workload they were measured for (kept opaque, they were a "tvm"
+// workload whose hash collided with the tunedb one). Returns nullopt for
+// any other module, which is kept as TVM's; throws std::exception with the
+// reason for a tunedb program that does not read back or hash to `hash`.
+using ProgramReader =
+    std::function<std::optional<WorkloadInput>(const std::string& hash, const std::string& module)>;
+
+TvmImportStats ImportTvm(SqliteDatabase& db, const std::string& dir, const ProgramReader& read_program = {});
 
 struct TvmExportStats {
   std::int64_t workloads = 0;

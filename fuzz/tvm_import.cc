@@ -4,7 +4,8 @@
 // The input is both files: database_workload.json, a line "---", then
 // database_tuning_record.json. They are written to a folder of the
 // process's own and imported into an SQLite database in memory that
-// already holds a workload and a record.
+// already holds a workload and a record, reading tunedb's own programs in
+// the workload file as the command does (cli::TunedbProgramInTvmFile).
 //
 // Promise: the import succeeds, or fails with a DatabaseError naming the
 // file and line, and then nothing of it is stored (one transaction).
@@ -17,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/cli/commands.h"
 #include "db/sqlite_database.h"
 #include "db/tvm_interop.h"
 #include "fuzz/fuzz_check.h"
@@ -66,7 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const Counts before = CountsOf(database);
 
   try {
-    db::ImportTvm(database, Folder().string());
+    db::ImportTvm(database, Folder().string(), cli::TunedbProgramInTvmFile);
   } catch (const db::DatabaseError& e) {
     const std::string what = e.what();
     if (what.find("database_workload.json:") == std::string::npos &&
@@ -80,7 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const Counts imported = CountsOf(database);
   try {
-    db::TvmImportStats again = db::ImportTvm(database, Folder().string());
+    db::TvmImportStats again = db::ImportTvm(database, Folder().string(), cli::TunedbProgramInTvmFile);
     if (again.records != 0 || CountsOf(database) != imported) {
       fuzz::Finding("importing the same files again added records");
     }

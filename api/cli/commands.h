@@ -63,6 +63,11 @@ class InterruptHandler {
   struct sigaction previous_int_ {}, previous_term_ {};
 };
 
+// db::ProgramReader for `db import-tvm`: a module that is a tunedb program
+// (what `db export-tvm` writes for a tunedb workload) as that workload;
+// nullopt for TVM's own modules. (Defined in db_command.cc.)
+std::optional<db::WorkloadInput> TunedbProgramInTvmFile(const std::string& hash, const std::string& module);
+
 // "2.5x faster" or "1.3x slower": how a new time compares with a reference
 // time. A tiny budget on a tiny workload can leave the tuned program the
 // slower one, and "0.3x faster" would misread. (Defined in tune_command.cc.)

@@ -454,6 +454,27 @@ std::unique_ptr<db::Database> OpenExistingDatabase(const std::string& location, 
   return std::make_unique<db::SqliteDatabase>(location, mode);
 }
 
+std::optional<db::WorkloadInput> TunedbProgramInTvmFile(const std::string& hash, const std::string& module) {
+  nlohmann::json j = nlohmann::json::parse(module, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("format") || !j["format"].is_string() ||
+      j["format"].get<std::string>().rfind("tunedb.program/", 0) != 0) {
+    return std::nullopt;  // TVM's module (base64 text or an IRModule object): opaque
+  }
+  ir::PrimFunc f;
+  try {
+    f = ir::ProgramFromJson(module);
+  } catch (const ir::IrError& e) {
+    throw std::runtime_error(std::string("a tunedb program that does not read back: ") + e.what());
+  }
+  std::string own_hash = ir::WorkloadHash(f);
+  if (own_hash != hash) {
+    throw std::runtime_error("a tunedb program whose workload hash is " + own_hash + ", not " + hash);
+  }
+  // Named as the server names a program that comes without a name: TVM's
+  // file keeps none. A database that has the workload keeps its own name.
+  return db::WorkloadInput{hash, "custom:" + hash, "tunedb", ir::CanonicalEncoding(f), ir::ProgramToJson(f)};
+}
+
 void AddDbCommands(CLI::App& app) {
   auto o = std::make_shared<DbOptions>();
   CLI::App* dbcmd = app.add_subcommand("db", "Inspect and exchange the tuning database");
@@ -473,7 +494,7 @@ void AddDbCommands(CLI::App& app) {
     db::TvmImportStats s;
     WriteRemovingANewFileOnFailure(o->db, [&] {
       db::SqliteDatabase d(o->db);
-      s = db::ImportTvm(d, o->dir);
+      s = db::ImportTvm(d, o->dir, TunedbProgramInTvmFile);
     });
     fmt::print("imported {} workloads and {} records ({} duplicates skipped) into {}\n", s.workloads, s.records,
                s.duplicates, o->db);

@@ -21,6 +21,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "ir/structural.h"
+#include "ir/workloads.h"
+
 namespace {
 
 struct Result {
@@ -533,6 +536,40 @@ TEST(CliTune, ASpaceThatRunsOutSaysSoAndAnUnscheduledBestIsNamed) {
 // When the unscheduled program, timed at the end, beats every schedule of
 // the session, the session reports it as the best, as `best` does: here
 // every candidate starts a parallel loop for 64 multiply-adds.
+// export-tvm writes a tunedb workload's program where TVM's module goes;
+// import-tvm reads it back as that workload, not as an opaque TVM module
+// under the same hash, which collided with the tunedb workload: a tune on
+// the imported file stopped with "workload hash collision", and an import
+// into the database it came from failed the same way.
+TEST(CliTune, AnExportedWorkloadImportsAsItselfAndTunesOn) {
+  std::string db = TuneDb("cli_tvm_round_trip.sqlite"), back = TuneDb("cli_tvm_round_trip_back.sqlite");
+  std::string dir = ::testing::TempDir() + "/cli_tvm_round_trip";
+  std::filesystem::remove_all(dir);
+  const std::string spec = "matmul:M=8,N=8,K=8";
+  const std::string hash = tunedb::ir::WorkloadHash(tunedb::ir::BuildWorkload(spec).func);
+  ASSERT_EQ(RunTunedb("tune --workload " + spec + " --trials 4 --db " + db + kSmallTune).exit_code, 0);
+  Result r = RunTunedb("db export-tvm " + dir + " --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  r = RunTunedb("db import-tvm " + dir + " --db " + back);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  r = RunTunedb("db stats --db " + back);
+  EXPECT_NE(r.out.find(hash + "   custom:" + hash), std::string::npos) << r.out;
+  r = RunTunedb("tune --workload " + spec + " --trials 2 --db " + back + kSmallTune);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("earlier records of these workloads"), std::string::npos) << r.out;
+  r = RunTunedb("db import-tvm " + dir + " --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("imported 1 workloads"), std::string::npos) << r.out;
+  // A tunedb program filed under another hash is refused where it is.
+  std::string line = ReadAll(dir + "/database_workload.json");
+  ASSERT_EQ(line.rfind("[\"" + hash + "\",", 0), 0u) << line;
+  std::ofstream(dir + "/database_workload.json") << "[\"77\"," << line.substr(hash.size() + 4);
+  r = RunTunedb("db import-tvm " + dir + " --db " + back);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "tunedb: error: " + dir + "/database_workload.json:1: a tunedb program whose workload hash is " +
+                       hash + ", not 77\n");
+}
+
 TEST(CliTune, AnUnscheduledProgramFasterThanEveryScheduleIsTheSessionsBest) {
   std::string db = TuneDb("cli_tune_unscheduled_best.sqlite");
   std::string space = ::testing::TempDir() + "/cli_parallel_space.py";
