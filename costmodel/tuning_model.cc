@@ -17,7 +17,11 @@ std::string TuningCostModel::Describe() const {
     return "heuristic (" + std::to_string(data_.size()) + " of " + std::to_string(options_.min_samples) +
            " samples needed to train)";
   }
-  if (loaded_ && trained_on_ == 0) return "XGBoost, loaded (no samples of this session yet)";
+  if (loaded_ && trained_on_ == 0) {
+    if (data_.empty()) return "XGBoost, loaded (no samples of this session yet)";
+    return "XGBoost, loaded (" + std::to_string(data_.size()) + " samples here; it retrains from " +
+           std::to_string(options_.min_samples) + ")";
+  }
   return std::string("XGBoost ") + ObjectiveName(options_.train.objective) + ", trained on " +
          std::to_string(trained_on_) + " samples";
 }

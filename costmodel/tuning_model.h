@@ -48,6 +48,11 @@ class TuningCostModel {
 
   const CostModel& model() const { return model_; }
   std::size_t samples() const { return data_.size(); }
+  // Trained by Update in this object's life, not only loaded: what a
+  // session stores back. A loaded model it did not retrain is in the
+  // database already, and stored again it would claim the training rows of
+  // this session (none), which the next session refuses to load.
+  bool trained_here() const { return trained_on_ > 0; }
 
  private:
   Options options_;

@@ -170,7 +170,7 @@ class Tuner {
       }
       TimeTheBestTogether();
     }
-    if (model_.model().trained() && model_.samples() > 0) {
+    if (model_.trained_here()) {
       Stopwatch model(times_.model);
       nlohmann::json metrics = {{"session", report_.session_id}, {"samples", model_.samples()}, {"source", "tune"}};
       model_.SaveToDatabase(db_, metrics.dump());

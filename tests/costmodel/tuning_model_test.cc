@@ -84,11 +84,18 @@ TEST(TuningCostModelTest, SavedToTheDatabaseAndBack) {
   m.Update(batch, secs, 0);
   db::MemoryDatabase database;
   std::int64_t id = m.SaveToDatabase(database, "{}");
+  EXPECT_TRUE(m.trained_here());
   TuningCostModel loaded(o);
   db::MemoryDatabase empty;
   EXPECT_FALSE(TuningCostModel(o).LoadFromDatabase(empty, 0));
   ASSERT_TRUE(loaded.LoadFromDatabase(database, id));
   EXPECT_EQ(loaded.Predict(batch), m.Predict(batch));
+  // Loaded, and given fewer samples than it retrains from: still the
+  // stored model, nothing of its own to store.
+  EXPECT_EQ(loaded.Describe(), "XGBoost, loaded (no samples of this session yet)");
+  EXPECT_FALSE(loaded.Update({batch[0], batch[1]}, {secs[0], secs[1]}, 0));
+  EXPECT_FALSE(loaded.trained_here());
+  EXPECT_EQ(loaded.Describe(), "XGBoost, loaded (2 samples here; it retrains from 10)");
   std::string file = ::testing::TempDir() + "/model_" + std::to_string(::getpid()) + ".bin";
   m.SaveToFile(file);
   TuningCostModel from_file(o);

@@ -150,6 +150,26 @@ TEST(Tuner, TunesASmallMatmulIntoARealDatabaseAndResumesWithoutRemeasuring) {
   }
 }
 
+// A session that loads the stored model and measures too little to retrain
+// it stores nothing back: it stored a copy that claimed to be trained on
+// none of its records, and every later session refused that newest model
+// and started from the heuristic.
+TEST(Tuner, ASessionThatDidNotRetrainTheModelLeavesTheStoredOne) {
+  std::string path = FreshDb("tuner_model_kept.sqlite");
+  db::SqliteDatabase database(path);
+  TuneOptions trains = SmallTune("matmul:M=64,N=64,K=64", 24);
+  trains.measure_baseline = false;
+  Tune(database, trains);
+  ASSERT_EQ(database.Models().size(), 1u);
+  for (const char* spec : {"matmul:M=16,N=16,K=16", "matmul:M=32,N=32,K=32"}) {
+    TuneOptions small = SmallTune(spec, 4);
+    small.measure_baseline = false;
+    TuneReport r = Tune(database, small);
+    EXPECT_EQ(r.model, "XGBoost, loaded (4 samples here; it retrains from 16)") << spec;
+    EXPECT_EQ(database.Models().size(), 1u) << spec;
+  }
+}
+
 TEST(Tuner, InterruptedSessionResumesWithTheTrialsItHasLeft) {
   std::string path = FreshDb("tuner_resume.sqlite");
   const std::string spec = "matmul:M=16,N=32,K=16";
