@@ -117,19 +117,46 @@ namespace {
 
 // The ok records of one workload in a database, by what identifies a
 // measurement across databases once later timings have changed its
-// run_secs (and with them the dedupe key): target, program, commit time.
+// run_secs (and with them the dedupe key): target, program, commit time
+// (where both copies know it).
 // Only ids and timings are kept (traces run to kilobytes; the program is
 // kept as a hash, which the commit time and a shared timing back up).
 class MeasuredCopies {
  public:
   struct Copy {
     std::int64_t id;
+    double created;
     std::vector<double> run_secs;
   };
 
-  // Those committed within `created_within`, when given.
+  // Those committed within `created_within`, when given, and those whose
+  // commit time is not known, which match any (Find).
   MeasuredCopies(Database& db, const std::string& workload_hash,
                  std::optional<std::pair<double, double>> created_within) {
+    Read(db, workload_hash, created_within);
+    bool unknown_read = !created_within || created_within->first <= kUnknownCommitTime;
+    if (!unknown_read) Read(db, workload_hash, std::pair(kUnknownCommitTime, kUnknownCommitTime));
+  }
+
+  // The copy of `r` here: same key, the same commit time unless one of
+  // them is not known, and at least one timing in common (two measurements
+  // of one program in one commit share no timing).
+  Copy* Find(const TuningRecord& r) {
+    auto it = copies_.find(KeyOf(r));
+    if (it == copies_.end()) return nullptr;
+    for (Copy& copy : it->second) {
+      if (copy.created != r.created && copy.created != kUnknownCommitTime && r.created != kUnknownCommitTime) {
+        continue;
+      }
+      for (double s : r.run_secs) {
+        if (std::find(copy.run_secs.begin(), copy.run_secs.end(), s) != copy.run_secs.end()) return &copy;
+      }
+    }
+    return nullptr;
+  }
+
+ private:
+  void Read(Database& db, const std::string& workload_hash, std::optional<std::pair<double, double>> created_within) {
     RecordQuery q;
     q.workload_hash = workload_hash;
     q.status = RecordStatus::kOk;
@@ -139,26 +166,12 @@ class MeasuredCopies {
       std::vector<TuningRecord> page = db.Records(q);
       if (page.empty()) break;
       q.after_id = page.back().id;
-      for (TuningRecord& r : page) copies_[KeyOf(r)].push_back({r.id, std::move(r.run_secs)});
+      for (TuningRecord& r : page) copies_[KeyOf(r)].push_back({r.id, r.created, std::move(r.run_secs)});
     }
   }
 
-  // The copy of `r` here: same key and at least one timing in common (two
-  // measurements of one program in one commit share no timing).
-  Copy* Find(const TuningRecord& r) {
-    auto it = copies_.find(KeyOf(r));
-    if (it == copies_.end()) return nullptr;
-    for (Copy& copy : it->second) {
-      for (double s : r.run_secs) {
-        if (std::find(copy.run_secs.begin(), copy.run_secs.end(), s) != copy.run_secs.end()) return &copy;
-      }
-    }
-    return nullptr;
-  }
-
- private:
-  using CopyKey = std::tuple<std::string, std::size_t, double>;
-  static CopyKey KeyOf(const TuningRecord& r) { return {r.target, std::hash<std::string>{}(r.trace), r.created}; }
+  using CopyKey = std::tuple<std::string, std::size_t>;
+  static CopyKey KeyOf(const TuningRecord& r) { return {r.target, std::hash<std::string>{}(r.trace)}; }
   std::map<CopyKey, std::vector<Copy>> copies_;
 };
 
@@ -221,7 +234,11 @@ class CopyCommitter {
     auto it = copies_.find(r.workload_hash);
     if (it == copies_.end()) {
       std::optional<std::pair<double, double>> within;
-      if (scope_ == kWithinTheBatch) within = spans_.at(r.workload_hash);
+      // A record whose commit time is not known may be a copy of any: then
+      // all of the workload's records are looked among.
+      if (scope_ == kWithinTheBatch && spans_.at(r.workload_hash).first != kUnknownCommitTime) {
+        within = spans_.at(r.workload_hash);
+      }
       it = copies_.emplace(r.workload_hash, MeasuredCopies(into_, r.workload_hash, within)).first;
     }
     return it->second;

@@ -57,6 +57,10 @@ struct Workload {
   WorkloadInput input;
 };
 
+// The commit time of a record whose time is not known: one imported from
+// TVM's files, which keep none (a tunedb record exported to them included).
+inline constexpr double kUnknownCommitTime = 1;
+
 struct TuningRecord {
   std::int64_t id = 0;           // set by the database
   std::string workload_hash;
@@ -66,7 +70,7 @@ struct TuningRecord {
   RecordStatus status = RecordStatus::kOk;
   std::string error;
   std::int64_t session_id = 0;   // 0: none
-  double created = 0;            // unix seconds; 0: now
+  double created = 0;            // unix seconds; 0: now; kUnknownCommitTime: not known
   std::string hardware;          // "CPU model; N cores"
   std::string target_json;       // TVM's target JSON for imported records, verbatim
   std::string args_info;         // TVM's args_info JSON, verbatim
@@ -197,7 +201,9 @@ struct MergeCounts {
 // skipped). A record both hold, copied by an earlier merge and timed again
 // on either side since (Database::AddTimings), is one measurement: the
 // timings `into`'s copy lacks are added to it. Such a pair is told by its
-// program, target and commit time, and a timing in common.
+// program, target and commit time, and a timing in common; a commit time
+// that is not known (kUnknownCommitTime: a copy that went through TVM's
+// files) matches any, the timing in common still telling the pair.
 MergeCounts Merge(Database& into, Database& from);
 
 // Commits records copied from another database, in one transaction (see

@@ -560,5 +560,59 @@ TEST(MergeTest, CopiesCommittedByHandJoinTheirCopiesAsAMergeDoes) {
   EXPECT_EQ(into.Size(), 4);
 }
 
+// A record that went through TVM's files comes back without its commit
+// time (kUnknownCommitTime). It is still told from its copy, by program,
+// target and a timing in common, in both directions: a tunedb export
+// imported back into the database it came from added every record that had
+// been timed again since as a second one.
+TEST(MergeTest, ACopyWhoseCommitTimeIsNotKnownJoinsItsOriginal) {
+  const std::string path = ::testing::TempDir() + "/unknown_time.sqlite";
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  SqliteDatabase original(path);
+  original.CommitWorkload(W("1"));
+  const std::string p = "[[\"p\"],[]]";
+  original.CommitRecords({R("1", "t", {1.0, 1.2}, RecordStatus::kOk, p)});
+  ASSERT_TRUE(original.AddTimings(original.TopK("1", "t", 1)[0].id, {0.9}));
+
+  auto through_tvm = [&](std::vector<double> secs) {
+    TuningRecord r = R("1", "t", std::move(secs), RecordStatus::kOk, p);
+    r.created = kUnknownCommitTime;
+    return r;
+  };
+  MergeCounts same = CommitCopies(original, {through_tvm({1.0, 1.2, 0.9})});
+  EXPECT_EQ(same.records + same.records_with_later_timings, 0);
+  MergeCounts later = CommitCopies(original, {through_tvm({1.0, 1.2, 0.9, 0.8})});
+  EXPECT_EQ(later.records, 0);
+  EXPECT_EQ(later.records_with_later_timings, 1);
+  EXPECT_EQ(TimingsOf(original, p), (std::multiset<double>{0.8, 0.9, 1.0, 1.2}));
+  // No timing in common: another measurement of the program.
+  EXPECT_EQ(CommitCopies(original, {through_tvm({2.0})}).records, 1);
+  EXPECT_EQ(original.Size(), 2);
+
+  // The other way: the imported copy is in `into`, the original merged in.
+  MemoryDatabase imported;
+  imported.CommitWorkload(W("1"));
+  imported.CommitRecords({through_tvm({1.0, 1.2})});
+  MergeCounts merged = Merge(imported, original);
+  EXPECT_EQ(merged.records, 1) << "the measurement with no timing in common";
+  EXPECT_EQ(merged.records_with_later_timings, 1);
+  EXPECT_EQ(imported.Size(), 2);
+  // And a batch posted with commit times finds the copy whose time is not
+  // known, outside the batch's span of times.
+  MemoryDatabase posted_into;
+  posted_into.CommitWorkload(W("1"));
+  posted_into.CommitRecords({through_tvm({1.0, 1.2})});
+  RecordQuery all;
+  all.workload_hash = "1";
+  std::vector<TuningRecord> batch = original.Records(all);
+  ASSERT_EQ(batch.size(), 2u);
+  ASSERT_GT(batch[0].created, kUnknownCommitTime);
+  batch.pop_back();  // the record of {2.0} came through TVM too
+  MergeCounts posted = CommitCopies(posted_into, batch);
+  EXPECT_EQ(posted.records, 0);
+  EXPECT_EQ(posted.records_with_later_timings, 1);
+  EXPECT_EQ(posted_into.Size(), 1);
+}
+
 }  // namespace
 }  // namespace tunedb::db
