@@ -193,6 +193,7 @@ TvmImportStats ImportTvm(SqliteDatabase& db, const std::string& dir, const Progr
     MergeCounts counts = CommitCopies(db, std::move(records));
     stats.records = counts.records;
     stats.duplicates = given - counts.records;
+    stats.with_later_timings = counts.records_with_later_timings;
   });
   return stats;
 }

@@ -30,6 +30,9 @@ struct TvmImportStats {
   std::int64_t workloads = 0;
   std::int64_t records = 0;      // added
   std::int64_t duplicates = 0;   // already present
+  // Of the duplicates, those whose copy here lacked timings the files hold
+  // (a tunedb record exported, then timed again where it was imported).
+  std::int64_t with_later_timings = 0;
 };
 
 // Reads a module that is one of tunedb's own programs. TVM's workload file

@@ -498,6 +498,9 @@ void AddDbCommands(CLI::App& app) {
     });
     fmt::print("imported {} workloads and {} records ({} duplicates skipped) into {}\n", s.workloads, s.records,
                s.duplicates, o->db);
+    if (s.with_later_timings > 0) {
+      fmt::print("{} records already in {} took the timings the files added to them\n", s.with_later_timings, o->db);
+    }
   });
   CLI::App* exp = dbcmd->add_subcommand("export-tvm", "Export the database in TVM MetaSchedule's JSON layout into DIR");
   add_readable_db(exp);

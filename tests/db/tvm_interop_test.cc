@@ -76,6 +76,32 @@ TEST(TvmInteropTest, ImportThenExportReproducesTheRecords) {
   EXPECT_EQ(Lines(fs::path(out) / "database_tuning_record.json"), Lines(fs::path(in) / "database_tuning_record.json"));
 }
 
+// An exported record that was timed again where it came from is the same
+// measurement when the later export is imported: the timings join the copy
+// imported before, as a merge joins them, rather than a second record.
+TEST(TvmInteropTest, AnExportImportedAgainAfterLaterTimingsJoinsTheFirstCopy) {
+  std::string in = Dir("tvm_in_later"), first = Dir("tvm_first"), later = Dir("tvm_later");
+  Write(in, kWorkloads, kRecords);
+  SqliteDatabase origin(FreshDb("tvm_origin"));
+  ImportTvm(origin, in);
+  ExportTvm(origin, first);
+  const std::string target = "llvm -mcpu=znver4 -num-cores=2";
+  ASSERT_TRUE(origin.AddTimings(origin.TopK("1043231297183837446", target, 1)[0].id, {0.00119}));
+  ExportTvm(origin, later);
+  TvmImportStats back = ImportTvm(origin, later);
+  EXPECT_EQ(back.records, 0);
+  EXPECT_EQ(back.with_later_timings, 0);
+
+  SqliteDatabase copy(FreshDb("tvm_copy"));
+  EXPECT_EQ(ImportTvm(copy, first).records, 3);
+  TvmImportStats again = ImportTvm(copy, later);
+  EXPECT_EQ(again.records, 0);
+  EXPECT_EQ(again.duplicates, 3);
+  EXPECT_EQ(again.with_later_timings, 1);
+  EXPECT_EQ(copy.Size(), 3);
+  EXPECT_EQ(copy.TopK("1043231297183837446", target, 1)[0].run_secs.size(), 4u);
+}
+
 TEST(TvmInteropTest, AnExportThatCannotBeWrittenSaysWhere) {
   std::string in = Dir("tvm_in_full"), out = Dir("tvm_out_full");
   Write(in, kWorkloads, kRecords);
