@@ -171,7 +171,7 @@ DistinctCode MergeSameCode(const std::vector<std::uint64_t>& code_hashes, const 
   return out;
 }
 
-Dataset LoadDataset(db::Database& database) {
+Dataset LoadDataset(db::Database& database, std::optional<double> committed_after) {
   Dataset data;
   std::map<std::string, int> group_ids;
   std::vector<Sample> samples;  // every record that rebuilds, before merging
@@ -193,6 +193,11 @@ Dataset LoadDataset(db::Database& database) {
     db::RecordQuery q;
     q.workload_hash = w.workload.input.hash;
     q.limit = 2000;
+    if (committed_after) {
+      // Finite: the bound travels in a server's query string too.
+      q.created_within = {std::nextafter(*committed_after, std::numeric_limits<double>::max()),
+                          std::numeric_limits<double>::max()};
+    }
     while (true) {
       std::vector<db::TuningRecord> page = database.Records(q);
       if (page.empty()) break;

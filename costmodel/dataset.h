@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,8 +29,10 @@ struct Dataset {
   std::size_t merged = 0;                // records merged into another of the same code
 };
 
-// All records of the database (paged), grouped by workload and target.
-Dataset LoadDataset(db::Database& database);
+// All records of the database (paged), grouped by workload and target; or,
+// given a time, only those committed after it: a model stored then cannot
+// have trained on them, so they are a held-out set for it.
+Dataset LoadDataset(db::Database& database, std::optional<double> committed_after = std::nullopt);
 
 // Features of one candidate: replays the trace on the workload, lowers it
 // and extracts the rows. Throws on a trace that does not replay.

@@ -40,18 +40,22 @@ nlohmann::json MetricsJson(const Metrics& m) {
           {"samples", m.samples}};
 }
 
-void PrintMetrics(const Metrics& m) {
+// `scored` names the records the metrics are over: "held-out records" only
+// where the model cannot have trained on them.
+void PrintMetrics(const Metrics& m, const std::string& scored = "held-out records") {
+  std::string label = fmt::format("{:<20}", scored + ":");
   if (m.samples == 0) {
-    fmt::print("held-out records:   0 (no ranking metrics: every record trained the model)\n");
+    fmt::print("{}0 (no ranking metrics: every record trained the model)\n", label);
     return;
   }
-  // Without two held-out records of one workload that differ in time
-  // there is no pair to order, and 0.5 would read as a coin toss.
-  std::string pairwise = m.pairs > 0 ? fmt::format("{:.3f}", m.pairwise)
-                                     : std::string("- (no two held-out records of one workload differ in time)");
-  fmt::print("held-out records:   {}\npairwise accuracy:  {}\ntop-1 score:        {:.3f}\ntop-5 score:        {:.3f}\n"
+  // Without two scored records of one workload that differ in time there
+  // is no pair to order, and 0.5 would read as a coin toss.
+  std::string pairwise =
+      m.pairs > 0 ? fmt::format("{:.3f}", m.pairwise)
+                  : fmt::format("- (no two {} of one workload differ in time)", scored);
+  fmt::print("{}{}\npairwise accuracy:  {}\ntop-1 score:        {:.3f}\ntop-5 score:        {:.3f}\n"
              "a-peak@32:          {:.3f}\n",
-             m.samples, pairwise, m.top1, m.top5, m.apeak32);
+             label, m.samples, pairwise, m.top1, m.top5, m.apeak32);
 }
 
 costmodel::Dataset Load(db::Database& d, const std::string& path) {
@@ -157,9 +161,19 @@ void Eval(const ModelOptions& o) {
     throw UsageError("model " + std::to_string(stored->id) + " in " + o.db + ": " + e.what());
   }
   costmodel::Dataset data = Load(d, o.db);
+  // Over every record, the model is scored partly on what it learnt from;
+  // the records committed after it was stored are a held-out set for it.
   fmt::print("model {} ({}, trained on {} records) on all {} records of {}:\n", stored->id, stored->objective,
              stored->training_rows, data.samples.size(), o.db);
-  PrintMetrics(costmodel::Evaluate(model, data.samples));
+  PrintMetrics(costmodel::Evaluate(model, data.samples), "records scored");
+  costmodel::Dataset since = costmodel::LoadDataset(d, stored->created);
+  fmt::print("on the {} records committed since it was stored, which it cannot have trained on:\n",
+             since.samples.size());
+  if (since.samples.empty()) {
+    fmt::print("held-out records:   0 (none yet)\n");
+    return;
+  }
+  PrintMetrics(costmodel::Evaluate(model, since.samples));
 }
 
 }  // namespace

@@ -1253,6 +1253,35 @@ TEST(CliE2e, TakesItsSchedulesFromAServer) {
   EXPECT_NE(r.out.find("outputs: identical"), std::string::npos) << r.out;
 }
 
+// `model eval` scores a model on every record, some of which trained it,
+// and apart on the records committed after it was stored, the only ones it
+// cannot have seen; it called all of them "held-out".
+TEST(CliDb, ModelEvalScoresTheRecordsSinceTheModelApart) {
+  std::string db = TuneDb("cli_model_eval.sqlite");
+  const std::string tune = "tune --workload matmul:M=16,N=16,K=16 --trials 8 --batch 8 --db " + db;
+  ASSERT_EQ(RunTunedb(tune + kSmallTune).exit_code, 0);
+  Result r = RunTunedb("train --rounds 3 --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const std::string id = Sql(db, "SELECT MAX(id) FROM models");
+  r = RunTunedb("model eval --model " + id + " --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("\nrecords scored:     9\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("held-out records:   9"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("on the 0 records committed since it was stored, which it cannot have trained on:\n"
+                       "held-out records:   0 (none yet)\n"),
+            std::string::npos)
+      << r.out;
+  ASSERT_EQ(RunTunedb(tune + " --population 32 --repeat 2 --min-repeat-ms 1 --seed 2").exit_code, 0);
+  r = RunTunedb("model eval --model " + id + " --db " + db);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::smatch since;
+  ASSERT_TRUE(std::regex_search(r.out, since, std::regex("on the (\\d+) records committed since it was stored[^\n]*\n"
+                                                          "held-out records:   (\\d+)\n")))
+      << r.out;
+  EXPECT_GT(std::stoi(since[1]), 0);
+  EXPECT_EQ(since[1], since[2]);
+}
+
 // A stored cost model is checked against the checksum saved with it: a
 // changed byte of its XGBoost JSON once loaded without a word, and XGBoost
 // then read outside the trees when it predicted.
