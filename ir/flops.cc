@@ -81,7 +81,21 @@ std::int64_t CountBlockInstances(const PrimFunc& func) {
 
 std::int64_t ParamBytes(const PrimFunc& func) {
   std::int64_t total = 0;
-  for (const Buffer& param : func.params) total += param->NumElements() * DataTypeBytes(param->dtype);
+  for (const Buffer& param : func.params) {
+    // At most the elements its reads and writes can touch: a gather reads
+    // a few rows of a large table, which counted whole made 1 MB moved in
+    // 4.75 us read as 2.2 TB/s.
+    std::int64_t accesses = SumOverBlocks(func, [&](const StoreNode& store) {
+      std::int64_t n = store.buffer == param ? 1 : 0;
+      auto count_loads = [&](const Expr& e) {
+        VisitExpr(e, [&](const Expr& x) { n += x->kind == ExprKind::kLoad && x->buffer == param; });
+      };
+      count_loads(store.value);
+      for (const Expr& index : store.indices) count_loads(index);
+      return n;
+    });
+    total += std::min(param->NumElements(), accesses) * DataTypeBytes(param->dtype);
+  }
   return total;
 }
 

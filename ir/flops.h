@@ -20,9 +20,11 @@ namespace tunedb::ir {
 
 std::int64_t CountFlops(const PrimFunc& func);
 
-// Bytes of the program's parameters: what it reads and writes at least once.
-// The rate to quote for a program that counts no FLOPs (a transpose, a
-// layout change), which moves data and computes nothing.
+// Bytes of the program's parameters: what it reads and writes at least once,
+// each parameter whole or, where its reads and writes are fewer than its
+// elements (a gather's table), as many elements as those. The rate to
+// quote for a program that counts no FLOPs (a transpose, a layout change,
+// a gather), which moves data and computes nothing.
 std::int64_t ParamBytes(const PrimFunc& func);
 
 // How many times the block bodies run in all: the work of a program that

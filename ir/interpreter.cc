@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <set>
 #include <unordered_map>
@@ -300,16 +301,53 @@ std::vector<int> OutputParams(const PrimFunc& func) {
   return out;
 }
 
+namespace {
+
+// Of the integer tensors read as a whole index of another, the extent of
+// the smallest dimension each indexes.
+std::map<const BufferNode*, std::int64_t> GatherBounds(const PrimFunc& func) {
+  std::map<const BufferNode*, std::int64_t> bounds;
+  auto note_gathers = [&](const Expr& e) {
+    VisitExpr(e, [&](const Expr& load) {
+      if (load->kind != ExprKind::kLoad) return;
+      for (std::size_t d = 0; d < load->operands.size(); ++d) {
+        const ExprNode* index = load->operands[d].get();
+        while (index->kind == ExprKind::kCast) index = index->operands[0].get();
+        if (index->kind != ExprKind::kLoad || !IsInt(index->dtype)) continue;
+        std::int64_t extent = load->buffer->shape[d];
+        auto [it, fresh] = bounds.emplace(index->buffer.get(), extent);
+        if (!fresh) it->second = std::min(it->second, extent);
+      }
+    });
+  };
+  VisitStmt(func.body, [&](const Stmt& s) {
+    if (s->kind == StmtKind::kStore) {
+      const auto& store = static_cast<const StoreNode&>(*s);
+      for (const Expr& index : store.indices) note_gathers(index);
+      note_gathers(store.value);
+    } else if (s->kind == StmtKind::kIf) {
+      note_gathers(static_cast<const IfNode&>(*s).condition);
+    }
+  });
+  return bounds;
+}
+
+}  // namespace
+
 std::vector<NDArray> MakeArguments(const PrimFunc& func, std::uint64_t seed) {
   std::vector<int> outputs = OutputParams(func);
+  std::map<const BufferNode*, std::int64_t> gather_bounds = GatherBounds(func);
   std::vector<NDArray> args;
   for (std::size_t i = 0; i < func.params.size(); ++i) {
     const Buffer& p = func.params[i];
     bool is_output = std::find(outputs.begin(), outputs.end(), static_cast<int>(i)) != outputs.end();
+    std::uint64_t own_seed = seed * 1000003 + i;
     if (is_output) {
       args.emplace_back(p->dtype, p->shape);
+    } else if (auto bound = gather_bounds.find(p.get()); bound != gather_bounds.end() && IsInt(p->dtype)) {
+      args.push_back(NDArray::RandomIndices(p->dtype, p->shape, own_seed, bound->second));
     } else {
-      args.push_back(NDArray::Random(p->dtype, p->shape, seed * 1000003 + i));
+      args.push_back(NDArray::Random(p->dtype, p->shape, own_seed));
     }
   }
   return args;

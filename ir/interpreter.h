@@ -32,7 +32,11 @@ void Interpret(const PrimFunc& func, std::vector<NDArray>& args);
 
 // Arrays for every parameter: inputs random from `seed` (each parameter its
 // own derived seed), outputs zero. A parameter is an output when some block
-// writes it.
+// writes it. An integer input that is a whole index of another tensor (a
+// gather, E[I[i], j], a cast around it included) holds indices into that
+// dimension, [0, extent) (the smallest extent where it indexes several):
+// in -8..8, like other integers, it read outside E at once, and no
+// candidate of an embedding lookup could be checked.
 std::vector<NDArray> MakeArguments(const PrimFunc& func, std::uint64_t seed);
 
 // Indices of the parameters that some block writes.

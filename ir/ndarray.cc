@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "ir/error.h"
+#include "ir/mix.h"
 
 namespace tunedb::ir {
 
@@ -53,6 +54,17 @@ NDArray NDArray::Random(DataType dtype, std::vector<std::int64_t> shape, std::ui
     } else {
       a.SetInt(i, static_cast<std::int64_t>(r % 17) - 8);
     }
+  }
+  return a;
+}
+
+NDArray NDArray::RandomIndices(DataType dtype, std::vector<std::int64_t> shape, std::uint64_t seed,
+                               std::int64_t bound) {
+  NDArray a(dtype, std::move(shape));
+  std::uint64_t state = seed;
+  for (std::int64_t i = 0; i < a.size_; ++i) {
+    state += kGoldenGamma;
+    a.SetInt(i, static_cast<std::int64_t>(Mix64(state) % static_cast<std::uint64_t>(bound)));
   }
   return a;
 }

@@ -70,6 +70,10 @@ TEST(FlopsTest, ParamBytesCountEveryInputAndOutputOnce) {
   PrimFunc transpose = ParseWorkloadText("input X: f64[6, 10]\nY[i, j] = X[j, i]\n");
   EXPECT_EQ(CountFlops(transpose), 0);
   EXPECT_EQ(ParamBytes(transpose), 8 * 2 * 60);
+  // A gather touches at most the rows it reads of its table: 4 x 16 of
+  // E's 1000 x 16, then I and Y whole.
+  PrimFunc gather = ParseWorkloadText("input E: f32[1000, 16]\ninput I: i32[4]\nY[i, j] = E[I[i], j]\n");
+  EXPECT_EQ(ParamBytes(gather), 4 * (4 * 16) + 4 * 4 + 4 * (4 * 16));
 }
 
 TEST(FlopsTest, DurationsAreQuotedInTheUnitThatShowsThem) {

@@ -2,11 +2,13 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include <gtest/gtest.h>
 
 #include "ir/error.h"
 #include "ir/te.h"
+#include "ir/workload_lang.h"
 #include "ir/workloads.h"
 
 namespace tunedb::ir {
@@ -168,6 +170,25 @@ TEST(InterpreterTest, OutOfBoundsAccessIsAnErrorNamingTheBlock) {
   } catch (const IrError& e) {
     EXPECT_STREQ(e.what(), "out-of-bounds access X[4] in block shift (dimension 0 has extent 4)");
   }
+}
+
+// An integer input that indexes another tensor (an embedding lookup) gets
+// indices inside it: with the -8..8 of other integers, every candidate of
+// a gather stopped at "out-of-bounds access E[-8, 0]" before its check.
+TEST(InterpreterTest, AGathersIndicesAreDrawnInsideTheTableTheyIndex) {
+  PrimFunc f = ParseWorkloadText(
+      "input E: f32[7, 3]\ninput F: f32[5, 3]\ninput I: i32[60]\ninput N: i32[60]\n"
+      "Y[i, j] = E[I[i], j] + F[i64(I[i]), j] + f32(N[i])\n");
+  std::vector<NDArray> args = MakeArguments(f, 3);
+  std::set<std::int64_t> indices, others;
+  for (std::int64_t k = 0; k < 60; ++k) {
+    indices.insert(args[2].GetInt(k));
+    others.insert(args[3].GetInt(k));
+  }
+  EXPECT_EQ(indices, (std::set<std::int64_t>{0, 1, 2, 3, 4})) << "F's 5 rows bound I, E's 7 do not";
+  EXPECT_LT(*others.begin(), 0) << "an integer read as a value keeps its -8..8";
+  EXPECT_GT(*others.rbegin(), 4);
+  EXPECT_NO_THROW(Interpret(f, args));
 }
 
 TEST(InterpreterTest, BindingOutsideTheDomainIsAnError) {
