@@ -320,15 +320,7 @@ std::map<const BufferNode*, std::int64_t> GatherBounds(const PrimFunc& func) {
       }
     });
   };
-  VisitStmt(func.body, [&](const Stmt& s) {
-    if (s->kind == StmtKind::kStore) {
-      const auto& store = static_cast<const StoreNode&>(*s);
-      for (const Expr& index : store.indices) note_gathers(index);
-      note_gathers(store.value);
-    } else if (s->kind == StmtKind::kIf) {
-      note_gathers(static_cast<const IfNode&>(*s).condition);
-    }
-  });
+  VisitStmtExprs(func.body, note_gathers);
   return bounds;
 }
 

@@ -165,6 +165,21 @@ void VisitStmt(const Stmt& s, Fn&& fn) {
   }
 }
 
+// Calls fn on every expression of the tree's stores (indices, then the
+// value) and if-conditions: those RewriteExprs rewrites, only read.
+template <typename Fn>
+void VisitStmtExprs(const Stmt& s, Fn&& fn) {
+  VisitStmt(s, [&](const Stmt& st) {
+    if (st->kind == StmtKind::kStore) {
+      const auto& store = static_cast<const StoreNode&>(*st);
+      for (const Expr& index : store.indices) fn(index);
+      fn(store.value);
+    } else if (st->kind == StmtKind::kIf) {
+      fn(static_cast<const IfNode&>(*st).condition);
+    }
+  });
+}
+
 // Blocks of the function in pre-order, the root block first.
 std::vector<BlockNode*> CollectBlocks(const PrimFunc& func);
 

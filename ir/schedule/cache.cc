@@ -284,15 +284,7 @@ PadPlan PlanPadding(const BlockNode& b, const std::vector<std::int64_t>& padding
         }
       });
     };
-    VisitStmt(*part, [&](const Stmt& st) {
-      if (st->kind == StmtKind::kStore) {
-        const auto& store = static_cast<const StoreNode&>(*st);
-        for (const Expr& index : store.indices) check(index);
-        check(store.value);
-      } else if (st->kind == StmtKind::kIf) {
-        check(static_cast<const IfNode&>(*st).condition);
-      }
-    });
+    VisitStmtExprs(*part, check);
     for (StoreNode* st : sched::Stores(*part)) visit(st->buffer, st->indices);
   }
   return plan;
