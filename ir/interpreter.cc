@@ -303,8 +303,8 @@ std::vector<int> OutputParams(const PrimFunc& func) {
 
 namespace {
 
-// Of the integer tensors read as a whole index of another, the extent of
-// the smallest dimension each indexes.
+// Of the integer tensors read as a whole index of another (only integers
+// index), the extent of the smallest dimension each indexes.
 std::map<const BufferNode*, std::int64_t> GatherBounds(const PrimFunc& func) {
   std::map<const BufferNode*, std::int64_t> bounds;
   auto note_gathers = [&](const Expr& e) {
@@ -336,7 +336,7 @@ std::vector<NDArray> MakeArguments(const PrimFunc& func, std::uint64_t seed) {
     std::uint64_t own_seed = seed * 1000003 + i;
     if (is_output) {
       args.emplace_back(p->dtype, p->shape);
-    } else if (auto bound = gather_bounds.find(p.get()); bound != gather_bounds.end() && IsInt(p->dtype)) {
+    } else if (auto bound = gather_bounds.find(p.get()); bound != gather_bounds.end()) {
       args.push_back(NDArray::RandomIndices(p->dtype, p->shape, own_seed, bound->second));
     } else {
       args.push_back(NDArray::Random(p->dtype, p->shape, own_seed));
