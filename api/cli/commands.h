@@ -48,9 +48,10 @@ CLI::Option* AddSeedOption(CLI::App* cmd, std::uint64_t* seed, const std::string
 
 // While it lives, SIGINT (Ctrl-C) and SIGTERM (as `timeout`, `kill` and job
 // schedulers send it) set flag() instead of ending the process, so that a
-// command that tunes stops cleanly after the chunk in flight; a second
-// signal ends the process at once. One at a time. (Defined in
-// interrupt.cc.)
+// command that tunes stops cleanly after the chunk in flight. A signal a
+// second or more after the first ends the process at once; one sooner is
+// the same request delivered twice (`timeout` sends it to the tuner and to
+// its process group). One at a time. (Defined in interrupt.cc.)
 class InterruptHandler {
  public:
   InterruptHandler();

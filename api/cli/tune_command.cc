@@ -1,8 +1,8 @@
 // `tunedb tune`: the tuning loop of search/tuner.h with a progress bar, a
 // table after each batch (TVM's task-scheduler table) and the best schedule
 // at the end. Ctrl-C or SIGTERM stops after the candidates in flight are
-// measured and committed (commands.h, InterruptHandler); a second signal
-// kills the process.
+// measured and committed (commands.h, InterruptHandler); a second signal,
+// a second or more later, kills the process.
 #include <unistd.h>
 
 #include <cmath>

@@ -9,6 +9,7 @@
 #include <array>
 #include <iterator>
 #include <cstdio>
+#include <cstdlib>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,8 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include "api/cli/commands.h"
 
 #include "ir/structural.h"
 #include "ir/workloads.h"
@@ -594,18 +597,26 @@ struct InterruptedTune {
   std::string db, args, out;
 };
 
+// Who gets the signal: the whole process group, as a terminal sends
+// Ctrl-C; the tuner alone; or the tuner and then its group, as coreutils
+// `timeout` sends it.
+enum class Delivery { kGroup, kTuner, kTunerThenGroup };
+
 // Starts a tune of 48 trials in chunks of 16 into a new database, sends
-// `sig` once the first chunk is in (to the whole process group, as a
-// terminal sends Ctrl-C, or to the tuner alone), and checks that the tuner
-// ended cleanly and said how to resume.
-void InterruptAfterTheFirstChunk(const std::string& name, int sig, bool to_group, InterruptedTune* run) {
+// `sig` once the first chunk is in, and checks that the tuner ended cleanly
+// and said how to resume.
+void InterruptAfterTheFirstChunk(const std::string& name, int sig, Delivery delivery, InterruptedTune* run) {
   run->db = TuneDb(name + ".sqlite");
   std::string log = ::testing::TempDir() + "/" + name + ".log";
   run->args = "tune --workload matmul:M=32,N=32,K=32 --trials 48 --batch 16 --db " + run->db + kSmallTune;
   pid_t pid = StartTunedbUntil("", run->args, log, "16/48 trials");
   ASSERT_GT(pid, 0);
   ASSERT_NE(ReadAll(log).find("16/48 trials"), std::string::npos) << ReadAll(log);
-  kill(to_group ? -pid : pid, sig);
+  if (delivery != Delivery::kGroup) kill(pid, sig);
+  // Back to back, the two would merge into one pending signal; `timeout`
+  // makes a few system calls between them.
+  if (delivery == Delivery::kTunerThenGroup) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  if (delivery != Delivery::kTuner) kill(-pid, sig);
   int status = 0;
   waitpid(pid, &status, 0);
   run->out = ReadAll(log);
@@ -620,7 +631,7 @@ void InterruptAfterTheFirstChunk(const std::string& name, int sig, bool to_group
 // same command then finishes the session without re-measuring.
 TEST(CliTune, CtrlCCommitsAndTheSameCommandResumes) {
   InterruptedTune run;
-  ASSERT_NO_FATAL_FAILURE(InterruptAfterTheFirstChunk("cli_tune_interrupt", SIGINT, true, &run));
+  ASSERT_NO_FATAL_FAILURE(InterruptAfterTheFirstChunk("cli_tune_interrupt", SIGINT, Delivery::kGroup, &run));
   Result again = RunTunedb(run.args);
   ASSERT_EQ(again.exit_code, 0) << again.out;
   EXPECT_NE(again.out.find("resuming a session with"), std::string::npos) << again.out;
@@ -637,9 +648,43 @@ TEST(CliTune, CtrlCCommitsAndTheSameCommandResumes) {
 // model unsaved.
 TEST(CliTune, SigtermEndsTheSessionCleanly) {
   InterruptedTune run;
-  ASSERT_NO_FATAL_FAILURE(InterruptAfterTheFirstChunk("cli_tune_sigterm", SIGTERM, false, &run));
+  ASSERT_NO_FATAL_FAILURE(InterruptAfterTheFirstChunk("cli_tune_sigterm", SIGTERM, Delivery::kTuner, &run));
   Result stats = RunTunedb("db stats --db " + run.db);
   EXPECT_NE(stats.out.find("models:    1\n"), std::string::npos) << stats.out;
+}
+
+// `timeout -s INT` signals the tuner, then its process group: one request
+// that arrives twice. The tuner took the second delivery for a second
+// Ctrl-C and died at once, without its report and with the chunk in
+// flight lost (every time with SIGINT; with timeout's SIGTERM when the two
+// did not merge into one, one run in four here).
+TEST(CliTune, OneSignalDeliveredTwiceAsTimeoutSendsItStopsCleanly) {
+  InterruptedTune run;
+  ASSERT_NO_FATAL_FAILURE(InterruptAfterTheFirstChunk("cli_tune_timeout", SIGINT, Delivery::kTunerThenGroup, &run));
+  EXPECT_NE(run.out.find("best schedule:"), std::string::npos) << run.out;
+}
+
+// A second request, a second or more after the first, ends the process by
+// the signal at once (a user who will not wait for the chunk in flight).
+TEST(InterruptHandlerDeathTest, ASignalASecondAfterTheFirstEndsTheProcess) {
+  EXPECT_EXIT(
+      {
+        tunedb::cli::InterruptHandler handler;
+        raise(SIGINT);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+        raise(SIGINT);
+        std::_Exit(3);
+      },
+      ::testing::KilledBySignal(SIGINT), "");
+  EXPECT_EXIT(
+      {
+        tunedb::cli::InterruptHandler handler;
+        raise(SIGINT);
+        raise(SIGTERM);
+        std::_Exit(handler.flag()->load() ? 0 : 3);
+      },
+      ::testing::ExitedWithCode(0), "")
+      << "a repeat within the second is the same request";
 }
 
 // A tuner killed outright (SIGKILL: no handler, no destructor) leaves no
