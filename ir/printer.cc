@@ -224,7 +224,7 @@ class Printer {
         s += ExprText(range.min) + ":" + ExprText(range.min + range.extent);
       }
     }
-    return s + "]";
+    return s + (r.ranges.empty() ? "()]" : "]");
   }
 
   void PrintBlock(const BlockNode& b, int indent) {
@@ -269,7 +269,9 @@ class Printer {
     for (const IterVar& iv : b.iter_vars) Undefine(iv.var);
   }
 
+  // A scalar's element is `D[()]` in TVMScript (`D[]` is not Python).
   std::string IndexList(const std::vector<Expr>& indices) {
+    if (indices.empty()) return "()";
     std::string s;
     for (std::size_t i = 0; i < indices.size(); ++i) s += (i ? ", " : "") + ExprText(indices[i]);
     return s;

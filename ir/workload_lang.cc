@@ -235,10 +235,12 @@ class Parser {
     }
     if (dtype == DataType::kBool) Fail(type, "inputs cannot be bool");
     Expect("[", "to start the input's shape");
-    std::vector<std::int64_t> shape;
-    do {
-      shape.push_back(ExpectPositiveInt("a dimension"));
-    } while (Accept(","));
+    std::vector<std::int64_t> shape;  // empty: a scalar, `s: f32[]`, as a stage `S[] = ...` is one
+    if (!IsPunct("]")) {
+      do {
+        shape.push_back(ExpectPositiveInt("a dimension"));
+      } while (Accept(","));
+    }
     Expect("]", "to close the input's shape");
     try {
       tensors_[name.text] = {builder_.Placeholder(name.text, shape, dtype), true, name.line, name.column};
@@ -474,10 +476,12 @@ class Parser {
     if (t.kind == Tok::kIdent) {
       Next();
       if (Accept("[")) {
-        std::vector<NodePtr> args;
-        do {
-          args.push_back(ParseExpr());
-        } while (Accept(","));
+        std::vector<NodePtr> args;  // none: a scalar's one element, `S[]`
+        if (!IsPunct("]")) {
+          do {
+            args.push_back(ParseExpr());
+          } while (Accept(","));
+        }
         Expect("]", "to close the indices of " + t.text);
         return MakeNode(NodeKind::kIndex, t, t.text, std::move(args));
       }
@@ -620,7 +624,10 @@ class Parser {
       case NodeKind::kName: {
         auto it = scope.find(n.text);
         if (it != scope.end()) return it->second;
-        if (tensors_.count(n.text)) Fail(n, "tensor '" + n.text + "' needs indices: " + n.text + "[...]");
+        if (auto t = tensors_.find(n.text); t != tensors_.end()) {
+          Fail(n, "tensor '" + n.text + "' needs indices: " + n.text +
+                      (t->second.tensor.buffer()->shape.empty() ? "[] (a scalar)" : "[...]"));
+        }
         Fail(n, "unknown name '" + n.text + "'");
       }
       case NodeKind::kIndex: {

@@ -69,6 +69,22 @@ TEST(WorkloadLangTest, SeveralOutputs) {
   EXPECT_TRUE(f.root().alloc_buffers.empty());
 }
 
+// A scalar is `f32[]` as an input and `S[]` as a stage, read as `a[]`. An
+// input could not be one, and no stage could read one; TVMScript writes
+// its element `S[()]`.
+TEST(WorkloadLangTest, ScalarsAreDeclaredAndReadWithEmptyBrackets) {
+  PrimFunc f = ParseWorkloadText("input X: f32[3]\ninput a: f32[]\nS[] = sum(k in 3) X[k]\nY[i] = X[i] * a[] - S[]\n");
+  ASSERT_EQ(f.params.size(), 3u);
+  EXPECT_TRUE(f.params[1]->shape.empty());
+  auto args = MakeArguments(f, 4);
+  Interpret(f, args);
+  double sum = args[0].GetFloat(0) + args[0].GetFloat(1) + args[0].GetFloat(2);
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(args[2].GetFloat(i), args[0].GetFloat(i) * args[1].GetFloat(0) - sum, 1e-5);
+  std::string text = PrintProgram(f);
+  EXPECT_NE(text.find("Y[v_i] = X[v_i] * a[()] - S[()]"), std::string::npos) << text;
+  EXPECT_NE(text.find("T.writes(S[()])"), std::string::npos) << text;
+}
+
 void ExpectError(const std::string& text, const std::string& message) {
   try {
     ParseWorkloadText(text, "w.tw");
@@ -109,6 +125,8 @@ TEST(WorkloadLangTest, ErrorsNameLineColumnAndExpectation) {
   ExpectError("input A: f32[4]\nB[i] = A[i]\noutput Q\n", "w.tw:3:8: output 'Q' is not defined");
   ExpectError("input A: f32[4]\n", "w.tw:2:1: the workload defines no stage");
   ExpectError("input A: f32[4]\nB[i] = A[i] * A\n", "w.tw:2:15: tensor 'A' needs indices: A[...]");
+  ExpectError("input a: f32[]\nB[i in 2] = a\n", "w.tw:2:13: tensor 'a' needs indices: a[] (a scalar)");
+  ExpectError("input A: f32[4]\nB[i in 4] = A[]\n", "w.tw:2:13: tensor 'A' has 1 dimension(s), indexed with 0");
   ExpectError("input A: f32[4]\nB[i] = A[i] < 1.0\n",
               "w.tw:2:1: stage 'B' computes bool values; use select to make numbers");
   ExpectError("input A: f32[4]\nB[i] = foo(A[i])\n", "w.tw:2:8: unknown function 'foo'");

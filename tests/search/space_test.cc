@@ -529,6 +529,8 @@ const char* kSmallWrittenWorkloads[] = {
     "input X: f32[17, 14]\ninput Y: f32[16]\nS[i] = sum(k in 16) X[i, k % 14] + Y[k % 16] - Y[k % 16] * 0.5\n",
     // An int64 index beside int32 ones (ir/limits.h).
     "input X: f32[6, 20]\nS[i in 9, j in 5] = sum(k in 20) X[(i64(i) * i64(i) * 7 + i64(j)) % 6, k] * f32(i64(k) - 3)\n",
+    // Scalars: an input and a stage, each read by another stage.
+    "input X: f32[40]\ninput a: f32[]\nS[] = sum(k in 40) X[k]\nY[i] = X[i] * a[] / S[]\n",
 };
 
 TEST(DesignSpace, SamplesOfWrittenWorkloadsMatchTheInterpreter) {
