@@ -58,7 +58,27 @@ bool TuningCostModel::Update(const std::vector<std::vector<FeatureRow>>& candida
   return true;
 }
 
+std::int64_t ModelASessionStartsFrom(const std::vector<db::StoredModel>& models, std::size_t min_samples) {
+  // A session's model learns from its own workloads' records only; chosen
+  // for being newest, it would supersede `tunedb train`'s model of every
+  // record for every later session. Records only accumulate, so the
+  // broadest model is the largest, until a session's outgrows it.
+  const db::StoredModel* pick = nullptr;
+  for (const db::StoredModel& m : models) {  // newest first
+    if (m.feature_version != kFeatureVersion) continue;
+    if (m.training_rows < static_cast<std::int64_t>(min_samples)) continue;
+    if (!pick || m.training_rows > pick->training_rows) pick = &m;
+  }
+  return pick ? pick->id : 0;
+}
+
 bool TuningCostModel::LoadFromDatabase(db::Database& database, std::int64_t id) {
+  if (id == 0) {
+    std::vector<db::StoredModel> models = database.Models();  // newest first
+    if (models.empty()) return false;
+    id = ModelASessionStartsFrom(models, options_.min_samples);
+    if (id == 0) id = models.front().id;  // none is usable: the newest says why
+  }
   std::optional<db::StoredModel> m = database.LoadModel(id);
   if (!m) return false;
   if (m->feature_version != kFeatureVersion) {
@@ -76,6 +96,8 @@ bool TuningCostModel::LoadFromDatabase(db::Database& database, std::int64_t id) 
   }
   model_ = CostModel::Load(m->blob);
   loaded_ = true;
+  loaded_id_ = m->id;
+  loaded_rows_ = m->training_rows;
   return true;
 }
 

@@ -19,6 +19,12 @@
 
 namespace tunedb::costmodel {
 
+// Of stored models (newest first, as Database::Models gives them), the one
+// a session starts from: trained on the most records, the newest of equals,
+// among those of this build's feature version trained on min_samples
+// records or more. 0 when none is.
+std::int64_t ModelASessionStartsFrom(const std::vector<db::StoredModel>& models, std::size_t min_samples);
+
 class TuningCostModel {
  public:
   struct Options {
@@ -38,10 +44,14 @@ class TuningCostModel {
   // "XGBoost rank, trained on 320 samples".
   std::string Describe() const;
 
-  // Starts from a stored model (the database's newest when id is 0); false
-  // when there is none. Throws CostModelError on a feature-version mismatch
-  // and for a model trained on fewer than min_samples records.
+  // Starts from a stored model; false when there is none. With id 0, the
+  // one of ModelASessionStartsFrom. Throws
+  // CostModelError on a feature-version mismatch and for a model trained on
+  // fewer than min_samples records (with id 0: when no model qualifies,
+  // the newest's reason).
   bool LoadFromDatabase(db::Database& database, std::int64_t id = 0);
+  std::int64_t loaded_id() const { return loaded_id_; }      // 0: none loaded
+  std::int64_t loaded_rows() const { return loaded_rows_; }  // its training records
   std::int64_t SaveToDatabase(db::Database& database, const std::string& metrics_json) const;
   void LoadFromFile(const std::string& path);
   void SaveToFile(const std::string& path) const;
@@ -61,6 +71,8 @@ class TuningCostModel {
   std::vector<double> medians_;
   std::size_t trained_on_ = 0;
   bool loaded_ = false;
+  std::int64_t loaded_id_ = 0;
+  std::int64_t loaded_rows_ = 0;
 };
 
 }  // namespace tunedb::costmodel

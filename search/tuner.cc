@@ -254,7 +254,10 @@ class Tuner {
 
   std::string LoadModel() {
     try {
-      if (model_.LoadFromDatabase(db_)) return "cost model: the database's stored model";
+      if (model_.LoadFromDatabase(db_)) {
+        return "cost model: stored model " + std::to_string(model_.loaded_id()) + ", trained on " +
+               std::to_string(model_.loaded_rows()) + " records (the most of the stored models)";
+      }
       return "cost model: none stored yet";
     } catch (const costmodel::CostModelError& e) {
       return std::string("cost model: stored model not used (") + e.what() + ")";

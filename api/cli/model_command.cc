@@ -12,6 +12,7 @@
 #include "costmodel/dataset.h"
 #include "costmodel/metrics.h"
 #include "costmodel/model.h"
+#include "costmodel/tuning_model.h"
 #include "db/sqlite_database.h"
 #include "search/tuner.h"
 
@@ -131,6 +132,8 @@ void Train(const ModelOptions& o) {
     fmt::print(
         "note: a tune session starts from a stored model trained on at least {} records (--model-min-samples)\n",
         tune_needs);
+  } else if (std::int64_t first = costmodel::ModelASessionStartsFrom(d.Models(), tune_needs); first != id) {
+    fmt::print("note: tune sessions start from model {}, trained on more records (tunedb model list)\n", first);
   }
 }
 
@@ -142,11 +145,13 @@ void List(const ModelOptions& o) {
     fmt::print("no stored models in {} (run tunedb train)\n", o.db);
     return;
   }
-  fmt::print("{:>4}  {:<20} {:>8} {:<13} {:>9}  {}\n", "id", "created", "features", "objective", "trained on", "metrics");
+  const std::int64_t first = costmodel::ModelASessionStartsFrom(models, search::TuneOptions{}.model_min_samples);
+  fmt::print("{:>5}  {:<20} {:>8} {:<13} {:>9}  {}\n", "id", "created", "features", "objective", "trained on", "metrics");
   for (const db::StoredModel& m : models) {
-    fmt::print("{:>4}  {:<20} {:>8} {:<13} {:>9}  {}\n", m.id, UtcTimeText(m.created), m.feature_version, m.objective,
-               m.training_rows, m.metrics);
+    fmt::print("{:>5}  {:<20} {:>8} {:<13} {:>9}  {}\n", (m.id == first ? "* " : "") + std::to_string(m.id),
+               UtcTimeText(m.created), m.feature_version, m.objective, m.training_rows, m.metrics);
   }
+  if (first != 0) fmt::print("* the model tune sessions start from: trained on the most records, the newest of equals\n");
 }
 
 void Eval(const ModelOptions& o) {

@@ -60,11 +60,19 @@ TEST_F(DatasetTest, TrainAndModelCommands) {
   EXPECT_NE(out.find("pairwise accuracy:"), std::string::npos) << out;
   EXPECT_EQ(out.find("note:"), std::string::npos) << "three quarters of 48 records are enough for a session to start from\n" << out;
   EXPECT_NE(out.find("stored as model 1 in"), std::string::npos) << out;
-  out = RunTunedb("train --db " + *path_ + " --objective weighted-mse --rounds 10", &rc);
+  out = RunTunedb("train --db " + *path_ + " --objective weighted-mse --rounds 10 --holdout 0", &rc);
   ASSERT_EQ(rc, 0) << out;
   out = RunTunedb("model list --db " + *path_, &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("weighted-mse"), std::string::npos) << out;
+  // Model 2 held out nothing, so it learnt from more records: sessions
+  // start from it, and from it still after a third that holds out half.
+  EXPECT_NE(out.find("\n  * 2  "), std::string::npos) << out;
+  out = RunTunedb("train --db " + *path_ + " --holdout 0.5 --rounds 10", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("stored as model 3 in " + *path_ + "\nnote: tune sessions start from model 2, trained on more records"),
+            std::string::npos)
+      << out;
   out = RunTunedb("model eval --db " + *path_ + " --model 1", &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("model 1 (rank"), std::string::npos) << out;

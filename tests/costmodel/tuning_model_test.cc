@@ -106,8 +106,8 @@ TEST(TuningCostModelTest, SavedToTheDatabaseAndBack) {
   db::StoredModel old;
   old.feature_version = 0;
   old.blob = "x";
-  database.SaveModel(old);
-  EXPECT_THROW(loaded.LoadFromDatabase(database, 0), CostModelError);
+  std::int64_t old_id = database.SaveModel(old);
+  EXPECT_THROW(loaded.LoadFromDatabase(database, old_id), CostModelError);
   // So is one trained on fewer records than a session trains its own on.
   db::StoredModel small = *database.LoadModel(id);
   small.training_rows = 9;
@@ -121,6 +121,63 @@ TEST(TuningCostModelTest, SavedToTheDatabaseAndBack) {
                                          " was trained on 9 records, fewer than the 10 samples a session trains its own on");
   }
   EXPECT_TRUE(fresh.using_heuristic());
+}
+
+// A session (id 0) starts from the model that learnt from the most
+// records, not the newest: a session's model, trained on its own
+// workloads' records, used to supersede `tunedb train`'s model of every
+// record for every later session. Models it cannot use do not count.
+TEST(TuningCostModelTest, ASessionStartsFromTheModelTrainedOnTheMostRecords) {
+  TuningCostModel::Options o;
+  o.min_samples = 10;
+  TuningCostModel m(o);
+  std::mt19937_64 rng(5);
+  std::vector<std::vector<FeatureRow>> batch;
+  std::vector<double> secs;
+  for (int i = 0; i < 12; ++i) {
+    double cost;
+    batch.push_back(Candidate(rng, &cost));
+    secs.push_back(cost);
+  }
+  m.Update(batch, secs, 0);
+  db::MemoryDatabase database;
+  db::StoredModel stored;
+  stored.feature_version = kFeatureVersion;
+  stored.blob = m.model().Save();
+  auto save = [&](std::int64_t rows, int version) {
+    db::StoredModel s = stored;
+    s.training_rows = rows;
+    s.feature_version = version;
+    return database.SaveModel(s);
+  };
+  save(40, kFeatureVersion);
+  std::int64_t global = save(300, kFeatureVersion);  // `tunedb train`
+  save(64, kFeatureVersion);                         // a session's, newer
+  save(300, kFeatureVersion - 1);                    // another version, newest
+  save(5, kFeatureVersion);                          // too small, newest
+  TuningCostModel loaded(o);
+  ASSERT_TRUE(loaded.LoadFromDatabase(database));
+  EXPECT_EQ(loaded.loaded_id(), global);
+  EXPECT_EQ(loaded.loaded_rows(), 300);
+  // Of equals, the newest.
+  std::int64_t again = save(300, kFeatureVersion);
+  ASSERT_TRUE(loaded.LoadFromDatabase(database));
+  EXPECT_EQ(loaded.loaded_id(), again);
+  // When none can be used, the newest's reason.
+  db::MemoryDatabase unusable;
+  stored.training_rows = 50;
+  stored.feature_version = kFeatureVersion - 1;
+  unusable.SaveModel(stored);
+  stored.feature_version = kFeatureVersion;
+  stored.training_rows = 3;
+  std::int64_t newest = unusable.SaveModel(stored);
+  try {
+    TuningCostModel(o).LoadFromDatabase(unusable);
+    ADD_FAILURE() << "an unusable model was loaded";
+  } catch (const CostModelError& e) {
+    EXPECT_EQ(std::string(e.what()), "model " + std::to_string(newest) +
+                                         " was trained on 3 records, fewer than the 10 samples a session trains its own on");
+  }
 }
 
 }  // namespace
