@@ -63,6 +63,12 @@ std::string SecondsText(double secs) {
   return text;
 }
 
+}  // namespace
+
+std::string RunTimeoutError(double run_timeout_s) { return "running took longer than " + SecondsText(run_timeout_s); }
+
+namespace {
+
 // The outcome of waiting for a worker's reply.
 struct Reply {
   enum Kind { kOk, kDied, kTimedOut } kind = kOk;
@@ -420,7 +426,7 @@ struct Runner::Impl {
     bool stands = false;
     if (r.kind == Reply::kTimedOut) {
       res.status = MeasureStatus::kTimeout;
-      res.error = "running took longer than " + SecondsText(c.run_timeout_s);
+      res.error = RunTimeoutError(c.run_timeout_s);
       res.run_secs.clear();
       w.Restart();
     } else if (r.kind == Reply::kDied) {

@@ -55,6 +55,10 @@ namespace tunedb::measure {
 enum class MeasureStatus { kOk, kBuildError, kRunError, kTimeout, kWrongResult };
 std::string_view StatusName(MeasureStatus status);  // "ok", "build_error", "run_error", "timeout", "wrong_result"
 
+// A timed-out run's error: "running took longer than 10 s". The tuner tells
+// by it under which --timeout an earlier session's run failed.
+std::string RunTimeoutError(double run_timeout_s);
+
 struct MeasureResult {
   MeasureStatus status = MeasureStatus::kOk;
   std::vector<double> run_secs;  // one per repeat

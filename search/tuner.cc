@@ -350,6 +350,9 @@ class Tuner {
           if (trace.insts.empty() && r.status == db::RecordStatus::kOk) {
             status.baseline_secs = r.Median();
             status.baseline_stored = true;
+          } else if (trace.insts.empty() && status.baseline_secs == 0) {
+            NoteBaselineFailure(status, r);
+            status.baseline_stored = true;
           }
         } catch (const ir::IrError&) {
           // A trace that does not replay (damaged, or beyond what this
@@ -645,6 +648,16 @@ class Tuner {
     }
   }
 
+  // A failed record of the unscheduled program: a timeout under this
+  // session's --timeout (measure::RunTimeoutError) bounds its time from
+  // below; one under another --timeout is timed again.
+  void NoteBaselineFailure(TaskStatus& status, const db::TuningRecord& r) const {
+    status.baseline_error = r.error;
+    const bool this_timeout = r.status == db::RecordStatus::kTimeout &&
+                              r.error == measure::RunTimeoutError(o_.measure.run_timeout_s);
+    status.baseline_over_secs = this_timeout ? o_.measure.run_timeout_s : 0;
+  }
+
   void MeasureBaselines() {
     // Timed like the candidates (runs per repeat grown to min_repeat_ms), but
     // one repeat: the unscheduled program of a large workload takes seconds.
@@ -660,15 +673,21 @@ class Tuner {
       // Stored as a record of the empty trace, in no session (a session's
       // records are its trials), so that later sessions reuse it: the
       // unscheduled 1024 matmul took 10.2 s of a 12.6 s session's time.
-      if (status_[t].baseline_stored) continue;
+      // Not after a timeout under this session's --timeout either: the run
+      // would time out again, and that cost --timeout seconds each session.
+      if (status_[t].baseline_secs > 0 || status_[t].baseline_over_secs > 0) continue;
       measure::Runner runner(tasks_[t]->workload.func, config);
       std::vector<measure::MeasureResult> r = runner.Measure({tasks_[t]->workload.func});
-      if (r[0].status != measure::MeasureStatus::kOk) continue;
-      status_[t].baseline_secs = r[0].MedianSecs();
       Candidate unscheduled;
       unscheduled.program = tasks_[t]->workload.func;
       db::TuningRecord record = ToRecord(*tasks_[t], unscheduled, r[0], target_, /*session=*/0, hardware_);
       db_.CommitRecords({record});
+      status_[t].baseline_stored = false;
+      if (r[0].status != measure::MeasureStatus::kOk) {
+        NoteBaselineFailure(status_[t], record);
+        continue;
+      }
+      status_[t].baseline_secs = r[0].MedianSecs();
       // Faster than every schedule measured (a tiny workload, where a
       // parallel loop's start costs more than the work): the database's
       // best is now the unscheduled program, and the report says so, as

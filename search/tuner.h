@@ -93,7 +93,9 @@ struct TaskStatus {
   int transferred = 0;          // designs replayed from similar workloads
   bool done = false;            // no new candidates left
   double baseline_secs = 0;     // unscheduled program (0: not measured)
-  bool baseline_stored = false; // baseline_secs is from an earlier session's record
+  bool baseline_stored = false; // baseline_secs, or baseline_error, is from an earlier session's record
+  std::string baseline_error;   // why the unscheduled program has no time, when it failed
+  double baseline_over_secs = 0;  // > 0: it timed out, one run taking longer than this
   double GFlops() const;
 };
 

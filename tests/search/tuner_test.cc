@@ -150,6 +150,49 @@ TEST(Tuner, TunesASmallMatmulIntoARealDatabaseAndResumesWithoutRemeasuring) {
   }
 }
 
+// An unscheduled program that outlasts --timeout (matmul 2048 runs 47 s
+// here) has a stored timeout record: its time is known to be over the
+// timeout, and later sessions under the same --timeout do not spend it
+// again; one under another --timeout times the program again. It used to
+// be left out silently, the report naming no reason, and tried again by
+// every session.
+TEST(Tuner, AnUnscheduledProgramThatTimesOutIsStoredAndNotTimedAgain) {
+  std::string path = FreshDb("tuner_baseline_timeout.sqlite");
+  db::SqliteDatabase database(path);
+  const std::string spec = "matmul:M=32,N=32,K=32";
+  TuneOptions o = SmallTune(spec, 8);
+  o.final_check = 0;
+  o.measure.run_timeout_s = 0.3;
+  o.measure.fault = {measure::FaultInjection::kHang, 0};  // each Measure call's first program hangs
+  TuneReport r = Tune(database, o);
+  ASSERT_EQ(r.tasks.size(), 1u);
+  EXPECT_EQ(r.tasks[0].baseline_secs, 0);
+  EXPECT_EQ(r.tasks[0].baseline_error, "running took longer than 0.3 s");
+  EXPECT_EQ(r.tasks[0].baseline_over_secs, 0.3);
+  EXPECT_FALSE(r.tasks[0].baseline_stored);
+  std::vector<db::TuningRecord> baseline = BaselineRecords(database);
+  ASSERT_EQ(baseline.size(), 1u);
+  EXPECT_EQ(baseline[0].status, db::RecordStatus::kTimeout);
+  EXPECT_EQ(baseline[0].session_id, 0);
+
+  o.measure.fault = {};
+  o.seed = 4;
+  o.command += " again";
+  r = Tune(database, o);
+  EXPECT_TRUE(r.tasks[0].baseline_stored);
+  EXPECT_EQ(r.tasks[0].baseline_over_secs, 0.3);
+  EXPECT_LT(r.times.baseline, 0.1) << "timed again under the same --timeout";
+  EXPECT_EQ(BaselineRecords(database).size(), 1u);
+
+  o.measure.run_timeout_s = 5;
+  o.seed = 5;
+  o.command += " with a longer timeout";
+  r = Tune(database, o);
+  EXPECT_GT(r.tasks[0].baseline_secs, 0);
+  EXPECT_EQ(r.tasks[0].baseline_over_secs, 0);
+  EXPECT_EQ(BaselineRecords(database).size(), 2u);
+}
+
 // A session that loads the stored model and measures too little to retrain
 // it stores nothing back: it stored a copy that claimed to be trained on
 // none of its records, and every later session refused that newest model
