@@ -303,20 +303,71 @@ std::vector<int> OutputParams(const PrimFunc& func) {
 
 namespace {
 
-// Of the integer tensors read as a whole index of another (only integers
-// index), the extent of the smallest dimension each indexes.
-std::map<const BufferNode*, std::int64_t> GatherBounds(const PrimFunc& func) {
-  std::map<const BufferNode*, std::int64_t> bounds;
+// Values v of an integer input, lo..hi inclusive.
+struct IndexValues {
+  std::int64_t lo, hi;
+};
+
+// Whether an index is a * v + c of one integer load v (casts allowed, a and
+// c constants): E[I[i], j], E[I[i] + 1, j], E[2 * I[i] - 1, j].
+bool AffineInALoad(const ExprNode* e, const ExprNode** load, std::int64_t* a, std::int64_t* c) {
+  while (e->kind == ExprKind::kCast) e = e->operands[0].get();
+  if (e->kind == ExprKind::kLoad) {
+    if (!IsInt(e->dtype)) return false;
+    *load = e;
+    *a = 1;
+    *c = 0;
+    return true;
+  }
+  if (e->kind != ExprKind::kAdd && e->kind != ExprKind::kSub && e->kind != ExprKind::kMul) return false;
+  const ExprNode* x = e->operands[0].get();
+  const ExprNode* y = e->operands[1].get();
+  const bool constant_first = x->kind == ExprKind::kIntImm;
+  if (constant_first) std::swap(x, y);
+  if (y->kind != ExprKind::kIntImm || !AffineInALoad(x, load, a, c)) return false;
+  const std::int64_t k = y->int_value;
+  switch (e->kind) {
+    case ExprKind::kAdd: return !__builtin_add_overflow(*c, k, c);
+    case ExprKind::kSub:
+      if (!constant_first) return !__builtin_sub_overflow(*c, k, c);
+      // k - (a v + c)
+      return !__builtin_sub_overflow(std::int64_t{0}, *a, a) && !__builtin_sub_overflow(k, *c, c);
+    default: return !__builtin_mul_overflow(*a, k, a) && !__builtin_mul_overflow(*c, k, c);
+  }
+}
+
+// Floor and ceiling of x / y, in 128 bits: -c and extent - 1 - c of any
+// int64 c fit.
+__int128 FloorDivide(__int128 x, __int128 y) { return x / y - ((x % y != 0) && ((x < 0) != (y < 0))); }
+__int128 CeilDivide(__int128 x, __int128 y) { return -FloorDivide(-x, y); }
+
+// Of the integer tensors read inside an index of another as a * v + c
+// (only integers index), the values that keep every such index inside its
+// dimension. An input whose uses leave no such value keeps the first use's
+// (its program reads outside a tensor whatever the inputs; the check names
+// the read).
+std::map<const BufferNode*, IndexValues> GatherBounds(const PrimFunc& func) {
+  std::map<const BufferNode*, IndexValues> bounds;
   auto note_gathers = [&](const Expr& e) {
     VisitExpr(e, [&](const Expr& load) {
       if (load->kind != ExprKind::kLoad) return;
       for (std::size_t d = 0; d < load->operands.size(); ++d) {
-        const ExprNode* index = load->operands[d].get();
-        while (index->kind == ExprKind::kCast) index = index->operands[0].get();
-        if (index->kind != ExprKind::kLoad || !IsInt(index->dtype)) continue;
-        std::int64_t extent = load->buffer->shape[d];
-        auto [it, fresh] = bounds.emplace(index->buffer.get(), extent);
-        if (!fresh) it->second = std::min(it->second, extent);
+        const ExprNode* index = nullptr;
+        std::int64_t a = 0, c = 0;
+        if (!AffineInALoad(load->operands[d].get(), &index, &a, &c) || a == 0) continue;
+        // 0 <= a v + c <= extent - 1, and v inside its own type.
+        const __int128 top = load->buffer->shape[d] - 1;
+        __int128 lo = a > 0 ? CeilDivide(-__int128{c}, a) : CeilDivide(top - c, a);
+        __int128 hi = a > 0 ? FloorDivide(top - c, a) : FloorDivide(-__int128{c}, a);
+        const bool int32 = index->dtype == DataType::kInt32;
+        lo = std::max<__int128>(lo, int32 ? INT32_MIN : INT64_MIN);
+        hi = std::min<__int128>(hi, int32 ? INT32_MAX : INT64_MAX);
+        if (lo > hi) continue;
+        IndexValues v{static_cast<std::int64_t>(lo), static_cast<std::int64_t>(hi)};
+        auto [it, fresh] = bounds.emplace(index->buffer.get(), v);
+        if (fresh) continue;
+        IndexValues both{std::max(it->second.lo, v.lo), std::min(it->second.hi, v.hi)};
+        if (both.lo <= both.hi) it->second = both;
       }
     });
   };
@@ -328,7 +379,7 @@ std::map<const BufferNode*, std::int64_t> GatherBounds(const PrimFunc& func) {
 
 std::vector<NDArray> MakeArguments(const PrimFunc& func, std::uint64_t seed) {
   std::vector<int> outputs = OutputParams(func);
-  std::map<const BufferNode*, std::int64_t> gather_bounds = GatherBounds(func);
+  std::map<const BufferNode*, IndexValues> gather_bounds = GatherBounds(func);
   std::vector<NDArray> args;
   for (std::size_t i = 0; i < func.params.size(); ++i) {
     const Buffer& p = func.params[i];
@@ -337,7 +388,7 @@ std::vector<NDArray> MakeArguments(const PrimFunc& func, std::uint64_t seed) {
     if (is_output) {
       args.emplace_back(p->dtype, p->shape);
     } else if (auto bound = gather_bounds.find(p.get()); bound != gather_bounds.end()) {
-      args.push_back(NDArray::RandomIndices(p->dtype, p->shape, own_seed, bound->second));
+      args.push_back(NDArray::RandomIndices(p->dtype, p->shape, own_seed, bound->second.lo, bound->second.hi));
     } else {
       args.push_back(NDArray::Random(p->dtype, p->shape, own_seed));
     }

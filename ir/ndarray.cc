@@ -58,13 +58,16 @@ NDArray NDArray::Random(DataType dtype, std::vector<std::int64_t> shape, std::ui
   return a;
 }
 
-NDArray NDArray::RandomIndices(DataType dtype, std::vector<std::int64_t> shape, std::uint64_t seed,
-                               std::int64_t bound) {
+NDArray NDArray::RandomIndices(DataType dtype, std::vector<std::int64_t> shape, std::uint64_t seed, std::int64_t lo,
+                               std::int64_t hi) {
   NDArray a(dtype, std::move(shape));
+  // hi - lo + 1 in unsigned arithmetic: 0 stands for all 2^64 values.
+  const std::uint64_t span = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo) + 1;
   std::uint64_t state = seed;
   for (std::int64_t i = 0; i < a.size_; ++i) {
     state += kGoldenGamma;
-    a.SetInt(i, static_cast<std::int64_t>(Mix64(state) % static_cast<std::uint64_t>(bound)));
+    const std::uint64_t r = span == 0 ? Mix64(state) : Mix64(state) % span;
+    a.SetInt(i, static_cast<std::int64_t>(static_cast<std::uint64_t>(lo) + r));
   }
   return a;
 }

@@ -25,10 +25,11 @@ class NDArray {
   // Uniform values from an explicit seed: floats in [-1, 1), integers in
   // [-8, 8], bools 0/1. The sequence depends only on the seed.
   static NDArray Random(DataType dtype, std::vector<std::int64_t> shape, std::uint64_t seed);
-  // Uniform integers in [0, bound) from an explicit seed: indices into a
-  // dimension of `bound` elements. `dtype` is an integer type.
-  static NDArray RandomIndices(DataType dtype, std::vector<std::int64_t> shape, std::uint64_t seed,
-                               std::int64_t bound);
+  // Uniform integers in lo..hi (inclusive) from an explicit seed: values
+  // that keep an index into another tensor inside its dimension. `dtype` is
+  // an integer type holding both ends.
+  static NDArray RandomIndices(DataType dtype, std::vector<std::int64_t> shape, std::uint64_t seed, std::int64_t lo,
+                               std::int64_t hi);
 
   DataType dtype() const { return dtype_; }
   const std::vector<std::int64_t>& shape() const { return shape_; }

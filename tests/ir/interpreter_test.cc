@@ -191,6 +191,28 @@ TEST(InterpreterTest, AGathersIndicesAreDrawnInsideTheTableTheyIndex) {
   EXPECT_NO_THROW(Interpret(f, args));
 }
 
+// An index computed from the input as a * v + c keeps the values that
+// land inside the table: E[I[i] + 1] once stopped a session at "E[-8, 0]",
+// as only a whole index was drawn inside.
+TEST(InterpreterTest, AGathersIndexComputedFromItsInputLandsInsideTheTable) {
+  struct Case {
+    const char* index;
+    std::set<std::int64_t> values;
+  };
+  for (const Case& c : {Case{"I[i] + 1", {-1, 0, 1, 2, 3, 4, 5}}, Case{"2 * I[i]", {0, 1, 2, 3}},
+                        Case{"2 * i64(I[i]) - 1", {1, 2, 3}}, Case{"6 - I[i]", {0, 1, 2, 3, 4, 5, 6}},
+                        Case{"1 - 3 * I[i]", {-1, 0}}}) {
+    SCOPED_TRACE(c.index);
+    PrimFunc f = ParseWorkloadText(std::string("input E: f32[7, 3]\ninput I: i32[80]\nY[i, j] = E[") + c.index +
+                                   ", j]\n");
+    std::vector<NDArray> args = MakeArguments(f, 3);
+    std::set<std::int64_t> values;
+    for (std::int64_t k = 0; k < 80; ++k) values.insert(args[1].GetInt(k));
+    EXPECT_EQ(values, c.values);
+    EXPECT_NO_THROW(Interpret(f, args));
+  }
+}
+
 TEST(InterpreterTest, BindingOutsideTheDomainIsAnError) {
   Workload w = BuildWorkload("matmul:M=2,N=2,K=2");
   PrimFunc f = Clone(w.func);
