@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <thread>
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it
 
 #include <boost/asio.hpp>
@@ -135,6 +138,12 @@ struct RemoteDatabase::Impl {
   std::size_t max_records_per_post = kMaxRecordsPerPost;
   std::string write_refusal;  // from the server's health answer
   std::string not_found;      // the message of the last 404 CallOrNotFound returned as nullopt
+  // Once the server has answered, a refused connection is a server that
+  // restarts (an upgrade, a moved database): it is waited for this long
+  // before the call fails, so that tuners into it do not all end. Before
+  // its first answer, a wrong URL fails at once.
+  bool reached = false;
+  double reconnect_wait_s = kReconnectWaitSecs;
   net::io_context ioc;
   std::optional<beast::tcp_stream> stream;
   beast::flat_buffer buffer;
@@ -146,12 +155,21 @@ struct RemoteDatabase::Impl {
     beast::error_code ec;
     auto endpoints = resolver.resolve(host, port, ec);
     if (ec) Fail("cannot resolve " + host + ": " + ec.message());
-    stream.emplace(ioc);
-    stream->expires_after(std::chrono::seconds(30));
-    stream->connect(endpoints, ec);
-    if (ec) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(reached ? reconnect_wait_s : 0);
+    auto pause = std::chrono::milliseconds(100);
+    for (;;) {
+      stream.emplace(ioc);
+      stream->expires_after(std::chrono::seconds(30));
+      stream->connect(endpoints, ec);
+      if (!ec) break;
       stream.reset();
-      Fail("cannot connect: " + ec.message());
+      if (std::chrono::steady_clock::now() + pause > give_up) {
+        char waited[64] = "";
+        if (reached) std::snprintf(waited, sizeof waited, " (waited %g s for the server to come back)", reconnect_wait_s);
+        Fail("cannot connect: " + ec.message() + waited);
+      }
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::milliseconds(5000));
     }
     buffer.clear();
   }
@@ -206,6 +224,7 @@ struct RemoteDatabase::Impl {
         Fail(std::string(http::to_string(method)) + " " + target + ": " + ec.message());
       }
       if (!res.keep_alive()) stream.reset();
+      reached = true;
       json answer;
       try {
         answer = ir::ParseJson(res.body());
@@ -253,6 +272,8 @@ RemoteDatabase::RemoteDatabase(const std::string& url, std::string token) : impl
 }
 
 const std::string& RemoteDatabase::WriteRefusal() const { return impl_->write_refusal; }
+
+void RemoteDatabase::SetReconnectWait(double secs) { impl_->reconnect_wait_s = secs; }
 
 RemoteDatabase::~RemoteDatabase() = default;
 

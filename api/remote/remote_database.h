@@ -8,9 +8,10 @@
 // batch into requests within the limits the server's health route gives:
 // each request is committed on its own, so a failure part way leaves the
 // requests before it stored (committing the batch again adds only the
-// rest: the server skips duplicates). Failures - the server unreachable, an
-// error answer - throw db::DatabaseError naming the URL and the server's
-// message.
+// rest: the server skips duplicates). A server that goes away after its
+// first answer is waited for (SetReconnectWait). Failures - the server
+// unreachable, an error answer - throw db::DatabaseError naming the URL and
+// the server's message.
 //
 // Thread-safety: one RemoteDatabase per thread, as for every Database.
 #pragma once
@@ -52,6 +53,12 @@ class RemoteDatabase : public db::Database {
   // needs a token that was not given or is wrong. Known from the moment
   // of connecting, for commands with long work before their first write.
   const std::string& WriteRefusal() const;
+
+  // How long a call waits for a server that refuses connections after it
+  // has answered once (a restart), retrying with growing pauses, before it
+  // fails. Before the first answer a refused connection fails at once.
+  static constexpr double kReconnectWaitSecs = 60;
+  void SetReconnectWait(double secs);
 
  private:
   struct Impl;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <thread>
 
 #include <utility>  // before Asio: Boost 1.74's awaitable.hpp uses std::exchange without it
@@ -1319,6 +1320,43 @@ TEST_F(ServerTest, ATunerJudgesASessionByItsOwnClockThroughAServerWithAnother) {
   // Clocks that agree within a minute read the time stored as it is.
   db::Session direct = RemoteDatabase("http://127.0.0.1:" + std::to_string(port_), "tok").Sessions().at(0);
   EXPECT_EQ(direct.last_active, db::SqliteDatabase(path_).Sessions().at(0).last_active);
+}
+
+// A server that restarts (an upgrade) while tuners use it: a call waits
+// for it to listen again instead of failing, which ended every tuner with
+// "cannot connect: Connection refused" and lost its chunk in flight. One
+// that does not come back fails after the wait, saying so.
+TEST_F(ServerTest, ARemoteDatabaseWaitsForAServerThatRestarts) {
+  ServerOptions o;
+  o.db_path = path_;
+  o.port = 0;
+  auto first = std::make_unique<Server>(o);
+  first->Start();
+  o.port = first->port();
+  RemoteDatabase remote(first->url(), "");
+  ASSERT_EQ(remote.Size(), 12);
+  first->Stop();
+  first.reset();
+  std::promise<void> answered;
+  std::thread restart([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    Server second(o);
+    second.Start();
+    answered.get_future().wait();
+    second.Stop();
+  });
+  EXPECT_EQ(remote.Size(), 12);
+  answered.set_value();
+  restart.join();
+  remote.SetReconnectWait(0.3);
+  try {
+    remote.Size();
+    ADD_FAILURE() << "a stopped server answered";
+  } catch (const db::DatabaseError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot connect: Connection refused (waited 0.3 s for the server to come back)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(RemoteDatabaseTest, UnreachableServerIsAClearError) {
