@@ -22,6 +22,22 @@ std::vector<FeatureRow> Candidate(std::mt19937_64& rng, double* cost) {
   return rows;
 }
 
+// n candidates of Candidate and their times, from one seed.
+struct Batch {
+  std::vector<std::vector<FeatureRow>> candidates;
+  std::vector<double> secs;
+};
+Batch RandomBatch(std::uint64_t seed, int n, double secs_per_cost = 1) {
+  std::mt19937_64 rng(seed);
+  Batch b;
+  for (int i = 0; i < n; ++i) {
+    double cost;
+    b.candidates.push_back(Candidate(rng, &cost));
+    b.secs.push_back(cost * secs_per_cost);
+  }
+  return b;
+}
+
 FeatureRow Row(double executions, double vec_len, bool local) {
   FeatureRow r(NumFeatures(), 0.0f);
   r[FeatureIndex("loop_prod")] = static_cast<float>(std::log2(1 + executions));
@@ -50,14 +66,7 @@ TEST(TuningCostModelTest, HeuristicUntilEnoughDataThenXGBoost) {
   TuningCostModel m(o);
   EXPECT_TRUE(m.using_heuristic());
   EXPECT_EQ(m.Describe(), "heuristic (0 of 40 samples needed to train)");
-  std::mt19937_64 rng(1);
-  std::vector<std::vector<FeatureRow>> batch;
-  std::vector<double> secs;
-  for (int i = 0; i < 30; ++i) {
-    double cost;
-    batch.push_back(Candidate(rng, &cost));
-    secs.push_back(cost * 1e-3);
-  }
+  auto [batch, secs] = RandomBatch(1, 30, 1e-3);
   EXPECT_FALSE(m.Update(batch, secs, 0));
   EXPECT_TRUE(m.using_heuristic());
   EXPECT_EQ(m.Predict(batch)[0], HeuristicScore(batch[0]));
@@ -73,14 +82,7 @@ TEST(TuningCostModelTest, SavedToTheDatabaseAndBack) {
   o.train.max_rounds = 5;
   o.train.threads = 1;
   TuningCostModel m(o);
-  std::mt19937_64 rng(2);
-  std::vector<std::vector<FeatureRow>> batch;
-  std::vector<double> secs;
-  for (int i = 0; i < 20; ++i) {
-    double cost;
-    batch.push_back(Candidate(rng, &cost));
-    secs.push_back(cost);
-  }
+  auto [batch, secs] = RandomBatch(2, 20);
   m.Update(batch, secs, 0);
   db::MemoryDatabase database;
   std::int64_t id = m.SaveToDatabase(database, "{}");
@@ -131,15 +133,8 @@ TEST(TuningCostModelTest, ASessionStartsFromTheModelTrainedOnTheMostRecords) {
   TuningCostModel::Options o;
   o.min_samples = 10;
   TuningCostModel m(o);
-  std::mt19937_64 rng(5);
-  std::vector<std::vector<FeatureRow>> batch;
-  std::vector<double> secs;
-  for (int i = 0; i < 12; ++i) {
-    double cost;
-    batch.push_back(Candidate(rng, &cost));
-    secs.push_back(cost);
-  }
-  m.Update(batch, secs, 0);
+  Batch batch = RandomBatch(5, 12);
+  m.Update(batch.candidates, batch.secs, 0);
   db::MemoryDatabase database;
   db::StoredModel stored;
   stored.feature_version = kFeatureVersion;
