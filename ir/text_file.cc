@@ -30,4 +30,10 @@ bool ReadWholeFile(const std::string& path, std::string* text, std::string* why)
   return true;
 }
 
+std::string_view WithoutByteOrderMark(std::string_view text) {
+  constexpr std::string_view kMark = "\xEF\xBB\xBF";
+  if (text.substr(0, kMark.size()) == kMark) text.remove_prefix(kMark.size());
+  return text;
+}
+
 }  // namespace tunedb::ir

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ir/limits.h"
+#include "ir/text_file.h"
 #include "ir/simplify.h"
 #include "ir/te.h"
 
@@ -794,7 +795,7 @@ class Parser {
 }  // namespace
 
 PrimFunc ParseWorkloadText(std::string_view text, std::string_view file) {
-  return Parser(text, std::string(file)).Parse();
+  return Parser(WithoutByteOrderMark(text), std::string(file)).Parse();
 }
 
 }  // namespace tunedb::ir

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/schedule/instruction.h"
+#include "ir/text_file.h"
 
 namespace tunedb::ir {
 namespace {
@@ -380,7 +381,7 @@ class ScriptRunner {
 }  // namespace
 
 void RunScheduleScript(Schedule& sch, std::string_view text, std::string_view file) {
-  ScriptRunner(sch, text, std::string(file)).Run();
+  ScriptRunner(sch, WithoutByteOrderMark(text), std::string(file)).Run();
 }
 
 }  // namespace tunedb::ir

@@ -85,6 +85,19 @@ TEST(WorkloadLangTest, ScalarsAreDeclaredAndReadWithEmptyBrackets) {
   EXPECT_NE(text.find("T.writes(S[()])"), std::string::npos) << text;
 }
 
+// A UTF-8 byte-order mark first (Windows Notepad) is skipped, and an error
+// on line 1 counts its columns without it.
+TEST(WorkloadLangTest, AByteOrderMarkIsSkipped) {
+  EXPECT_EQ(WorkloadHash(ParseWorkloadText("\xEF\xBB\xBFinput A: f32[4]\r\nB[i] = A[i] * 2.0\r\n")),
+            WorkloadHash(ParseWorkloadText("input A: f32[4]\nB[i] = A[i] * 2.0\n")));
+  try {
+    ParseWorkloadText("\xEF\xBB\xBFinput A: f32[0]\n", "w.tw");
+    FAIL() << "a dimension of 0 was taken";
+  } catch (const WorkloadParseError& e) {
+    EXPECT_EQ(std::string(e.what()), "w.tw:1:14: a dimension must be at least 1");
+  }
+}
+
 void ExpectError(const std::string& text, const std::string& message) {
   try {
     ParseWorkloadText(text, "w.tw");

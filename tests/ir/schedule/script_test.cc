@@ -59,6 +59,16 @@ sch.vectorize(loop=outer[1])
   EXPECT_SAME_RESULT(f, sch);
 }
 
+// A file saved by Windows Notepad starts with a UTF-8 byte-order mark,
+// which Python skips; it was "unexpected character" at 1:1.
+TEST(ScriptTest, AByteOrderMarkIsSkipped) {
+  PrimFunc f = Mm();
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, "\xEF\xBB\xBF" "b = sch.get_block(\"C\")\ni, j, k = sch.get_loops(b)\nsch.vectorize(j)\n");
+  EXPECT_NE(PrintProgram(sch.func()).find("T.vectorized(32)"), std::string::npos);
+  EXPECT_SAME_RESULT(f, sch);
+}
+
 void ExpectScriptError(const std::string& script, const std::string& message) {
   Schedule sch(Mm(), 0);
   std::string before = PrintProgram(sch.func());
