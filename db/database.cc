@@ -64,7 +64,15 @@ std::vector<double> WithLaterTimings(std::int64_t record_id, std::vector<double>
 std::string CanonicalTarget(const std::string& target) {
   std::istringstream in(target);
   std::vector<std::string> words;
-  for (std::string w; in >> w;) words.push_back(w);
+  for (std::string w; in >> w;) {
+    // TVM's "-num-cores 2" is "-num-cores=2".
+    const bool a_value = !words.empty() && w[0] != '-' && words.back()[0] == '-' && words.back().find('=') == std::string::npos;
+    if (a_value) {
+      words.back() += "=" + w;
+    } else {
+      words.push_back(w);
+    }
+  }
   auto joined = [](const std::vector<std::string>& parts) {
     std::string out;
     for (const std::string& p : parts) out += (out.empty() ? "" : " ") + p;

@@ -222,7 +222,8 @@ std::vector<double> WithLaterTimings(std::int64_t record_id, std::vector<double>
 // The name under which records of a target are stored and looked up: an
 // llvm target string with -mcpu, -mattr and -num-cores first, in that
 // order (as measure::Target prints its targets), any other options after
-// them by name, one space apart, and TVM's default "-keys=cpu" left out
+// them by name, one space apart ("-key value" read as "-key=value", as TVM
+// reads it), and TVM's default "-keys=cpu" left out
 // (TVM prints it, so a compiler's str(target) and a tuner's string of one
 // target meet). A string that is not an llvm target, or gives an option
 // twice, keeps its words as they are, one space apart: what it means is not

@@ -173,11 +173,21 @@ Target Target::Parse(const std::string& text) {
   Target host = Host();
   Target t = host;
   std::istringstream in(text);
-  std::string word;
-  if (!(in >> word) || word != "llvm") {
+  std::string kind;
+  if (!(in >> kind) || kind != "llvm") {
     throw std::invalid_argument("target '" + text + "': must start with 'llvm' (e.g. llvm -mcpu=znver4 -num-cores=2)");
   }
-  while (in >> word) {
+  // TVM's parser also takes "-key value" (`-num-cores 2`): such a pair is
+  // read as "-key=value".
+  std::vector<std::string> words;
+  for (std::string token; in >> token;) {
+    if (!words.empty() && token[0] != '-' && words.back()[0] == '-' && words.back().find('=') == std::string::npos) {
+      words.back() += "=" + token;
+    } else {
+      words.push_back(token);
+    }
+  }
+  for (const std::string& word : words) {
     if (word.rfind("-mcpu=", 0) == 0) {
       t.cpu = word.substr(6);
       if (t.cpu.empty()) throw std::invalid_argument("target '" + text + "': empty -mcpu");
@@ -208,6 +218,8 @@ Target Target::Parse(const std::string& text) {
     } else if (word.rfind("-mattr=", 0) == 0) {
       t.mattr = word.substr(7);
       CheckFeaturesKnown(text, t.mattr);
+    } else if (word == "-mcpu" || word == "-num-cores" || word == "-mtriple" || word == "-mattr" || word == "-keys") {
+      throw std::invalid_argument("target '" + text + "': " + word + " needs a value (" + word + "=VALUE)");
     } else {
       throw std::invalid_argument("target '" + text + "': unknown option '" + word + "'");
     }

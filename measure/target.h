@@ -30,7 +30,8 @@ struct Target {
   // Parses a target string. -mcpu defaults to the host's; a CPU equal to
   // the host's takes the host's features. -mtriple may only name this
   // machine's (kernels are measured here). TVM's "-keys=cpu", which its
-  // str(target) prints, is taken and left out. Throws
+  // str(target) prints, is taken and left out; "-key value" is read as
+  // "-key=value", as TVM reads it. Throws
   // std::invalid_argument naming the bad part, a CPU that LLVM does not
   // know included.
   static Target Parse(const std::string& text);

@@ -391,6 +391,7 @@ TEST(CanonicalTargetTest, OneTargetSpelledTwoWaysHasOneName) {
   EXPECT_EQ(CanonicalTarget("llvm -num-cores=2 -mcpu=znver4"), ours);
   EXPECT_EQ(CanonicalTarget("  llvm   -mcpu=znver4\t-num-cores=02 "), ours);
   EXPECT_EQ(CanonicalTarget("llvm -keys=cpu -mcpu=znver4 -num-cores=2"), ours) << "TVM's str(target)";
+  EXPECT_EQ(CanonicalTarget("llvm -mcpu znver4 -num-cores 2"), ours) << "TVM reads -key value too";
   EXPECT_EQ(CanonicalTarget("llvm -num-cores=4 -mattr=+avx2,-avx512f -mcpu=znver4"),
             "llvm -mcpu=znver4 -mattr=+avx2,-avx512f -num-cores=4");
   // Options tunedb does not print keep their place in the name, after its own.

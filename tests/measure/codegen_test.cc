@@ -858,6 +858,10 @@ TEST(TargetTest, ParseAndPrint) {
   // TVM's own printing of a target: its default keys, options in its order.
   EXPECT_EQ(Target::Parse("llvm -keys=cpu -num-cores=2 -mcpu=znver4").ToString(), "llvm -mcpu=znver4 -num-cores=2");
   EXPECT_THROW(Target::Parse("llvm -keys=arm_cpu,cpu -mcpu=znver4"), std::invalid_argument);
+  // TVM also reads "-key value"; it was "unknown option '-num-cores'".
+  EXPECT_EQ(Target::Parse("llvm -mcpu znver4 -num-cores 2").ToString(), "llvm -mcpu=znver4 -num-cores=2");
+  EXPECT_EQ(ParseError("llvm -num-cores 0"), "target 'llvm -num-cores 0': -num-cores must be between 1 and 1024, not 0");
+  EXPECT_EQ(ParseError("llvm -num-cores"), "target 'llvm -num-cores': -num-cores needs a value (-num-cores=VALUE)");
 }
 
 // A core count becomes that many pool threads when a kernel runs: 100000
