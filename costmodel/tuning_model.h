@@ -19,6 +19,11 @@
 
 namespace tunedb::costmodel {
 
+// Measured candidates before a tuning session trains its own model (the
+// heuristic ranks until then; `tunedb tune --model-min-samples`), and the
+// fewest training records of a stored model a session starts from.
+inline constexpr int kSessionMinSamples = 16;
+
 // Of stored models (newest first, as Database::Models gives them), the one
 // a session starts from: trained on the most records, the newest of equals,
 // among those of this build's feature version trained on min_samples

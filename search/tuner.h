@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "costmodel/tuning_model.h"
 #include "db/database.h"
 #include "measure/runner.h"
 #include "search/strategy.h"
@@ -72,7 +73,7 @@ struct TuneOptions {
   // side, the drift touches all alike. 0 or 1 turns it off.
   int final_check = 4;
   int final_check_passes = 3;
-  int model_min_samples = 16;          // the cost model's heuristic until this many samples
+  int model_min_samples = costmodel::kSessionMinSamples;  // the cost model's heuristic until this many samples
   bool transfer = true;
   // Time the unscheduled program at the end, unless the database holds its
   // timing on this target (a record with an empty trace, which this stores).

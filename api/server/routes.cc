@@ -12,6 +12,7 @@
 
 #include "costmodel/dataset.h"
 #include "costmodel/model.h"
+#include "costmodel/tuning_model.h"
 #include "ir/flops.h"
 #include "ir/json.h"
 #include "ir/json_text.h"
@@ -702,19 +703,22 @@ HttpResponse Routes::Handle(const HttpRequest& req, db::Database& database) {
       std::optional<db::Workload> w = database.FindWorkload(hash);
       if (!w) Fail(404, "no workload with hash " + hash);
       if (w->input.kind != "tunedb") Fail(400, "workload " + hash + " is an imported TVM workload; tunedb cannot featurize it");
-      // Which model: the newest unless the request names one, so that a
-      // caller can pin the model it compared against (or skip a small one).
+      // Which model: the one a tuning session would start from (the most
+      // training records, the newest of equals; the newest when none was
+      // trained on enough) unless the request names one, so that a caller
+      // can pin the model it compared against.
       std::int64_t wanted = 0;
       if (body.contains("model")) {
         if (!body["model"].is_number_integer() || body["model"].get<std::int64_t>() < 0) {
-          Fail(400, "model must be a stored model's id (0 or absent: the newest)");
+          Fail(400, "model must be a stored model's id (0 or absent: the one tuning sessions start from)");
         }
         wanted = body["model"].get<std::int64_t>();
       }
       if (wanted == 0) {
         std::vector<db::StoredModel> stored = database.Models();
         if (stored.empty()) Fail(409, "the database has no cost model yet (run tunedb train or tunedb tune)");
-        wanted = stored[0].id;
+        wanted = costmodel::ModelASessionStartsFrom(stored, costmodel::kSessionMinSamples);
+        if (wanted == 0) wanted = stored[0].id;
       }
       ir::PrimFunc func = StoredProgram(*w);
       std::vector<std::vector<costmodel::FeatureRow>> features;

@@ -135,7 +135,7 @@ class TunedbClient:
         return {"added": added, "records_with_later_timings": later}
 
     def predict(self, workload_hash, traces, model=None):
-        """Cost-model scores of traces; model is a stored model's id (None: the newest)."""
+        """Cost-model scores of traces; model is a stored model's id (None: the one tuning sessions start from)."""
         body = {"workload": workload_hash, "traces": list(traces)}
         if model is not None:
             body["model"] = model

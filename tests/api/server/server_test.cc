@@ -425,7 +425,7 @@ void StoreTrainedModel(const std::string& path, int rounds, std::int64_t trainin
   database.SaveModel({0, costmodel::kFeatureVersion, "rank", model.Save(), training_rows, "{}", 0});
 }
 
-TEST_F(ServerTest, PredictUsesTheNewestStoredModelOrTheOneNamed) {
+TEST_F(ServerTest, PredictUsesTheModelSessionsStartFromOrTheOneNamed) {
   StartServer();
   json request = {{"workload", hash_}, {"traces", {json::parse(traces_[0]), json::parse(traces_[1])}}};
   Reply none = Call(port_, http::verb::post, "/v1/predict", request.dump());
@@ -440,8 +440,9 @@ TEST_F(ServerTest, PredictUsesTheNewestStoredModelOrTheOneNamed) {
   EXPECT_EQ(r.Json()["scores"].size(), 2u);
   EXPECT_EQ(r.Json()["training_rows"], 12);
   const std::int64_t first_id = r.Json()["model_id"].get<std::int64_t>();
-  // A newer model, said to be trained on one record: the newest is used by
-  // default, and a request can pin the first one and get its scores again.
+  // A newer model, said to be trained on one record: with none trained on
+  // the 16 records a session starts from, the newest is used by default,
+  // and a request can pin the first one and get its scores again.
   StoreTrainedModel(path_, /*rounds=*/2, /*training_rows=*/1);
   json newest = Call(port_, http::verb::post, "/v1/predict", request.dump()).Json();
   EXPECT_GT(newest["model_id"].get<std::int64_t>(), first_id);
@@ -452,6 +453,14 @@ TEST_F(ServerTest, PredictUsesTheNewestStoredModelOrTheOneNamed) {
   ASSERT_EQ(pinned.status, 200) << pinned.body;
   EXPECT_EQ(pinned.Json()["model_id"], first_id);
   EXPECT_EQ(pinned.Json()["scores"], r.Json()["scores"]);
+  // Once one was trained on enough, the default is the one trained on the
+  // most, as a tuning session's, not the newest.
+  StoreTrainedModel(path_, /*rounds=*/5, /*training_rows=*/40);
+  const std::int64_t broad_id = Call(port_, http::verb::post, "/v1/predict", request.dump()).Json()["model_id"];
+  StoreTrainedModel(path_, /*rounds=*/2, /*training_rows=*/20);
+  json broad = Call(port_, http::verb::post, "/v1/predict", request.dump()).Json();
+  EXPECT_EQ(broad["model_id"], broad_id);
+  EXPECT_EQ(broad["training_rows"], 40);
   pinned_request["model"] = 999;
   Reply unknown = Call(port_, http::verb::post, "/v1/predict", pinned_request.dump());
   EXPECT_EQ(unknown.status, 404);
