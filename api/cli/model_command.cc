@@ -14,7 +14,6 @@
 #include "costmodel/model.h"
 #include "costmodel/tuning_model.h"
 #include "db/sqlite_database.h"
-#include "search/tuner.h"
 
 namespace tunedb::cli {
 namespace {
@@ -127,7 +126,7 @@ void Train(const ModelOptions& o) {
   }
   std::int64_t id = d.SaveModel(stored);
   fmt::print("stored as model {} in {}\n", id, o.db);
-  const int tune_needs = search::TuneOptions{}.model_min_samples;
+  const int tune_needs = costmodel::kSessionMinSamples;
   if (stored.training_rows < tune_needs) {
     fmt::print(
         "note: a tune session starts from a stored model trained on at least {} records (--model-min-samples)\n",
@@ -145,7 +144,7 @@ void List(const ModelOptions& o) {
     fmt::print("no stored models in {} (run tunedb train)\n", o.db);
     return;
   }
-  const std::int64_t first = costmodel::ModelASessionStartsFrom(models, search::TuneOptions{}.model_min_samples);
+  const std::int64_t first = costmodel::ModelASessionStartsFrom(models, costmodel::kSessionMinSamples);
   fmt::print("{:>5}  {:<20} {:>8} {:<13} {:>9}  {}\n", "id", "created", "features", "objective", "trained on", "metrics");
   for (const db::StoredModel& m : models) {
     fmt::print("{:>5}  {:<20} {:>8} {:<13} {:>9}  {}\n", (m.id == first ? "* " : "") + std::to_string(m.id),
@@ -157,7 +156,11 @@ void List(const ModelOptions& o) {
 void Eval(const ModelOptions& o) {
   std::unique_ptr<db::Database> opened = OpenExistingDatabase(o.db);
   db::Database& d = *opened;
-  std::optional<db::StoredModel> stored = d.LoadModel(o.model);
+  // By default the model tune sessions start from (the newest when none
+  // qualifies), the one `model list` marks.
+  std::int64_t id = o.model;
+  if (id == 0) id = costmodel::ModelASessionStartsFrom(d.Models(), costmodel::kSessionMinSamples);
+  std::optional<db::StoredModel> stored = d.LoadModel(id);
   if (!stored) throw UsageError(o.model ? "no model " + std::to_string(o.model) + " in " + o.db : "no stored models in " + o.db);
   costmodel::CostModel model;
   try {
@@ -204,7 +207,7 @@ void AddModelCommands(CLI::App& app) {
   list->callback([o] { List(*o); });
   CLI::App* eval = model->add_subcommand("eval", "Ranking metrics of a stored model on the database's records");
   eval->add_option("--db", o->db, db_help)->capture_default_str();
-  eval->add_option("--model", o->model, "Model id (default: the newest)");
+  eval->add_option("--model", o->model, "Model id (default: the one tune sessions start from, * in model list)");
   eval->callback([o] { Eval(*o); });
 }
 

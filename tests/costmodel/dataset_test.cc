@@ -73,6 +73,9 @@ TEST_F(DatasetTest, TrainAndModelCommands) {
   EXPECT_NE(out.find("stored as model 3 in " + *path_ + "\nnote: tune sessions start from model 2, trained on more records"),
             std::string::npos)
       << out;
+  out = RunTunedb("model eval --db " + *path_, &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("model 2 (weighted-mse"), std::string::npos) << "the model sessions start from\n" << out;
   out = RunTunedb("model eval --db " + *path_ + " --model 1", &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("model 1 (rank"), std::string::npos) << out;
