@@ -150,6 +150,29 @@ sch.unroll(k)
   EXPECT_EQ(stores, 1u) << ir;
 }
 
+// A loop of one iteration (a batch of 1) binds its variable to the
+// constant 0, and a parallel body inside it gets the constant, not an
+// argument through the closure. As an argument, LLVM knew nothing of it
+// and kept each output vector's zero init as a masked store read back:
+// `parallel(i)` made the unscheduled 13-channel depthwise convolution 4x
+// slower on one core (26.5 us against 6.5; 6.8 us with this).
+TEST(CodegenTest, AOneIterationLoopsVariableIsAConstantInAParallelBody) {
+  PrimFunc f = BuildWorkload("depthwise_conv2d_nhwc:N=1,H=9,W=9,C=13,KH=3,KW=3,stride=1,pad=1").func;
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+b = sch.get_block("DepthwiseConv2d")
+n, i, j, c, di, dj = sch.get_loops(b)
+sch.parallel(i)
+)");
+  EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), 3), "");
+  std::string ir = IRJit().OptimizedIR(Lower(sch.func()));
+  std::size_t task = ir.find("_parallel_i(");
+  ASSERT_NE(task, std::string::npos) << ir;
+  std::string body = ir.substr(task, ir.find("\n}\n", task) - task);
+  EXPECT_EQ(body.find("load i64"), std::string::npos) << "n came through the closure:\n" << body;
+  EXPECT_EQ(body.find("masked.store.v16f32.p0(<16 x float> <float 0.0"), std::string::npos) << "a zero init stored:\n" << body;
+}
+
 // A parallel loop's closure holds the loop variables and buffers bound
 // around it in the order they were bound, not in an order of addresses: the
 // same program, built anew at other addresses, gives the same IR.
