@@ -9,6 +9,7 @@
 
 #include "ir/error.h"
 #include "ir/printer.h"
+#include "ir/simplify.h"
 
 namespace tunedb::ir {
 namespace {
@@ -309,31 +310,21 @@ struct IndexValues {
 };
 
 // Whether an index is a * v + c of one integer load v (casts allowed, a and
-// c constants): E[I[i], j], E[I[i] + 1, j], E[2 * I[i] - 1, j].
-bool AffineInALoad(const ExprNode* e, const ExprNode** load, std::int64_t* a, std::int64_t* c) {
-  while (e->kind == ExprKind::kCast) e = e->operands[0].get();
-  if (e->kind == ExprKind::kLoad) {
-    if (!IsInt(e->dtype)) return false;
-    *load = e;
-    *a = 1;
-    *c = 0;
-    return true;
-  }
-  if (e->kind != ExprKind::kAdd && e->kind != ExprKind::kSub && e->kind != ExprKind::kMul) return false;
-  const ExprNode* x = e->operands[0].get();
-  const ExprNode* y = e->operands[1].get();
-  const bool constant_first = x->kind == ExprKind::kIntImm;
-  if (constant_first) std::swap(x, y);
-  if (y->kind != ExprKind::kIntImm || !AffineInALoad(x, load, a, c)) return false;
-  const std::int64_t k = y->int_value;
-  switch (e->kind) {
-    case ExprKind::kAdd: return !__builtin_add_overflow(*c, k, c);
-    case ExprKind::kSub:
-      if (!constant_first) return !__builtin_sub_overflow(*c, k, c);
-      // k - (a v + c)
-      return !__builtin_sub_overflow(std::int64_t{0}, *a, a) && !__builtin_sub_overflow(k, *c, c);
-    default: return !__builtin_mul_overflow(*a, k, a) && !__builtin_mul_overflow(*c, k, c);
-  }
+// c constants), in the simplifier's linear form: E[I[i], j], E[I[i] + 1, j],
+// E[2 * I[i] - 1, j].
+bool AffineInALoad(const Expr& index, const ExprNode** load, std::int64_t* a, std::int64_t* c) {
+  bool reads_a_tensor = false;
+  VisitExpr(index, [&](const Expr& e) { reads_a_tensor |= e->kind == ExprKind::kLoad; });
+  if (!reads_a_tensor) return false;  // a plain index: no need to simplify it
+  LinearForm form = ToLinearForm(index, {});
+  if (form.terms.size() != 1) return false;
+  const ExprNode* v = form.terms[0].first.get();
+  while (v->kind == ExprKind::kCast) v = v->operands[0].get();
+  if (v->kind != ExprKind::kLoad || !IsInt(v->dtype)) return false;
+  *load = v;
+  *a = form.terms[0].second;
+  *c = form.constant;
+  return true;
 }
 
 // Floor and ceiling of x / y, in 128 bits: -c and extent - 1 - c of any
@@ -354,7 +345,7 @@ std::map<const BufferNode*, IndexValues> GatherBounds(const PrimFunc& func) {
       for (std::size_t d = 0; d < load->operands.size(); ++d) {
         const ExprNode* index = nullptr;
         std::int64_t a = 0, c = 0;
-        if (!AffineInALoad(load->operands[d].get(), &index, &a, &c) || a == 0) continue;
+        if (!AffineInALoad(load->operands[d], &index, &a, &c) || a == 0) continue;
         // 0 <= a v + c <= extent - 1, and v inside its own type.
         const __int128 top = load->buffer->shape[d] - 1;
         __int128 lo = a > 0 ? CeilDivide(-__int128{c}, a) : CeilDivide(top - c, a);
