@@ -285,7 +285,16 @@ class Reader {
         } else {
           Fail(path, "expected a number, \"inf\", \"-inf\" or \"nan\"");
         }
-        return FloatImm(ParseDataType(a[1].get<std::string>()), v);
+        const DataType dtype = ParseDataType(a[1].get<std::string>());
+        // tunedb writes a float32 constant's exact value; one that float32
+        // cannot hold was written by something else, and would silently
+        // become infinity or 0.
+        if (dtype == DataType::kFloat32 && std::isfinite(v)) {
+          const float f = static_cast<float>(v);
+          Require(!std::isinf(f) && (f != 0 || v == 0), path + "[2]",
+                  "number " + a[2].dump() + " is out of range for float32");
+        }
+        return FloatImm(dtype, v);
       }
       if (kind == "var") {
         arity(1);

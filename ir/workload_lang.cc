@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <limits>
@@ -519,11 +520,20 @@ class Parser {
     if (t == DataType::kBool) Fail(n, "a number where a condition is expected");
     if (n.is_float && IsInt(t)) Fail(n, "float literal " + n.text + " where an integer is expected");
     if (IsFloat(t)) {
+      double v = 0;
       try {
-        return FloatImm(t, std::stod(n.text));
+        v = std::stod(n.text);
       } catch (const std::out_of_range&) {
         Fail(n, "number " + n.text + " is out of range for " + std::string(DataTypeName(t)));
       }
+      // A double can hold what a float32 cannot; FloatImm would round it to
+      // infinity or to zero without a word.
+      if (t == DataType::kFloat32) {
+        const float f = static_cast<float>(v);
+        if (std::isinf(f)) Fail(n, "number " + n.text + " is out of range for float32");
+        if (f == 0 && v != 0) Fail(n, "number " + n.text + " is too small for float32: it would be 0");
+      }
+      return FloatImm(t, v);
     }
     std::int64_t v = 0;
     try {

@@ -80,6 +80,15 @@ TEST(JsonTest, ErrorsNameThePath) {
   ExpectError(bad.dump(), "program JSON at body.body.body.body.body.body.value: add: operand types differ "
                           "(int32 and float32)");
 
+  // tunedb writes a float32 constant's exact value; one float32 cannot hold
+  // would become infinity or 0.
+  for (double v : {1e39, -1e39, 1e-50}) {
+    bad = j;
+    bad["body"]["body"]["body"]["body"]["body"]["body"]["value"] = {"float", "float32", v};
+    ExpectError(bad.dump(), "program JSON at body.body.body.body.body.body.value[2]: number " +
+                                nlohmann::json(v).dump() + " is out of range for float32");
+  }
+
   bad = j;
   bad.erase("vars");
   ExpectError(bad.dump(), "program JSON: missing field 'vars'");

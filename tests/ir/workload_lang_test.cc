@@ -133,6 +133,10 @@ TEST(WorkloadLangTest, ErrorsNameLineColumnAndExpectation) {
   ExpectError("input A: i32[4]\nB[i] = A[i] + 0.5\n", "w.tw:2:15: float literal 0.5 where an integer is expected");
   ExpectError("input A: f32[4]\nB[i] = A[i] + A[i] $ 2\n", "w.tw:2:20: unexpected character '$'");
   ExpectError("input A: f32[4]\nB[i] = A[i] + 1e999\n", "w.tw:2:15: number 1e999 is out of range for float32");
+  // A double holds these, a float32 does not: they would become infinity and 0.
+  ExpectError("input A: f32[4]\nB[i] = A[i] * 1e39\n", "w.tw:2:15: number 1e39 is out of range for float32");
+  ExpectError("input A: f32[4]\nB[i] = A[i] * 1e-50\n",
+              "w.tw:2:15: number 1e-50 is too small for float32: it would be 0");
   ExpectError("input A: i32[4]\nB[i] = A[i] + 3000000000\n",
               "w.tw:2:15: integer literal 3000000000 is out of range for int32");
   ExpectError("input A: f32[4]\nB[i] = A[i]\noutput Q\n", "w.tw:3:8: output 'Q' is not defined");
@@ -158,6 +162,17 @@ TEST(WorkloadLangTest, ErrorsNameLineColumnAndExpectation) {
 // parentheses overflowed the stack (the server's too, asked about such a
 // text): past kMaxReadExprDepth levels, an expression is refused where the
 // level too many starts, leaving room for what building and lowering add.
+TEST(WorkloadLangTest, FloatLiteralsKeepTheirValueInTheirType) {
+  // 1e-40 is a float32 subnormal, 1e39 fits a float64: both are kept.
+  for (const char* text : {"input A: f32[4]\nB[i] = A[i] * 1e-40\n", "input A: f64[4]\nB[i] = A[i] * 1e39\n"}) {
+    PrimFunc f = ParseWorkloadText(text);
+    std::vector<NDArray> args = MakeArguments(f, 1);
+    Interpret(f, args);
+    EXPECT_NE(args[1].GetFloat(0), 0.0) << text;
+    EXPECT_TRUE(std::isfinite(args[1].GetFloat(0))) << text;
+  }
+}
+
 TEST(WorkloadLangTest, AnExpressionNestedTooDeepIsRefused) {
   const std::string too_deep = "w.tw:2:208: the expression is nested deeper than 200 levels; compute a part of it "
                                "as a stage of its own";
