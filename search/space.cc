@@ -133,7 +133,7 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
         }
         MultiLevelTiling(s, name, variant, options);
         InlinePaddedInputs(s, added);
-      });
+      }, options.max_spaces);
     } else if (NeedsRFactor(node, options) || NeedsVectorRFactor(node)) {
       // Variants 0 and 1 factor the outer or inner part of the reduction
       // into a new leading axis (more parallel jobs); 2 factors a vector.
@@ -154,7 +154,7 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
         } else {
           RFactor(s, name, v, options.max_vectorize);
         }
-      });
+      }, options.max_spaces);
     } else if (TransposedLoops(node).first >= 0 && IsParam(probe.func(), node.writes[0].buffer)) {
       // An output that transposes (an intermediate one is computed where
       // its consumer reads it, below, or inlined).

@@ -59,6 +59,10 @@ struct SpaceOptions {
   // leaves room for the loaded and broadcast operands).
   int vector_bits = 512;
   int accumulator_vectors = 16;
+  // Each block's variants multiply the spaces; past this many, the product
+  // is cut to what keeps every block's every variant (space_internal.h).
+  // A single tiled block has at most 13.
+  std::size_t max_spaces = 64;
 };
 
 // Space options for a target's cores and vector registers.

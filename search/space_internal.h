@@ -3,6 +3,8 @@
 // Private to search/.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -44,14 +46,46 @@ inline std::vector<std::string> BlockNames(const ir::PrimFunc& func) {
 // ScheduleError is the rule declining; any other exception is a bug in it,
 // which ends the design space with `what` (the rule and its block) in the
 // message rather than a bare "vector::_M_range_check".
+//
+// Every block's variants multiply the partial schedules, so a file of
+// several tiled stages would have thousands (a three-layer MLP with a
+// softmax: 4536, 5 s to build, and a search that spread each batch over
+// them). Past `max_out`, the product is cut to what keeps every variant
+// of every block: the first partial (every earlier block's first variant)
+// with each of this block's variants, each other partial with its first
+// accepted one, and, as room allows, the pairs nearest the first ones (the
+// smallest sum of the two positions; both lists go best first).
 template <typename Rule>
 std::vector<ir::Schedule> Branch(const std::vector<ir::Schedule>& partial, const std::vector<int>& variants,
-                                 bool keep_original, const std::string& what, Rule&& rule) {
+                                 bool keep_original, const std::string& what, Rule&& rule,
+                                 std::size_t max_out = SIZE_MAX) {
+  // The largest sum of positions whose pairs, with the ones kept anyway,
+  // number at most max_out (counted as if the rule accepted every variant).
+  const std::size_t m = partial.size(), n = variants.size() + (keep_original ? 1 : 0);
+  std::size_t diagonal = SIZE_MAX;
+  if (m > 0 && n > 0 && m > max_out / n) {
+    diagonal = 0;
+    auto count = [&](std::size_t d) {
+      std::size_t c = 0;
+      for (std::size_t i = 0; i < m; ++i) {
+        c += i == 0 ? n : 1 + (d > i ? std::min(n - 1, d - i) : 0);
+      }
+      return c;
+    };
+    while (diagonal < m + n && count(diagonal + 1) <= max_out) ++diagonal;
+  }
   std::vector<ir::Schedule> out;
-  for (const ir::Schedule& s : partial) {
+  for (std::size_t i = 0; i < m; ++i) {
+    const ir::Schedule& s = partial[i];
     std::size_t before = out.size();
+    // Position j among s's accepted variants (the original counts first).
+    auto wanted = [&]() {
+      std::size_t j = out.size() - before;
+      return i == 0 || j == 0 || i + j <= diagonal;
+    };
     if (keep_original) out.push_back(s);
     for (int v : variants) {
+      if (!wanted()) break;
       ir::Schedule copy = s;
       try {
         rule(copy, v);

@@ -504,6 +504,72 @@ TEST(DesignSpace, ARuleThatDeclinesIsSkippedAndARuleThatBreaksIsNamed) {
   }
 }
 
+// Past its limit, branching keeps every variant of both blocks: the first
+// partial with each variant, each partial with its first, then the pairs
+// nearest those by the sum of their positions.
+TEST(DesignSpace, BranchingPastTheLimitKeepsEveryVariantOfEveryBlock) {
+  ir::Workload w = ir::BuildWorkload("matmul:M=64,N=64,K=8");
+  auto split = [](int loop) {
+    return [loop](ir::Schedule& s, int v) {
+      s.Split(s.GetLoops(s.GetBlock("C"))[static_cast<std::size_t>(loop)], {std::monostate{}, std::int64_t{2 + v}});
+    };
+  };
+  std::vector<int> ten{0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  std::vector<ir::Schedule> first = internal::Branch({ir::Schedule(w.func, 0)}, ten, false, "i", split(0));
+  ASSERT_EQ(first.size(), 10u);
+  // The loop list after splitting i is i0, i1, j, k: j is loop 2.
+  auto pairs = [](const std::vector<ir::Schedule>& out) {
+    std::vector<std::pair<int, int>> got;
+    for (const ir::Schedule& s : out) {
+      std::string script = s.trace().AsScript();
+      std::vector<int> factors;
+      for (std::size_t at = script.find("factors=[None, "); at != std::string::npos;
+           at = script.find("factors=[None, ", at + 1)) {
+        factors.push_back(std::stoi(script.substr(at + 15)) - 2);
+      }
+      EXPECT_EQ(factors.size(), 2u) << script;
+      if (factors.size() == 2) got.emplace_back(factors[0], factors[1]);
+    }
+    return got;
+  };
+  EXPECT_EQ(pairs(internal::Branch(first, ten, false, "j", split(2), 100)).size(), 100u);
+
+  // 10 + 9 kept anyway; then sums 2..5 add 1 + 2 + 3 + 4 = 10 more, and sum
+  // 6 would add 5, past 30.
+  std::vector<std::pair<int, int>> got = pairs(internal::Branch(first, ten, false, "j", split(2), 30));
+  std::vector<std::pair<int, int>> want;
+  for (int i = 0; i < 10; ++i) {
+    for (int j = 0; j < 10; ++j) {
+      if (i == 0 || j == 0 || i + j <= 5) want.emplace_back(i, j);
+    }
+  }
+  EXPECT_EQ(got, want);
+}
+
+// A file of three tiled stages had 567 spaces, the product of every
+// block's variants; now 71 (each variant of each block in
+// one, which the test above checks of the branching), all different.
+TEST(DesignSpace, AFileOfSeveralTiledStagesKeepsItsSpacesFew) {
+  ir::PrimFunc workload = ir::ParseWorkloadText(R"(
+input X: f32[64, 512]
+input W1: f32[256, 512]
+input W2: f32[256, 256]
+input W3: f32[64, 256]
+H1[i, j] = sum(k in 512) X[i, k] * W1[j, k]
+R1[i, j] = max(H1[i, j], 0.0)
+H2[i, j] = sum(k in 256) R1[i, k] * W2[j, k]
+R2[i, j] = max(H2[i, j], 0.0)
+L[i, j] = sum(k in 256) R2[i, k] * W3[j, k]
+)");
+  const SpaceOptions options = SpaceOptionsFor(2, 512);
+  std::vector<ir::Trace> spaces = DefaultDesignSpace(workload, options);
+  EXPECT_LE(spaces.size(), options.max_spaces + 16);
+  EXPECT_GE(spaces.size(), 20u);
+  std::set<std::string> keys;
+  for (const ir::Trace& space : spaces) keys.insert(VariantOf(space));
+  EXPECT_EQ(keys.size(), spaces.size());
+}
+
 TEST(DesignSpace, SamplesOfEveryWorkloadMatchTheInterpreter) {
   for (const char* spec : kSmallWorkloads) {
     SCOPED_TRACE(spec);
