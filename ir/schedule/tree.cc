@@ -387,11 +387,14 @@ void CheckProgram(const PrimFunc& f, const char* primitive) {
   walk(f.body);
 
   // Dataflow: every writer of a buffer comes before each of its readers.
+  // (Each block's stores gathered once: every primitive runs this check.)
   std::vector<BlockNode*> blocks = LeafBlocks(f);
+  std::vector<BufferSet> stored;
+  for (BlockNode* b : blocks) stored.push_back(StoredBuffers(*b));
   for (std::size_t i = 0; i < blocks.size(); ++i) {
     for (const BufferNode* buf : LoadedBuffers(*blocks[i])) {
       for (std::size_t j = i + 1; j < blocks.size(); ++j) {
-        if (StoredBuffers(*blocks[j]).count(buf)) {
+        if (stored[j].count(buf)) {
           fail("block " + blocks[j]->name + " writes " + buf->name + " after block " + blocks[i]->name +
                " reads it");
         }
@@ -471,10 +474,40 @@ bool ProvablyInjective(const BlockNode& b, const std::vector<ForNode*>& loops, c
 }
 
 void CheckReductionLoopOrder(const PrimFunc& f, const char* primitive) {
-  VarRanges ranges = LoopRanges(f);
-  for (BlockNode* b : LeafBlocks(f)) {
-    if (!b->init) continue;
-    std::vector<ForNode*> loops = LoopsAbove(f, b);
+  // One walk with the enclosing loops on a stack, rather than a search from
+  // the root for each block: every primitive runs this check.
+  VarRanges ranges;
+  std::vector<ForNode*> enclosing;
+  std::vector<std::pair<BlockNode*, std::vector<ForNode*>>> reductions;
+  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
+    if (!s) return;
+    switch (s->kind) {
+      case StmtKind::kFor: {
+        auto& n = static_cast<ForNode&>(*s);
+        ranges[n.loop_var.get()] = n.extent;
+        enclosing.push_back(&n);
+        walk(n.body);
+        enclosing.pop_back();
+        break;
+      }
+      case StmtKind::kSeq:
+        for (const Stmt& c : static_cast<SeqNode&>(*s).stmts) walk(c);
+        break;
+      case StmtKind::kIf: walk(static_cast<IfNode&>(*s).then_case); walk(static_cast<IfNode&>(*s).else_case); break;
+      case StmtKind::kStore: break;
+      case StmtKind::kBlock: {
+        auto& b = static_cast<BlockNode&>(*s);
+        if (&b == f.body.get()) {
+          walk(b.body);
+        } else if (b.init) {
+          reductions.emplace_back(&b, enclosing);
+        }
+        break;
+      }
+    }
+  };
+  walk(f.body);
+  for (auto& [b, loops] : reductions) {
     auto first_reduction = std::find_if(loops.begin(), loops.end(), [&](ForNode* l) {
       for (std::size_t k = 0; k < b->iter_vars.size(); ++k) {
         if (b->iter_vars[k].kind != IterKind::kReduce) continue;
