@@ -140,6 +140,9 @@ class Schedule {
   struct State;  // the program, random-variable tables and trace
 
  private:
+  // Replays without undoing a failed primitive (State::undo_failed_primitives).
+  friend Schedule ReplayTrace(const PrimFunc& func, const Trace& trace, std::uint64_t seed, bool remove_postproc);
+
   std::unique_ptr<State> state_;
 };
 

@@ -28,6 +28,11 @@ struct Schedule::State {
   std::vector<LoopEntry> loops;                    // LoopRV id -> loop
   std::vector<std::int64_t> exprs;                 // ExprRV id -> value
   std::uint64_t rand_state = 0;
+  // Whether a primitive that fails leaves the schedule as it was. Keeping
+  // that promise costs a copy of every node of the program per primitive
+  // (Transaction); ReplayTrace turns it off, since a trace that fails to
+  // replay throws its schedule away.
+  bool undo_failed_primitives = true;
 
   // ---- random variables ----
   BlockRV AddBlock(std::shared_ptr<BlockNode> b);
@@ -214,13 +219,14 @@ std::vector<RVRef> Refs(const std::vector<RV>& rvs) {
 // for a schedule that cannot be.
 template <typename Fn>
 auto Apply(Schedule::State& s, const char* primitive, Fn&& body) {
-  Transaction t(s);
+  std::optional<Transaction> t;
+  if (s.undo_failed_primitives) t.emplace(s);
   try {
     auto result = body();
     NormalizeBindings(s.func);
     CheckProgram(s.func, primitive);
     CheckReductionLoopOrder(s.func, primitive);
-    t.Commit();
+    if (t) t->Commit();
     return result;
   } catch (const ScheduleError&) {
     throw;

@@ -8,6 +8,7 @@
 #include "ir/schedule/error.h"
 #include "ir/schedule/instruction.h"
 #include "ir/schedule/schedule.h"
+#include "ir/schedule/schedule_internal.h"
 
 namespace tunedb::ir {
 namespace {
@@ -212,6 +213,8 @@ std::vector<std::size_t> Trace::SamplingInstructions() const {
 
 Schedule ReplayTrace(const PrimFunc& func, const Trace& trace, std::uint64_t seed, bool remove_postproc) {
   Schedule sch(func, seed);
+  // A failed instruction throws sch away: nothing to undo until it returns.
+  sch.state_->undo_failed_primitives = false;
   std::map<RVRef, RVRef> to_schedule;
   for (std::size_t i = 0; i < trace.insts.size(); ++i) {
     const Instruction& inst = trace.insts[i];
@@ -238,6 +241,7 @@ Schedule ReplayTrace(const PrimFunc& func, const Trace& trace, std::uint64_t see
     }
     for (std::size_t k = 0; k < outputs.size(); ++k) to_schedule[inst.outputs[k]] = outputs[k];
   }
+  sch.state_->undo_failed_primitives = true;
   return sch;
 }
 
