@@ -507,7 +507,11 @@ void CheckReductionLoopOrder(const PrimFunc& f, const char* primitive) {
     }
   };
   walk(f.body);
-  for (auto& [b, loops] : reductions) {
+  // (Not a structured binding: clang 14, which builds the fuzz targets,
+  // cannot capture one in a lambda.)
+  for (const auto& reduction : reductions) {
+    BlockNode* b = reduction.first;
+    const std::vector<ForNode*>& loops = reduction.second;
     auto first_reduction = std::find_if(loops.begin(), loops.end(), [&](ForNode* l) {
       for (std::size_t k = 0; k < b->iter_vars.size(); ++k) {
         if (b->iter_vars[k].kind != IterKind::kReduce) continue;
