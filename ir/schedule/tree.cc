@@ -331,19 +331,26 @@ void RecomputeRegions(BlockNode& b) {
   b.writes = std::move(writes);
 }
 
-void CheckProgram(const PrimFunc& f, const char* primitive) {
-  auto fail = [&](const std::string& what) { Fail(primitive, "internal error: " + what); };
-  // Scoping: bindings and predicates use loop variables in scope; bodies use
-  // their block's iteration variables only.
-  std::unordered_set<const ExprNode*> loop_vars;
+namespace {
+
+using LoopStack = std::vector<ForNode*>;
+
+// Walks f's tree with the loops around each point on a stack, outermost
+// first: on_loop as a loop is entered, on_block for each block (the root
+// first). Only the root block's body is walked into; the checks below run
+// after every primitive, so they share this one walk.
+void WalkBlocks(const PrimFunc& f, const std::function<void(ForNode&, const LoopStack&)>& on_loop,
+                const std::function<void(BlockNode&, const LoopStack&)>& on_block) {
+  LoopStack enclosing;
   std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
     if (!s) return;
     switch (s->kind) {
       case StmtKind::kFor: {
         auto& n = static_cast<ForNode&>(*s);
-        if (!loop_vars.insert(n.loop_var.get()).second) fail("loop variable " + n.loop_var->name + " is defined twice");
+        on_loop(n, enclosing);
+        enclosing.push_back(&n);
         walk(n.body);
-        loop_vars.erase(n.loop_var.get());
+        enclosing.pop_back();
         break;
       }
       case StmtKind::kSeq:
@@ -353,38 +360,54 @@ void CheckProgram(const PrimFunc& f, const char* primitive) {
       case StmtKind::kStore: break;
       case StmtKind::kBlock: {
         auto& b = static_cast<BlockNode&>(*s);
-        if (b.bindings.size() != b.iter_vars.size()) fail("block " + b.name + " has a binding count mismatch");
-        auto check_loop_scope = [&](const Expr& e) {
-          if (!e) return;
-          VisitExpr(e, [&](const Expr& x) {
-            if (x->kind == ExprKind::kVar && !loop_vars.count(x.get())) {
-              fail("block " + b.name + " uses " + x->name + " outside the loops of its binding scope");
-            }
-          });
-        };
-        for (const Expr& e : b.bindings) check_loop_scope(e);
-        check_loop_scope(b.predicate);
-        if (&b == f.body.get()) {
-          walk(b.body);
-          break;
-        }
-        std::unordered_set<const ExprNode*> iters;
-        for (const IterVar& iv : b.iter_vars) iters.insert(iv.var.get());
-        for (const Stmt* part : {&b.init, &b.body}) {
-          ForEachExpr(*part, [&](const Expr& e) {
-            VisitExpr(e, [&](const Expr& x) {
-              if (x->kind == ExprKind::kVar && !iters.count(x.get())) {
-                fail("block " + b.name + " reads variable " + x->name + " that is not one of its iteration variables");
-              }
-            });
-          });
-        }
-        if (!BlocksIn(b.body).empty()) fail("block " + b.name + " contains another block");
+        on_block(b, enclosing);
+        if (&b == f.body.get()) walk(b.body);
         break;
       }
     }
   };
   walk(f.body);
+}
+
+}  // namespace
+
+void CheckProgram(const PrimFunc& f, const char* primitive) {
+  auto fail = [&](const std::string& what) { Fail(primitive, "internal error: " + what); };
+  // Scoping: bindings and predicates use loop variables in scope; bodies use
+  // their block's iteration variables only.
+  auto in_scope = [](const ExprNode* var, const LoopStack& loops) {
+    return std::any_of(loops.begin(), loops.end(), [&](const ForNode* l) { return l->loop_var.get() == var; });
+  };
+  auto on_loop = [&](ForNode& n, const LoopStack& enclosing) {
+    if (in_scope(n.loop_var.get(), enclosing)) fail("loop variable " + n.loop_var->name + " is defined twice");
+  };
+  auto on_block = [&](BlockNode& b, const LoopStack& enclosing) {
+    if (b.bindings.size() != b.iter_vars.size()) fail("block " + b.name + " has a binding count mismatch");
+    auto check_loop_scope = [&](const Expr& e) {
+      if (!e) return;
+      VisitExpr(e, [&](const Expr& x) {
+        if (x->kind == ExprKind::kVar && !in_scope(x.get(), enclosing)) {
+          fail("block " + b.name + " uses " + x->name + " outside the loops of its binding scope");
+        }
+      });
+    };
+    for (const Expr& e : b.bindings) check_loop_scope(e);
+    check_loop_scope(b.predicate);
+    if (&b == f.body.get()) return;
+    std::unordered_set<const ExprNode*> iters;
+    for (const IterVar& iv : b.iter_vars) iters.insert(iv.var.get());
+    for (const Stmt* part : {&b.init, &b.body}) {
+      ForEachExpr(*part, [&](const Expr& e) {
+        VisitExpr(e, [&](const Expr& x) {
+          if (x->kind == ExprKind::kVar && !iters.count(x.get())) {
+            fail("block " + b.name + " reads variable " + x->name + " that is not one of its iteration variables");
+          }
+        });
+      });
+    }
+    if (!BlocksIn(b.body).empty()) fail("block " + b.name + " contains another block");
+  };
+  WalkBlocks(f, on_loop, on_block);
 
   // Dataflow: every writer of a buffer comes before each of its readers.
   // (Each block's stores gathered once: every primitive runs this check.)
@@ -477,36 +500,12 @@ void CheckReductionLoopOrder(const PrimFunc& f, const char* primitive) {
   // One walk with the enclosing loops on a stack, rather than a search from
   // the root for each block: every primitive runs this check.
   VarRanges ranges;
-  std::vector<ForNode*> enclosing;
-  std::vector<std::pair<BlockNode*, std::vector<ForNode*>>> reductions;
-  std::function<void(const Stmt&)> walk = [&](const Stmt& s) {
-    if (!s) return;
-    switch (s->kind) {
-      case StmtKind::kFor: {
-        auto& n = static_cast<ForNode&>(*s);
-        ranges[n.loop_var.get()] = n.extent;
-        enclosing.push_back(&n);
-        walk(n.body);
-        enclosing.pop_back();
-        break;
-      }
-      case StmtKind::kSeq:
-        for (const Stmt& c : static_cast<SeqNode&>(*s).stmts) walk(c);
-        break;
-      case StmtKind::kIf: walk(static_cast<IfNode&>(*s).then_case); walk(static_cast<IfNode&>(*s).else_case); break;
-      case StmtKind::kStore: break;
-      case StmtKind::kBlock: {
-        auto& b = static_cast<BlockNode&>(*s);
-        if (&b == f.body.get()) {
-          walk(b.body);
-        } else if (b.init) {
-          reductions.emplace_back(&b, enclosing);
-        }
-        break;
-      }
-    }
-  };
-  walk(f.body);
+  std::vector<std::pair<BlockNode*, LoopStack>> reductions;
+  WalkBlocks(
+      f, [&](ForNode& n, const LoopStack&) { ranges[n.loop_var.get()] = n.extent; },
+      [&](BlockNode& b, const LoopStack& enclosing) {
+        if (&b != f.body.get() && b.init) reductions.emplace_back(&b, enclosing);
+      });
   // (Not a structured binding: clang 14, which builds the fuzz targets,
   // cannot capture one in a lambda.)
   for (const auto& reduction : reductions) {
