@@ -1,5 +1,7 @@
 #include "ir/dtype.h"
 
+#include <cmath>
+
 #include "ir/error.h"
 
 namespace tunedb::ir {
@@ -32,6 +34,11 @@ int DataTypeBytes(DataType dtype) {
     case DataType::kBool: return 1;
   }
   return 0;
+}
+
+bool Float32Holds(double value) {
+  const float f = static_cast<float>(value);
+  return !std::isinf(f) && (f != 0 || value == 0);
 }
 
 }  // namespace tunedb::ir

@@ -28,4 +28,9 @@ inline bool IsInt(DataType t) { return t == DataType::kInt32 || t == DataType::k
 // Bytes one element occupies in a buffer (bool takes one byte).
 int DataTypeBytes(DataType dtype);
 
+// Whether a finite double rounds to a float32 that is neither infinite nor,
+// for a value other than 0, zero: what the readers of written constants
+// check, since FloatImm rounds without a word.
+bool Float32Holds(double value);
+
 }  // namespace tunedb::ir

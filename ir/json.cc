@@ -290,9 +290,7 @@ class Reader {
         // cannot hold was written by something else, and would silently
         // become infinity or 0.
         if (dtype == DataType::kFloat32 && std::isfinite(v)) {
-          const float f = static_cast<float>(v);
-          Require(!std::isinf(f) && (f != 0 || v == 0), path + "[2]",
-                  "number " + a[2].dump() + " is out of range for float32");
+          Require(Float32Holds(v), path + "[2]", "number " + a[2].dump() + " is out of range for float32");
         }
         return FloatImm(dtype, v);
       }

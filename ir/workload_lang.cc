@@ -528,10 +528,9 @@ class Parser {
       }
       // A double can hold what a float32 cannot; FloatImm would round it to
       // infinity or to zero without a word.
-      if (t == DataType::kFloat32) {
-        const float f = static_cast<float>(v);
-        if (std::isinf(f)) Fail(n, "number " + n.text + " is out of range for float32");
-        if (f == 0 && v != 0) Fail(n, "number " + n.text + " is too small for float32: it would be 0");
+      if (t == DataType::kFloat32 && !Float32Holds(v)) {
+        Fail(n, "number " + n.text + (std::abs(v) > 1 ? " is out of range for float32"
+                                                         : " is too small for float32: it would be 0"));
       }
       return FloatImm(t, v);
     }
