@@ -113,28 +113,26 @@ std::optional<ir::Trace> MutateComputeLocation(const ir::Trace& design, const ir
   if (sites.empty()) return std::nullopt;
   std::size_t index = PickOne(sites, rng);
   std::int64_t current = design.decisions.at(index).get<std::int64_t>();
-  // The legal locations at that point: replay the prefix with each
-  // decision and keep those the sampler does not reject (it falls back to
-  // -1, "stay at the root", for a decision that names no location).
+  // The legal locations at that point: replay the prefix through the
+  // sampling instruction (sampling changes no program) and ask the
+  // schedule. The replay's last instruction is that one, with the block in
+  // the schedule's own numbering.
   ir::Trace prefix;
   prefix.insts.assign(design.insts.begin(), design.insts.begin() + static_cast<std::ptrdiff_t>(index) + 1);
   for (const auto& [i, d] : design.decisions) {
-    if (i < index) prefix.decisions[i] = d;
+    if (i <= index) prefix.decisions[i] = d;
   }
   std::vector<std::int64_t> legal;
-  for (std::int64_t d = -2; d < 64; ++d) {
-    if (d == current) continue;
-    prefix.decisions[index] = d;
-    try {
-      ir::Schedule sch = ir::ReplayTrace(workload, prefix, 0);
-      if (sch.trace().decisions.at(index).get<std::int64_t>() == d) {
-        legal.push_back(d);
-      } else if (d >= 0) {
-        break;  // past the last location
-      }
-    } catch (const ir::IrError&) {
-      return std::nullopt;
+  try {
+    ir::Schedule sch = ir::ReplayTrace(workload, prefix, 0);
+    const ir::Instruction& sample = sch.trace().insts.back();
+    const auto* block = sample.inputs.empty() ? nullptr : std::get_if<ir::RVRef>(&sample.inputs[0]);
+    if (!block) return std::nullopt;
+    for (std::int64_t d : sch.ComputeLocationChoices(ir::BlockRV{block->id})) {
+      if (d != current) legal.push_back(d);
     }
+  } catch (const ir::IrError&) {
+    return std::nullopt;
   }
   if (legal.empty()) return std::nullopt;
   ir::Trace out = design;

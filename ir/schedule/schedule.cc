@@ -423,52 +423,81 @@ ExprRV Schedule::SampleCategorical(const std::vector<std::int64_t>& candidates, 
   return out;
 }
 
-LoopRV Schedule::SampleComputeLocation(BlockRV block, std::optional<std::int64_t> decision) {
-  State& s = *state_;
-  const char* p = "sample_compute_location";
-  auto b = s.BlockOf(block, p);
-  // Candidates: loops where compute_at succeeds, tried and rolled back.
-  std::vector<std::shared_ptr<ForNode>> candidates;
+namespace {
+
+// The loops where compute_at(block, loop) is legal, in program order, each
+// tried and rolled back; the first `limit` of them.
+std::vector<std::shared_ptr<ForNode>> LegalComputeAtLoops(Schedule& sch, Schedule::State& s, BlockRV block,
+                                                          const char* primitive,
+                                                          std::size_t limit = static_cast<std::size_t>(-1)) {
+  auto b = s.BlockOf(block, primitive);
   std::vector<std::shared_ptr<ForNode>> all_loops;
   VisitStmt(s.func.body, [&](const Stmt& x) {
     if (x->kind == StmtKind::kFor) all_loops.push_back(std::static_pointer_cast<ForNode>(x));
   });
+  std::vector<std::shared_ptr<ForNode>> legal;
   for (const auto& loop : all_loops) {
+    if (legal.size() >= limit) break;
     if (sched::Contains(loop, b.get())) continue;
     sched::Transaction t(s);
     try {
-      ComputeAt(block, s.AddLoop(loop), true, -1);
-      candidates.push_back(loop);
+      sch.ComputeAt(block, s.AddLoop(loop), true, -1);
+      legal.push_back(loop);
     } catch (const ScheduleError&) {
     }
   }
-  bool can_inline = false;
-  {
-    sched::Transaction t(s);
-    try {
-      ComputeInline(block);
-      can_inline = true;
-    } catch (const ScheduleError&) {
-    }
+  return legal;
+}
+
+bool CanInline(Schedule& sch, Schedule::State& s, BlockRV block) {
+  sched::Transaction t(s);
+  try {
+    sch.ComputeInline(block);
+    return true;
+  } catch (const ScheduleError&) {
+    return false;
   }
+}
+
+}  // namespace
+
+std::vector<std::int64_t> Schedule::ComputeLocationChoices(BlockRV block) {
+  const std::size_t loops = LegalComputeAtLoops(*this, *state_, block, "compute_location_choices").size();
   std::vector<std::int64_t> choices;
-  if (can_inline) choices.push_back(-2);
+  if (CanInline(*this, *state_, block)) choices.push_back(-2);
   choices.push_back(-1);
-  for (std::size_t i = 0; i < candidates.size(); ++i) choices.push_back(static_cast<std::int64_t>(i));
+  for (std::size_t i = 0; i < loops; ++i) choices.push_back(static_cast<std::int64_t>(i));
+  return choices;
+}
+
+LoopRV Schedule::SampleComputeLocation(BlockRV block, std::optional<std::int64_t> decision) {
+  State& s = *state_;
+  const char* p = "sample_compute_location";
   std::int64_t chosen;
+  std::vector<std::shared_ptr<ForNode>> loops;
   if (decision) {
+    // A replay: only the decision's own location is looked for (every
+    // candidate replays its trace, so trying every loop each time was most
+    // of a replay for workloads with several stages). A decision that no
+    // longer names a location (the program changed under a mutated trace)
+    // falls back to leaving the block in place.
+    s.BlockOf(block, p);
     chosen = *decision;
-    // A decision that no longer names a location (the program changed
-    // under a mutated trace) falls back to leaving the block in place.
-    if (chosen < -2 || chosen >= static_cast<std::int64_t>(candidates.size()) || (chosen == -2 && !can_inline)) {
+    if (chosen >= 0) {
+      loops = LegalComputeAtLoops(*this, s, block, p, static_cast<std::size_t>(chosen) + 1);
+      if (chosen >= static_cast<std::int64_t>(loops.size())) chosen = -1;
+    } else if (chosen < -2 || (chosen == -2 && !CanInline(*this, s, block))) {
       chosen = -1;
     }
   } else {
-    chosen = choices[s.RandomInt(0, static_cast<std::int64_t>(choices.size()))];
+    // Uniform over inline (when legal), the root and each legal loop.
+    loops = LegalComputeAtLoops(*this, s, block, p);
+    const std::int64_t first = CanInline(*this, s, block) ? -2 : -1;
+    chosen = first + s.RandomInt(0, static_cast<std::int64_t>(loops.size()) - first);
   }
   LoopRV out = chosen == -2   ? s.AddLoop(nullptr, LoopEntry::kInline)
                : chosen == -1 ? s.AddLoop(nullptr, LoopEntry::kRoot)
-                              : s.AddLoop(candidates[chosen]);
+                              : s.AddLoop(loops[static_cast<std::size_t>(chosen)]);
   Record(s, "SampleComputeLocation", {In(block)}, nlohmann::json::array(), {Ref(out)}, nlohmann::json(chosen));
   return out;
 }

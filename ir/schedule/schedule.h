@@ -126,6 +126,11 @@ class Schedule {
   // can be inlined). The returned LoopRV may be one of these two marks,
   // which compute_at understands.
   LoopRV SampleComputeLocation(BlockRV block, std::optional<std::int64_t> decision = std::nullopt);
+  // The decisions SampleComputeLocation may take for `block` now, in its
+  // order: -2 when the block can be inlined, -1, then one per legal loop.
+  // Records nothing and changes nothing (the mutator of compute locations
+  // asks this rather than replaying once per location).
+  std::vector<std::int64_t> ComputeLocationChoices(BlockRV block);
 
   // Marks the end of the design space and the start of postprocessing.
   void EnterPostproc();

@@ -1,5 +1,8 @@
 #include "ir/schedule/schedule.h"
 
+#include <algorithm>
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "ir/printer.h"
@@ -725,6 +728,58 @@ TEST(SamplingTest, CategoricalAndComputeLocation) {
   EXPECT_FALSE(sch.IsRootMark(loop) || sch.IsInlineMark(loop));
   sch.ComputeAt(add, inline_mark);
   EXPECT_EQ(PrintProgram(sch.func()).find("T.block(\"T_add\")"), std::string::npos);
+}
+
+// ComputeLocationChoices is what the sampler draws from, and a decision
+// replays to the location that drawing it chose: the replay looks only
+// for its own location, the draw tries them all.
+TEST(SamplingTest, ComputeLocationChoicesAreWhatSamplingDrawsAndReplays) {
+  const char* pool = R"(input X: f32[1, 8, 8, 4]
+P[n, c, h in 4, w in 4] = sum(r in 2, s in 2) X[n, 2 * h + r, 2 * w + s, c]
+Q[n, c, h, w] = P[n, c, h, w] * 0.25
+)";
+  struct Case {
+    PrimFunc func;
+    std::string block;
+  };
+  std::vector<Case> cases = {{BuildWorkload("dense_bias_relu:B=4,IN=4,OUT=8").func, "T_add"},
+                             {BuildWorkload("softmax:M=4,N=8").func, "T_softmax_maxelem"},
+                             {BuildWorkload("softmax:M=4,N=8").func, "T_softmax_expsum"},
+                             {ParseWorkloadText(pool), "P"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.block);
+    Schedule base(c.func, 0);
+    const std::string before = PrintProgram(base.func());
+    const std::vector<std::int64_t> choices = base.ComputeLocationChoices(base.GetBlock(c.block));
+    EXPECT_EQ(PrintProgram(base.func()), before);
+    EXPECT_EQ(base.trace().insts.size(), 1u);  // only the get_block
+    ASSERT_GE(choices.size(), 3u);
+    // Drawn: every draw is a choice, every choice is drawn; the program
+    // each drawn location gives.
+    std::map<std::int64_t, std::string> drawn;
+    for (std::uint64_t seed = 0; seed < 200; ++seed) {
+      Schedule sch(c.func, seed);
+      BlockRV b = sch.GetBlock(c.block);
+      LoopRV at = sch.SampleComputeLocation(b);
+      const std::int64_t d = sch.trace().decisions.at(sch.trace().insts.size() - 1).get<std::int64_t>();
+      EXPECT_NE(std::find(choices.begin(), choices.end(), d), choices.end()) << d;
+      sch.ComputeAt(b, at, true);
+      drawn.emplace(d, PrintProgram(sch.func()));
+    }
+    EXPECT_EQ(drawn.size(), choices.size());
+    // Replayed: a choice keeps its decision and gives the drawn program;
+    // anything else falls back to -1, the block left where it is.
+    for (std::int64_t d = -4; d <= choices.back() + 2; ++d) {
+      Schedule sch(c.func, 0);
+      BlockRV b = sch.GetBlock(c.block);
+      LoopRV at = sch.SampleComputeLocation(b, d);
+      const bool legal = std::find(choices.begin(), choices.end(), d) != choices.end();
+      EXPECT_EQ(sch.trace().decisions.at(1).get<std::int64_t>(), legal ? d : -1) << d;
+      if (!legal) continue;
+      sch.ComputeAt(b, at, true);
+      if (drawn.count(d)) EXPECT_EQ(PrintProgram(sch.func()), drawn.at(d)) << d;
+    }
+  }
 }
 
 TEST(ScheduleCopyTest, CopiesAreIndependent) {
