@@ -51,7 +51,10 @@ CLI::Option* AddSeedOption(CLI::App* cmd, std::uint64_t* seed, const std::string
 // command that tunes stops cleanly after the chunk in flight. A signal a
 // second or more after the first ends the process at once; one sooner is
 // the same request delivered twice (`timeout` sends it to the tuner and to
-// its process group). One at a time. (Defined in interrupt.cc.)
+// its process group). After a request, the handler outlives the object,
+// so that the request's second delivery cannot end a process that is
+// finishing; without one, the previous handlers come back. One at a time.
+// (Defined in interrupt.cc.)
 class InterruptHandler {
  public:
   InterruptHandler();

@@ -50,6 +50,12 @@ InterruptHandler::InterruptHandler() {
 }
 
 InterruptHandler::~InterruptHandler() {
+  // After a request to stop, the handler stays: the same request may still
+  // be on its way (`timeout`'s second delivery), and with the default
+  // action back it killed a tuner that had stopped and was printing its
+  // report. A signal a second or more after the first still ends the
+  // process.
+  if (g_interrupted.load()) return;
   sigaction(SIGINT, &previous_int_, nullptr);
   sigaction(SIGTERM, &previous_term_, nullptr);
 }

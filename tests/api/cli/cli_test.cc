@@ -687,6 +687,27 @@ TEST(InterruptHandlerDeathTest, ASignalASecondAfterTheFirstEndsTheProcess) {
       << "a repeat within the second is the same request";
 }
 
+// The request's second delivery may come after the tuner has stopped and
+// its handler is gone (in CliTune.OneSignalDeliveredTwiceAsTimeoutSendsItStopsCleanly
+// it landed once while the report was printed, and the default action
+// killed the tuner). A handler that saw no request gives the signals back.
+TEST(InterruptHandlerDeathTest, AfterARequestTheHandlerOutlivesItsObject) {
+  EXPECT_EXIT(
+      {
+        { tunedb::cli::InterruptHandler handler; raise(SIGINT); }
+        raise(SIGINT);
+        std::_Exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(
+      {
+        { tunedb::cli::InterruptHandler handler; }
+        raise(SIGINT);
+        std::_Exit(3);
+      },
+      ::testing::KilledBySignal(SIGINT), "");
+}
+
 // A tuner killed outright (SIGKILL: no handler, no destructor) leaves no
 // file behind in the temporary directory, and what it committed stays
 // readable. Its reference outputs were once a named temporary file, which
