@@ -417,6 +417,30 @@ sch.decompose_reduction(b, kh)
   EXPECT_EQ(ir.find("sel.then"), std::string::npos) << ir;
 }
 
+// Lanes a constant stride apart are loaded as contiguous vectors and a
+// shuffle (strides 2 to 4; a vectorized 2 x 2 pooling window), and lane by
+// lane beyond. Either way nothing past the last lane's element is read:
+// each row's last lane reads the row's last element, and the input sits
+// flush against a fence.
+TEST(CodegenTest, StridedLanesLoadAsVectorsAndReadNothingPastTheLastLane) {
+  for (int stride : {2, 3, 4, 5}) {
+    for (int width : {16, 29, 64}) {
+      SCOPED_TRACE("stride " + std::to_string(stride) + ", width " + std::to_string(width));
+      const std::string text = "input X: f32[3, " + std::to_string((width - 1) * stride + 1) + "]\n" +
+                               "Y[i, w in " + std::to_string(width) + "] = X[i, " + std::to_string(stride) +
+                               " * w] * 2.0\n";
+      std::string ir = IRAfterAFencedRun(ParseWorkloadText(text), R"(
+i, w = sch.get_loops(sch.get_block("Y"))
+sch.vectorize(w)
+)", 3);
+      if (stride <= 4) {
+        EXPECT_NE(ir.find("shufflevector"), std::string::npos) << ir;
+        EXPECT_EQ(ir.find("gather"), std::string::npos) << ir;
+      }
+    }
+  }
+}
+
 // Selects over loads in vectorized loops keep their lazy meaning: a
 // guarded select with loads on both sides and one nested in the other, and
 // a select whose division may not run (D is 0 there), which keeps its branch.
