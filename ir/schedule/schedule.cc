@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 
 #include "ir/factor.h"
@@ -429,7 +430,7 @@ namespace {
 // tried and rolled back; the first `limit` of them.
 std::vector<std::shared_ptr<ForNode>> LegalComputeAtLoops(Schedule& sch, Schedule::State& s, BlockRV block,
                                                           const char* primitive,
-                                                          std::size_t limit = static_cast<std::size_t>(-1)) {
+                                                          std::size_t limit = SIZE_MAX) {
   auto b = s.BlockOf(block, primitive);
   std::vector<std::shared_ptr<ForNode>> all_loops;
   VisitStmt(s.func.body, [&](const Stmt& x) {
