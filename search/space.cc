@@ -161,6 +161,17 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
       partial = Branch(partial, {0}, false, "transposes in blocks of " + where, [&](Schedule& s, int) {
         if (has_block(s, name)) TransposeInBlocks(s, name, options);
       });
+    } else if (WindowLanesLoop(node) >= 0) {
+      // A pooling window: moved outside the vector lanes first, and as
+      // before (a compute location) second.
+      partial = Branch(partial, {0, 1}, false, "window outside the lanes of " + where, [&](Schedule& s, int v) {
+        if (v == 0) {
+          if (!has_block(s, name)) throw ScheduleError("window outside the lanes: no block " + name);
+          WindowOutsideLanes(s, name, options);
+        } else if (has_block(s, name)) {
+          RandomComputeLocation(s, name);
+        }
+      }, options.max_spaces);
     } else {
       for (Schedule& s : partial) {
         if (has_block(s, name)) RandomComputeLocation(s, name);

@@ -138,6 +138,19 @@ std::pair<int, int> TransposedLoops(const BlockNode& b);
 // registers.
 void TransposeInBlocks(Schedule& sch, const std::string& name, const SpaceOptions& o);
 
+// ---- window.cc ---------------------------------------------------------------
+
+// The iteration variable whose loop becomes vector lanes when the block's
+// reduction (a pooling window), which comes after it, moves outside it:
+// the last spatial one, when the output steps along its last dimension
+// with it and every input by 1-4 elements; -1 when there is none.
+int WindowLanesLoop(const BlockNode& b);
+
+// Splits that loop in two, the inner part sampled, and moves the window
+// between the parts, so the postprocessor vectorizes the inner part; an
+// elementwise consumer goes under the outer part.
+void WindowOutsideLanes(Schedule& sch, const std::string& name, const SpaceOptions& o);
+
 // ---- random_compute_location.cc ----------------------------------------------
 
 // Computes an intermediate stage at a sampled loop of its consumer.

@@ -13,6 +13,7 @@
 #include "ir/workloads.h"
 #include "measure/lower.h"
 #include "search/mutator.h"
+#include "search/rules/rules.h"
 #include "search/space_internal.h"
 #include "tests/ir/schedule/schedule_test_util.h"
 
@@ -597,6 +598,13 @@ const char* kSmallWrittenWorkloads[] = {
     "input X: f32[6, 20]\nS[i in 9, j in 5] = sum(k in 20) X[(i64(i) * i64(i) * 7 + i64(j)) % 6, k] * f32(i64(k) - 3)\n",
     // Scalars: an input and a stage, each read by another stage.
     "input X: f32[40]\ninput a: f32[]\nS[] = sum(k in 40) X[k]\nY[i] = X[i] * a[] / S[]\n",
+    // Pooling windows outside the vector lanes: stride 2 with a scale fused
+    // after the window, stride 1 over a prime row, and lanes along NHWC's
+    // channels.
+    "input X: f32[1, 3, 10, 20]\nS[n, c, h in 5, w in 10] = sum(rh in 2, rw in 2) X[n, c, 2 * h + rh, 2 * w + rw]\n"
+    "Y[n, c, h, w] = S[n, c, h, w] * 0.25\n",
+    "input X: f32[2, 9, 9]\nY[c, h in 7, w in 7] = max(rh in 3, rw in 3) X[c, h + rh, w + rw]\n",
+    "input X: f32[1, 9, 9, 24]\nY[n, h in 4, w in 4, c] = max(rh in 3, rw in 3) X[n, 2 * h + rh, 2 * w + rw, c]\n",
 };
 
 TEST(DesignSpace, SamplesOfWrittenWorkloadsMatchTheInterpreter) {
@@ -774,6 +782,60 @@ TEST(DesignSpace, AColumnReductionIsTiledWithItsReductionOutside) {
       rfactor = rfactor || script.find("rfactor") != std::string::npos;
     }
     EXPECT_TRUE(rfactor);
+  }
+}
+
+// A pooling window is a reduction reusing no input, which no tiling rule
+// takes. Its first space moves the window between the two parts of the
+// last spatial loop, so the inner part is vectorized (lanes two elements
+// apart here); its second keeps the window inside, as before.
+TEST(DesignSpace, APoolingWindowGoesOutsideTheVectorLanes) {
+  const ir::PrimFunc pool = ir::ParseWorkloadText(
+      "input X: f32[1, 8, 16, 64]\n"
+      "Y[n, c, h in 8, w in 32] = max(rh in 2, rw in 2) X[n, c, 2 * h + rh, 2 * w + rw]\n");
+  const std::vector<ir::Trace> spaces = DefaultDesignSpace(pool, SpaceOptionsFor(2, 512));
+  ASSERT_EQ(spaces.size(), 2u);
+  EXPECT_EQ(spaces[1].AsScript().find("split"), std::string::npos) << spaces[1].AsScript();
+  int vectorized = 0;
+  for (std::uint64_t seed = 0; seed < 8; ++seed) {
+    // The design's own decisions first: 32 lanes, two vectors.
+    std::optional<Candidate> c = Realize(pool, seed == 0 ? spaces[0] : WithoutDecisions(spaces[0]), seed);
+    ASSERT_TRUE(c);
+    const std::string script = c->trace.AsScript();
+    ir::Schedule s(c->program, 0);
+    const ir::BlockRV y = s.GetBlock("Y_update");
+    const std::vector<ir::LoopRV> loops = s.GetLoops(y);
+    const ir::BlockNode& node = s.Get(y);
+    // Both window loops are outside the innermost loop, which holds lanes.
+    int window = 0;
+    for (std::size_t l = 0; l + 1 < loops.size(); ++l) {
+      for (std::size_t i = 0; i < node.iter_vars.size(); ++i) {
+        const ir::ExprNode* var = s.Get(loops[l]).loop_var.get();
+        if (node.iter_vars[i].kind == ir::IterKind::kReduce && ir::UsesVar(node.bindings[i], var)) {
+          ++window;
+        }
+      }
+    }
+    EXPECT_EQ(window, 2) << script;
+    const ir::ForNode& lanes = s.Get(loops.back());
+    if (seed == 0) {
+      EXPECT_EQ(lanes.extent, 32) << script;
+    }
+    if (lanes.extent > 1) {
+      EXPECT_EQ(lanes.for_kind, ir::ForKind::kVectorized) << script;
+      ++vectorized;
+    }
+    EXPECT_EQ(ir::testing::SameResult(pool, c->program, seed), "") << script;
+  }
+  EXPECT_GE(vectorized, 6);
+  // Lanes five elements apart would be gathered, and lanes down the rows
+  // of the input (h last) would be too: neither block has such lanes.
+  for (const char* text : {"input X: f32[1, 4, 8, 30]\n"
+                           "Y[n, c, h in 4, w in 6] = max(rh in 2, rw in 5) X[n, c, 2 * h + rh, 5 * w + rw]\n",
+                           "input X: f32[2, 8, 8]\nY[c, w in 6, h in 6] = max(rh in 3, rw in 3) X[c, h + rh, w + rw]\n"}) {
+    SCOPED_TRACE(text);
+    ir::Schedule s(ir::ParseWorkloadText(text), 0);
+    EXPECT_EQ(rules::WindowLanesLoop(s.Get(s.GetBlock("Y"))), -1);
   }
 }
 
