@@ -281,7 +281,10 @@ void Best(const DbOptions& o) {
     fmt::print("{}\n", out.dump(2));
     return;
   }
-  std::string script = ir::Trace::FromJsonText(r.trace).AsScript();
+  // Without the lookups nothing uses (a postprocessor looks up every block's
+  // loops, and uses few): the same program, as `tune` prints it. The JSON
+  // above is the stored trace as it is.
+  std::string script = ir::Trace::FromJsonText(r.trace).Simplified(false).AsScript();
   fmt::print("# workload {} on {}: median {}\n{}", hash, r.target, DurationText(r.Median()),
              script.empty() ? "# no instructions: the unscheduled program is the fastest measured\n" : script);
 }

@@ -90,7 +90,7 @@ ScheduledProgram LoadScheduledProgram(const ProgramSource& source) {
   if (sch) {
     p.program = sch->func();
     p.trace_json = sch->trace().ToJson().dump();
-    p.trace_script = sch->trace().AsScript();
+    p.trace_script = sch->trace().Simplified(false).AsScript();
   } else {
     p.program = p.workload.func;
   }

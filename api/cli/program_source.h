@@ -25,7 +25,7 @@ struct ScheduledProgram {
   ir::Workload workload;
   ir::PrimFunc program;     // the workload, scheduled when a schedule or trace was given
   std::string trace_json;   // empty without a schedule
-  std::string trace_script;
+  std::string trace_script;  // without the lookups nothing uses, as `best` and `tune` print it
 };
 
 ScheduledProgram LoadScheduledProgram(const ProgramSource& source);

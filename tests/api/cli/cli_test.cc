@@ -1060,6 +1060,33 @@ TEST(CliTune, TheBestAsJsonReplaysWithRunAndShow) {
                        ": a JSON object with no \"trace\" (give a trace, or the output of tunedb best --format json)\n");
 }
 
+// `best` prints the best schedule without the lookups nothing uses (the
+// postprocessors look up every block's loops and use few of them), and
+// that script schedules the workload as the stored trace does.
+TEST(CliTune, TheBestScriptLeavesOutUnusedLookupsAndSchedulesAsTheStoredTrace) {
+  const std::string db = TuneDb("cli_best_script.sqlite");
+  const std::string spec = "matmul:M=16,N=16,K=16";
+  ASSERT_EQ(RunTunedb("tune -w " + spec + " --trials 4 --no-baseline --db " + db + kSmallTune).exit_code, 0);
+  Result json = RunTunedb("best -w " + spec + " --format json --db " + db);
+  ASSERT_EQ(json.exit_code, 0) << json.out;
+  Result script = RunTunedb("best -w " + spec + " --db " + db);
+  ASSERT_EQ(script.exit_code, 0) << script.out;
+  const std::string body = script.out.substr(script.out.find('\n') + 1);
+  const std::size_t stored = nlohmann::json::parse(json.out)["trace"][0].size();
+  EXPECT_LT(static_cast<std::size_t>(std::count(body.begin(), body.end(), '\n')), stored) << body;
+  const std::string json_file = ::testing::TempDir() + "/cli_best_script.json";
+  const std::string script_file = ::testing::TempDir() + "/cli_best_script.py";
+  std::ofstream(json_file) << json.out;
+  std::ofstream(script_file) << body;
+  Result from_trace = RunTunedb("show -w " + spec + " --trace " + json_file);
+  Result from_script = RunTunedb("show -w " + spec + " --schedule " + script_file);
+  ASSERT_EQ(from_trace.exit_code, 0) << from_trace.out;
+  ASSERT_EQ(from_script.exit_code, 0) << from_script.out;
+  // The same program, and the same script shown under it.
+  EXPECT_EQ(from_script.out, from_trace.out);
+  EXPECT_NE(from_trace.out.find("\n# trace:\n" + body), std::string::npos) << from_trace.out;
+}
+
 // serve refuses what it cannot serve with before it opens anything:
 // --threads 100000 started 200,000 threads and never stopped, and a body
 // limit of 0 answered every write 413.
