@@ -819,6 +819,9 @@ class Codegen {
     if (stride > 1 && stride <= kMaxShuffledStride && lanes_ > 1 && !guard_) {
       return {FromStorage(EmitStridedLoad(buf, index, stride), buf->dtype), true};
     }
+    if (const std::int64_t repeats = LaneRepeats(index); repeats > 1 && !guard_) {
+      return {FromStorage(EmitRepeatedLoad(buf, index, repeats), buf->dtype), true};
+    }
     // Gather, lane by lane.
     Val idx = EmitIndex(index);
     llvm::Value* out = llvm::UndefValue::get(llvm::FixedVectorType::get(st, lanes_));
@@ -858,6 +861,41 @@ class Codegen {
     std::vector<int> every_stride;
     for (int i = 0; i < lanes_; ++i) every_stride.push_back(static_cast<int>(i * stride));
     return b_.CreateShuffleVector(llvm::concatenateVectors(b_, parts), every_stride);
+  }
+
+  // How many lanes in a row read the same element when the index is lane
+  // 0's plus floordiv(lane, k) (nearest-neighbour upsampling along a row:
+  // X[w / 2] with w vectorized): k, or 0 for any other index. The lanes
+  // start where the emitted vector does, so k must divide that start for
+  // floordiv(start + i, k) to be floordiv(start, k) + floordiv(i, k).
+  std::int64_t LaneRepeats(const Expr& index) {
+    const auto* start = llvm::dyn_cast_or_null<llvm::ConstantInt>(lane_var_ ? vars_.Find(lane_var_) : nullptr);
+    if (!start) return 0;
+    std::int64_t repeats = 0;
+    for (const auto& [atom, coefficient] : ToLinearForm(index, {}).terms) {
+      if (!DependsOnLane(atom)) continue;
+      const bool lane_over_constant = atom->kind == ExprKind::kFloorDiv && atom->operands[0].get() == lane_var_ &&
+                                      atom->operands[1]->kind == ExprKind::kIntImm;
+      if (repeats != 0 || coefficient != 1 || !lane_over_constant) return 0;
+      repeats = atom->operands[1]->int_value;
+    }
+    if (repeats < 2 || start->getSExtValue() % repeats != 0) return 0;
+    return repeats;
+  }
+
+  // Lanes that repeat each element `repeats` times: one contiguous load of
+  // exactly the elements they read, and a shuffle that repeats them. Loaded
+  // lane by lane, LLVM made gathers of them, and a vectorized 2x upsampling
+  // ran no faster than the scalar loop (bench/RESULTS.md, session 65).
+  llvm::Value* EmitRepeatedLoad(const Buffer& buf, const Expr& index, std::int64_t repeats) {
+    llvm::Type* st = StorageType(buf->dtype);
+    const auto elements = static_cast<unsigned>((lanes_ - 1) / repeats + 1);
+    llvm::Value* address = LoadAddress(buf, EmitIndexAtLane0(index));
+    llvm::Value* run = b_.CreateAlignedLoad(llvm::FixedVectorType::get(st, elements), address,
+                                            llvm::Align(st->getPrimitiveSizeInBits() / 8));
+    std::vector<int> each_repeated;
+    for (int i = 0; i < lanes_; ++i) each_repeated.push_back(static_cast<int>(i / repeats));
+    return b_.CreateShuffleVector(run, each_repeated);
   }
 
   // A load under mask_ (and guard_, when a guarded select sits inside a

@@ -441,6 +441,42 @@ sch.vectorize(w)
   }
 }
 
+// Lanes that repeat each element k times (X[w / k], nearest-neighbour
+// upsampling along a row) load the elements they read as one vector and
+// repeat them in a shuffle, where k divides where each emitted vector
+// starts; lane by lane otherwise. Either way nothing past the last lane's
+// element is read: the input sits flush against a fence.
+TEST(CodegenTest, RepeatedLanesLoadOnceAndReadNothingPastTheLastLane) {
+  for (int repeats : {2, 3, 4}) {
+    for (int width : {16, 29, 64}) {
+      SCOPED_TRACE("repeats " + std::to_string(repeats) + ", width " + std::to_string(width));
+      const std::string text = "input X: f32[3, " + std::to_string((width - 1) / repeats + 1) + "]\n" +
+                               "Y[i, w in " + std::to_string(width) + "] = X[i, w / " + std::to_string(repeats) +
+                               "] + f32(w)\n";
+      std::string ir = IRAfterAFencedRun(ParseWorkloadText(text), R"(
+i, w = sch.get_loops(sch.get_block("Y"))
+sch.vectorize(w)
+)", 3);
+      // 29 lanes go as 16 + 8 + 4 + 1 from 0, 16, 24 and 28: 3 divides
+      // only the first.
+      if (repeats != 3 || width != 29) {
+        EXPECT_NE(ir.find("shufflevector"), std::string::npos) << ir;
+        EXPECT_EQ(ir.find("gather"), std::string::npos) << ir;
+      }
+    }
+  }
+  // The same within a longer row, from a split loop's inner part: lane 0's
+  // element moves with the outer part.
+  const PrimFunc up = ParseWorkloadText("input X: f32[2, 3, 32]\nY[c, h in 6, w in 64] = X[c, h / 2, w / 2]\n");
+  std::string ir = IRAfterAFencedRun(up, R"(
+c, h, w = sch.get_loops(sch.get_block("Y"))
+w0, w1 = sch.split(w, factors=[None, 16])
+sch.vectorize(w1)
+)", 5);
+  EXPECT_NE(ir.find("shufflevector"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("gather"), std::string::npos) << ir;
+}
+
 // Selects over loads in vectorized loops keep their lazy meaning: a
 // guarded select with loads on both sides and one nested in the other, and
 // a select whose division may not run (D is 0 there), which keeps its branch.
