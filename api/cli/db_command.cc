@@ -284,9 +284,13 @@ void Best(const DbOptions& o) {
   // Without the lookups nothing uses (a postprocessor looks up every block's
   // loops, and uses few): the same program, as `tune` prints it. The JSON
   // above is the stored trace as it is.
-  std::string script = ir::Trace::FromJsonText(r.trace).Simplified(false).AsScript();
+  const ir::Trace stored = ir::Trace::FromJsonText(r.trace);
+  const std::string script = stored.Simplified(false).AsScript();
+  const char* none = stored.insts.empty()
+                         ? "# no instructions: the unscheduled program is the fastest measured\n"
+                         : "# no instruction that changes the program: the unscheduled program is the fastest measured\n";
   fmt::print("# workload {} on {}: median {}\n{}", hash, r.target, DurationText(r.Median()),
-             script.empty() ? "# no instructions: the unscheduled program is the fastest measured\n" : script);
+             script.empty() ? none : script);
 }
 
 // What `db check` found wrong with one stored row. Reported in order: the
