@@ -11,8 +11,8 @@
 # Usage: bench/space_ab.sh TUNEDB_A TUNEDB_B SPEC DIR SEED...
 #   e.g. bench/space_ab.sh /tmp/old/build/tunedb build/tunedb \
 #          conv2d_nhwc:N=1,H=28,W=28,CI=128,CO=128,KH=3,KW=3,stride=1,pad=1 /tmp/ab 0 1 2 3
-# Prints one line per session, then per build the re-timed GFLOP/s per seed
-# and their mean.
+# Prints one line per session, then per build the re-timed GFLOP/s (GB/s
+# for a program that counts no FLOPs) per seed and their mean.
 set -euo pipefail
 if [ $# -lt 5 ]; then
   sed -n 2,15p "$0" >&2
@@ -41,7 +41,8 @@ timings="$dir/timings.txt"
 for round in 1 2 3; do
   for seed in "$@"; do
     for v in A B; do
-      g=$("${bin[B]}" run -w "$spec" --trace "$dir/$v-$seed.json" --repeat 5 | awk '/^GFLOPS:/ {print $2}')
+      # GFLOP/s, or GB/s for a program that counts no FLOPs (a copy).
+      g=$("${bin[B]}" run -w "$spec" --trace "$dir/$v-$seed.json" --repeat 5 | awk '/^(GFLOPS|GB\/s):/ {print $2}')
       echo "$v $seed $g" >>"$timings"
     done
   done
@@ -55,5 +56,5 @@ for line in open(sys.argv[1]):
     by[v][int(seed)].append(float(g))
 for v in ("A", "B"):
     medians = [statistics.median(by[v][s]) for s in sorted(by[v])]
-    print(f"{v}: re-timed GFLOP/s by seed {[round(m, 1) for m in medians]}, mean {sum(medians) / len(medians):.1f}")
+    print(f"{v}: re-timed GFLOP/s (or GB/s) by seed {[round(m, 1) for m in medians]}, mean {sum(medians) / len(medians):.1f}")
 EOF

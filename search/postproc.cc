@@ -2,6 +2,7 @@
 // loop kinds, and reductions are decomposed (see space.h). They run after
 // EnterPostproc, so a stored trace replays them exactly, and the search can
 // drop them (remove_postproc) to get back the design trace it mutates.
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -108,8 +109,15 @@ void ParallelizeOuterLoops(Schedule& sch, std::int64_t max_jobs) {
   }
 }
 
-// Vectorizes each block's innermost loop when it is spatial, holds only
-// that block and is at most max_lanes long.
+// Vectorizes each block's innermost loop when it is spatial and holds only
+// that block: whole when it is at most max_lanes long; longer, the inner
+// part of a split by its largest divisor up to max_lanes, when that is a
+// vector's worth (kMinSplitLanes). The rules tile what they vectorize, but
+// leave an elementwise output's rows whole, and a row of 112 was left to
+// LLVM, which did not vectorize a 2x upsampling (bench/RESULTS.md,
+// session 65).
+constexpr std::int64_t kMinSplitLanes = 8;
+
 void VectorizeInnerLoops(Schedule& sch, std::int64_t max_lanes) {
   for (const std::string& name : BlockNames(sch.func())) {
     BlockRV b = sch.GetBlock(name);
@@ -117,9 +125,16 @@ void VectorizeInnerLoops(Schedule& sch, std::int64_t max_lanes) {
     if (loops.empty()) continue;
     const ForNode& f = sch.Get(loops.back());
     if (f.body.get() != &sch.Get(b) || f.for_kind != ir::ForKind::kSerial) continue;
-    if (f.extent < 2 || f.extent > max_lanes || !IsSpatialLoop(f)) continue;
+    if (f.extent < 2 || !IsSpatialLoop(f)) continue;
+    std::int64_t lanes = f.extent;
+    for (std::int64_t d = std::min(f.extent, max_lanes); lanes > max_lanes; --d) {
+      if (f.extent % d == 0) lanes = d;
+    }
+    if (lanes != f.extent && lanes < kMinSplitLanes) continue;
     try {
-      sch.Vectorize(loops.back());
+      LoopRV inner = loops.back();
+      if (lanes != f.extent) inner = sch.Split(inner, {std::monostate{}, lanes}).back();
+      sch.Vectorize(inner);
     } catch (const ScheduleError&) {
     }
   }

@@ -605,6 +605,8 @@ const char* kSmallWrittenWorkloads[] = {
     "Y[n, c, h, w] = S[n, c, h, w] * 0.25\n",
     "input X: f32[2, 9, 9]\nY[c, h in 7, w in 7] = max(rh in 3, rw in 3) X[c, h + rh, w + rw]\n",
     "input X: f32[1, 9, 9, 24]\nY[n, h in 4, w in 4, c] = max(rh in 3, rw in 3) X[n, 2 * h + rh, 2 * w + rw, c]\n",
+    // Nearest-neighbour upsampling, its row of 80 vectorized in halves.
+    "input X: f32[2, 3, 40]\nY[c, h in 6, w in 80] = X[c, h / 2, w / 2]\n",
 };
 
 TEST(DesignSpace, SamplesOfWrittenWorkloadsMatchTheInterpreter) {
@@ -919,6 +921,33 @@ TEST(DesignSpace, PostprocessorsMakeParallelVectorizedUnrolledLoops) {
   EXPECT_TRUE(parallel);
   EXPECT_TRUE(vectorized);
   EXPECT_TRUE(unroll);
+}
+
+// A row longer than the vectorize limit (an elementwise output's, which
+// no rule tiles) is vectorized in parts: split by its largest divisor up
+// to the limit, when that is at least 8 lanes; otherwise left whole.
+TEST(DesignSpace, ALongRowIsVectorizedInPartsWithinTheLimit) {
+  const std::pair<int, std::int64_t> rows[] = {{112, 56}, {136, 34}, {64, 64}, {127, 0}, {134, 0}};
+  for (const auto& [row, lanes] : rows) {
+    SCOPED_TRACE("a row of " + std::to_string(row));
+    const ir::PrimFunc f =
+        ir::ParseWorkloadText("input X: f32[4, " + std::to_string(row) + "]\nY[i, j] = X[i, j] * 2.0\n");
+    const std::vector<ir::Trace> spaces = DefaultDesignSpace(f, SpaceOptionsFor(2, 512));
+    ASSERT_EQ(spaces.size(), 1u);
+    std::optional<Candidate> c = Realize(f, spaces[0], 0);
+    ASSERT_TRUE(c);
+    ir::Schedule s(c->program, 0);
+    const std::vector<ir::LoopRV> loops = s.GetLoops(s.GetBlock("Y"));
+    const ir::ForNode& inner = s.Get(loops.back());
+    if (lanes == 0) {
+      EXPECT_EQ(inner.extent, row) << c->trace.AsScript();
+      EXPECT_NE(inner.for_kind, ir::ForKind::kVectorized) << c->trace.AsScript();
+    } else {
+      EXPECT_EQ(inner.extent, lanes) << c->trace.AsScript();
+      EXPECT_EQ(inner.for_kind, ir::ForKind::kVectorized) << c->trace.AsScript();
+    }
+    EXPECT_EQ(ir::testing::SameResult(f, c->program, 3), "");
+  }
 }
 
 TEST(DesignSpace, StoredTraceGivesBackItsDesign) {
