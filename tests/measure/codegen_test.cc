@@ -417,6 +417,20 @@ sch.decompose_reduction(b, kh)
   EXPECT_EQ(ir.find("sel.then"), std::string::npos) << ir;
 }
 
+// The optimized IR of `text` with its block Y's second loop (a row)
+// vectorized, after a run that checked its results with input X fenced.
+std::string IRWithTheRowVectorized(const std::string& text) {
+  return IRAfterAFencedRun(ParseWorkloadText(text), R"(
+i, w = sch.get_loops(sch.get_block("Y"))
+sch.vectorize(w)
+)", 3);
+}
+
+void ExpectAShuffleAndNoGather(const std::string& ir) {
+  EXPECT_NE(ir.find("shufflevector"), std::string::npos) << ir;
+  EXPECT_EQ(ir.find("gather"), std::string::npos) << ir;
+}
+
 // Lanes a constant stride apart are loaded as contiguous vectors and a
 // shuffle (strides 2 to 4; a vectorized 2 x 2 pooling window), and lane by
 // lane beyond. Either way nothing past the last lane's element is read:
@@ -426,17 +440,10 @@ TEST(CodegenTest, StridedLanesLoadAsVectorsAndReadNothingPastTheLastLane) {
   for (int stride : {2, 3, 4, 5}) {
     for (int width : {16, 29, 64}) {
       SCOPED_TRACE("stride " + std::to_string(stride) + ", width " + std::to_string(width));
-      const std::string text = "input X: f32[3, " + std::to_string((width - 1) * stride + 1) + "]\n" +
-                               "Y[i, w in " + std::to_string(width) + "] = X[i, " + std::to_string(stride) +
-                               " * w] * 2.0\n";
-      std::string ir = IRAfterAFencedRun(ParseWorkloadText(text), R"(
-i, w = sch.get_loops(sch.get_block("Y"))
-sch.vectorize(w)
-)", 3);
-      if (stride <= 4) {
-        EXPECT_NE(ir.find("shufflevector"), std::string::npos) << ir;
-        EXPECT_EQ(ir.find("gather"), std::string::npos) << ir;
-      }
+      std::string ir = IRWithTheRowVectorized("input X: f32[3, " + std::to_string((width - 1) * stride + 1) +
+                                              "]\nY[i, w in " + std::to_string(width) + "] = X[i, " +
+                                              std::to_string(stride) + " * w] * 2.0\n");
+      if (stride <= 4) ExpectAShuffleAndNoGather(ir);
     }
   }
 }
@@ -450,19 +457,12 @@ TEST(CodegenTest, RepeatedLanesLoadOnceAndReadNothingPastTheLastLane) {
   for (int repeats : {2, 3, 4}) {
     for (int width : {16, 29, 64}) {
       SCOPED_TRACE("repeats " + std::to_string(repeats) + ", width " + std::to_string(width));
-      const std::string text = "input X: f32[3, " + std::to_string((width - 1) / repeats + 1) + "]\n" +
-                               "Y[i, w in " + std::to_string(width) + "] = X[i, w / " + std::to_string(repeats) +
-                               "] + f32(w)\n";
-      std::string ir = IRAfterAFencedRun(ParseWorkloadText(text), R"(
-i, w = sch.get_loops(sch.get_block("Y"))
-sch.vectorize(w)
-)", 3);
-      // 29 lanes go as 16 + 8 + 4 + 1 from 0, 16, 24 and 28: 3 divides
-      // only the first.
-      if (repeats != 3 || width != 29) {
-        EXPECT_NE(ir.find("shufflevector"), std::string::npos) << ir;
-        EXPECT_EQ(ir.find("gather"), std::string::npos) << ir;
-      }
+      std::string ir = IRWithTheRowVectorized("input X: f32[3, " + std::to_string((width - 1) / repeats + 1) +
+                                              "]\nY[i, w in " + std::to_string(width) + "] = X[i, w / " +
+                                              std::to_string(repeats) + "] + f32(w)\n");
+      // 29 lanes go as 16 + 8 + 4 + 1 from 0, 16, 24 and 28: 3 does not
+      // divide 16 and 28, whose pieces are gathered.
+      if (repeats != 3 || width != 29) ExpectAShuffleAndNoGather(ir);
     }
   }
   // The same within a longer row, from a split loop's inner part: lane 0's
@@ -473,8 +473,7 @@ c, h, w = sch.get_loops(sch.get_block("Y"))
 w0, w1 = sch.split(w, factors=[None, 16])
 sch.vectorize(w1)
 )", 5);
-  EXPECT_NE(ir.find("shufflevector"), std::string::npos) << ir;
-  EXPECT_EQ(ir.find("gather"), std::string::npos) << ir;
+  ExpectAShuffleAndNoGather(ir);
 }
 
 // Selects over loads in vectorized loops keep their lazy meaning: a
