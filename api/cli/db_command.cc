@@ -288,7 +288,8 @@ void Best(const DbOptions& o) {
   const std::string script = stored.Simplified(false).AsScript();
   const char* none = stored.insts.empty()
                          ? "# no instructions: the unscheduled program is the fastest measured\n"
-                         : "# no instruction that changes the program: the unscheduled program is the fastest measured\n";
+                         : "# no instruction that changes the program: "
+                           "the unscheduled program is the fastest measured\n";
   fmt::print("# workload {} on {}: median {}\n{}", hash, r.target, DurationText(r.Median()),
              script.empty() ? none : script);
 }
