@@ -2,11 +2,11 @@
 // loop kinds, and reductions are decomposed (see space.h). They run after
 // EnterPostproc, so a stored trace replays them exactly, and the search can
 // drop them (remove_postproc) to get back the design trace it mutates.
-#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "search/rules/queries.h"
 #include "search/space.h"
 #include "search/space_internal.h"
 
@@ -126,10 +126,7 @@ void VectorizeInnerLoops(Schedule& sch, std::int64_t max_lanes) {
     const ForNode& f = sch.Get(loops.back());
     if (f.body.get() != &sch.Get(b) || f.for_kind != ir::ForKind::kSerial) continue;
     if (f.extent < 2 || !IsSpatialLoop(f)) continue;
-    std::int64_t lanes = f.extent;
-    for (std::int64_t d = std::min(f.extent, max_lanes); lanes > max_lanes; --d) {
-      if (f.extent % d == 0) lanes = d;
-    }
+    const std::int64_t lanes = rules::LargestDivisorAtMost(f.extent, max_lanes);
     if (lanes != f.extent && lanes < kMinSplitLanes) continue;
     try {
       LoopRV inner = loops.back();
