@@ -806,6 +806,9 @@ class Codegen {
     const Expr& index = e->operands[0];
     llvm::Type* st = StorageType(buf->dtype);
     std::int64_t stride = LaneStride(index);
+    if (mask_ && mask_ == tail_mask_ && (stride == 0 || stride == 1)) {
+      return {FromStorage(EmitTailLoad(buf, index, stride), buf->dtype), stride != 0};
+    }
     if (mask_) return {FromStorage(EmitMaskedLoad(buf, index, stride), buf->dtype), stride != 0};
     if (stride == 0) {
       return {FromStorage(b_.CreateLoad(st, LoadAddress(buf, EmitIndex(index).v)), buf->dtype), false};
@@ -896,6 +899,21 @@ class Codegen {
     std::vector<int> each_repeated;
     for (int i = 0; i < lanes_; ++i) each_repeated.push_back(static_cast<int>(i / repeats));
     return b_.CreateShuffleVector(run, each_repeated);
+  }
+
+  // A load in a masked tail (EmitMaskedTail), under no lane condition: a
+  // broadcast or a run of lanes whose mask is a constant. A guard selects
+  // the address as it does without a mask (LoadAddress): with the guard in
+  // the mask instead, LLVM branched on it around each load of a padded
+  // convolution's window. In a private buffer the whole vector is read.
+  llvm::Value* EmitTailLoad(const Buffer& buf, const Expr& index, std::int64_t stride) {
+    llvm::Type* st = StorageType(buf->dtype);
+    llvm::Align align(st->getPrimitiveSizeInBits() / 8);
+    if (stride == 0) return b_.CreateLoad(st, LoadAddress(buf, EmitIndex(index).v));
+    auto* vt = llvm::FixedVectorType::get(st, lanes_);
+    llvm::Value* address = LoadAddress(buf, EmitIndexAtLane0(index));
+    if (PrivateTail(buf)) return b_.CreateAlignedLoad(vt, address, align);
+    return b_.CreateMaskedLoad(vt, address, align, mask_, llvm::Constant::getNullValue(vt));
   }
 
   // A load under mask_ (and guard_, when a guarded select sits inside a
@@ -996,6 +1014,19 @@ class Codegen {
       return;
     }
     llvm::Value* data = ToStorage(AsVec(value).v, n.buffer->dtype);
+    if (stride == 1 && PrivateTail(n.buffer)) {
+      // The lanes that are off keep what they held, unless they lie past the
+      // buffer's end (a local accumulator of one row): a blend in each step
+      // of an accumulation lengthens the chain that bounds its speed.
+      llvm::Value* first = EmitIndexAtLane0(index);
+      llvm::Value* address = Address(n.buffer, first);
+      const auto* at = llvm::dyn_cast<llvm::ConstantInt>(first);
+      if (!at || at->getSExtValue() + tail_lanes_ < n.buffer->NumElements()) {
+        data = b_.CreateSelect(mask_, data, b_.CreateAlignedLoad(data->getType(), address, align));
+      }
+      b_.CreateAlignedStore(data, address, align);
+      return;
+    }
     if (stride == 1) {
       b_.CreateMaskedStore(data, Address(n.buffer, EmitIndexAtLane0(index)), align, mask_);
       return;
@@ -1038,7 +1069,8 @@ class Codegen {
       std::int64_t count = buf->NumElements();
       std::int64_t bytes = count * static_cast<std::int64_t>(StorageType(buf->dtype)->getPrimitiveSizeInBits() / 8);
       if (bytes <= kMaxStackBytes) {
-        buffers_.Bind(buf.get(), EntryAlloca(StorageType(buf->dtype), count, buf->name));
+        // Room past the end for a masked tail's whole vector (PrivateTail).
+        buffers_.Bind(buf.get(), EntryAlloca(StorageType(buf->dtype), count + kMaxLanes, buf->name));
       } else {
         llvm::FunctionCallee alloc = mod_.getOrInsertFunction("aligned_alloc", b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty());
         std::int64_t rounded = (bytes + 63) / 64 * 64;
@@ -1210,9 +1242,14 @@ class Codegen {
             // 16, 32 and 64 columns ran at 190-270 (bench/RESULTS.md,
             // session 28).
             for (std::int64_t start = 0; start < n.extent;) {
-              auto width = static_cast<std::int64_t>(std::bit_floor(static_cast<std::uint64_t>(n.extent - start)));
-              lanes_ = static_cast<int>(width);
+              const std::int64_t rest = n.extent - start;
+              auto width = static_cast<std::int64_t>(std::bit_floor(static_cast<std::uint64_t>(rest)));
               vars_.Bind(n.loop_var.get(), b_.getInt64(start));
+              if (width != rest && FitsOneMaskedVector(n.body, rest)) {
+                EmitMaskedTail(n.body, rest);
+                break;
+              }
+              lanes_ = static_cast<int>(width);
               EmitStmt(n.body);
               start += width;
             }
@@ -1240,6 +1277,59 @@ class Codegen {
     if (outermost_fill) in_large_fill_ = true;
     EmitCountedLoop(n.loop_var, b_.getInt64(0), b_.getInt64(n.extent), [&] { EmitStmt(n.body); }, in_large_fill_);
     if (outermost_fill) in_large_fill_ = false;
+  }
+
+  // The last `rest` lanes of a vectorized loop, fewer than a register holds
+  // and not a power of two (a row of 13 channels), as one vector of the next
+  // power of two whose lanes past `rest` are off: its loads and stores are
+  // masked (AVX-512 masks them at no cost), where pieces of 8, 4 and 1 lanes
+  // took three loads for each one. A 13-channel depthwise convolution with
+  // its channels vectorized ran 3.3-3.8x slower than one of 16 channels
+  // (bench/RESULTS.md, session 66). The lanes that are off compute on loop indices past the
+  // end, which is harmless as long as nothing in the body can trap and each
+  // access is a broadcast or a contiguous run (the masked forms of the
+  // others are gathers, slower than the pieces).
+  bool FitsOneMaskedVector(const Stmt& body, std::int64_t rest) {
+    if (options_.vector_bits < 512 || mask_ || guard_ || MayTrap(body)) return false;
+    const auto wide = static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(rest)));
+    bool ok = true;
+    auto access = [&](const Buffer& buf, const Expr& index) {
+      const std::int64_t bits = static_cast<std::int64_t>(StorageType(buf->dtype)->getPrimitiveSizeInBits());
+      const std::int64_t stride = LaneStride(index);
+      ok = ok && wide * bits <= options_.vector_bits && (stride == 0 || stride == 1);
+    };
+    VisitStmt(body, [&](const Stmt& st) {
+      if (st->kind != StmtKind::kStore) return;
+      const auto& store = static_cast<const StoreNode&>(*st);
+      access(store.buffer, store.indices[0]);
+      VisitExpr(store.value, [&](const Expr& e) {
+        if (e->kind == ExprKind::kLoad) access(e->buffer, e->operands[0]);
+      });
+    });
+    return ok;
+  }
+
+  void EmitMaskedTail(const Stmt& body, std::int64_t rest) {
+    lanes_ = static_cast<int>(std::bit_ceil(static_cast<std::uint64_t>(rest)));
+    std::vector<llvm::Constant*> on;
+    for (int i = 0; i < lanes_; ++i) on.push_back(b_.getInt1(i < rest));
+    mask_ = tail_mask_ = llvm::ConstantVector::get(on);
+    tail_lanes_ = rest;
+    EmitStmt(body);
+    mask_ = tail_mask_ = nullptr;
+  }
+
+  // Whether a contiguous access under the masked tail's own mask (no lane
+  // condition) may read and write the whole vector: the buffer is
+  // on this function's stack, where nothing else runs, with room past its
+  // end (EmitScope). The store then writes back what it read in the lanes
+  // that are off. Plain loads and stores let LLVM keep a local accumulator
+  // in registers; masked ones kept it in memory, and a register block of 13
+  // channels ran 2.3x slower than in pieces of 8, 4 and 1.
+  bool PrivateTail(const Buffer& buf) {
+    if (!tail_mask_ || mask_ != tail_mask_) return false;
+    const auto* alloca = llvm::dyn_cast<llvm::AllocaInst>(buffers_.Find(buf.get()));
+    return alloca && alloca->getFunction() == fn_;
   }
 
   // A parallel loop: the body is outlined into fn(closure, begin, end); the
@@ -1340,6 +1430,8 @@ class Codegen {
   llvm::Value* guard_ = nullptr;  // when set, loads read ZeroCell() where it is false (EmitGuardedSelect)
   // When set, the lanes whose loads and stores run (EmitMaskedSelect, EmitIf).
   llvm::Value* mask_ = nullptr;
+  llvm::Value* tail_mask_ = nullptr;  // mask_ of a vectorized loop's masked tail (EmitMaskedTail)
+  std::int64_t tail_lanes_ = 0;       // its lanes that are on
   llvm::GlobalVariable* zero_cell_ = nullptr;
   bool in_parallel_ = false;
   bool in_large_fill_ = false;  // inside a fill of over kMaxUnrolledFillElements

@@ -1,6 +1,7 @@
 // Code generation through the JIT, against the interpreter.
 #include "measure/jit.h"
 
+#include <bit>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -223,8 +224,10 @@ sch.vectorize(c)
     EXPECT_EQ(RunKeepsTheResult(f, sch.func(), MakeArguments(f, 3), {1}), "") << columns;
     std::string ir = IRJit().OptimizedIR(Lower(sch.func()));
     EXPECT_EQ(ir.find("<" + n + " x float>"), std::string::npos) << ir;
+    // 7 lanes, fewer than an AVX-512 register holds: one masked vector of 8
+    // (see the next test).
     for (const char* piece : columns == 48 ? std::vector<const char*>{"<32 x float>", "<16 x float>"}
-                                           : std::vector<const char*>{"<4 x float>", "<2 x float>"}) {
+                                           : std::vector<const char*>{"<8 x float>"}) {
       EXPECT_NE(ir.find(piece), std::string::npos) << columns << ": " << piece;
     }
   }
@@ -474,6 +477,57 @@ w0, w1 = sch.split(w, factors=[None, 16])
 sch.vectorize(w1)
 )", 5);
   ExpectAShuffleAndNoGather(ir);
+}
+
+// The last lanes of a vectorized loop, fewer than a 512-bit register holds
+// and not a power of two, go as one vector of the next power of two whose
+// extra lanes are off: masked loads and stores of parameters, which read
+// nothing past the last lane (the input sits flush against a fence). In 8,
+// 4 and 1 lanes, 13 channels took three loads for each one.
+TEST(CodegenTest, TheLastLanesFewerThanARegisterGoAsOneMaskedVector) {
+  for (unsigned width : {3u, 7u, 13u, 29u}) {
+    SCOPED_TRACE("width " + std::to_string(width));
+    const std::string w = std::to_string(width);
+    std::string ir = IRWithTheRowVectorized("input X: f32[3, " + w + "]\nY[i, w] = X[i, w] * 2.0 + f32(w)\n");
+    const std::string tail = "llvm.masked.load.v" + std::to_string(std::bit_ceil(width % 16)) + "f32";
+    EXPECT_NE(ir.find(tail), std::string::npos) << ir;
+    EXPECT_NE(ir.find("llvm.masked.store"), std::string::npos) << ir;
+    EXPECT_EQ(ir.find("<1 x float>"), std::string::npos) << ir;
+  }
+}
+
+// A local accumulator written in a masked tail is this thread's alone, with
+// room past its end: the tail reads and writes whole vectors there, so LLVM
+// keeps a row of 13 in one register. Where another row follows, the lanes
+// that are off write back what they read: each step adds 1 to them too
+// (the reduction's body adds it), and the next row's first elements would
+// come out wrong.
+TEST(CodegenTest, AMaskedTailKeepsTheNextRowOfALocalBuffer) {
+  PrimFunc f = ParseWorkloadText("input X: f32[4, 6]\ninput W: f32[6, 13]\n"
+                                 "Y[i, j] = sum(k in 6) X[i, k] * W[k, j] + 1.0\n");
+  IRAfterAFencedRun(f, R"(
+b0 = sch.get_block("Y")
+i, j, k = sch.get_loops(b0)
+sch.reorder(k, i, j)
+b1 = sch.cache_write(b0, 0, "local")
+sch.vectorize(j)
+sch.decompose_reduction(b0, k)
+i, j = sch.get_loops(b1)
+sch.vectorize(j)
+)", 5, {0, 1});
+  // One row of 13 (the accumulator per row i): in a register.
+  std::string ir = IRAfterAFencedRun(f, R"(
+b0 = sch.get_block("Y")
+i, j, k = sch.get_loops(b0)
+sch.reorder(i, k, j)
+b1 = sch.cache_write(b0, 0, "local")
+sch.reverse_compute_at(b1, i, preserve_unit_loops=True)
+sch.vectorize(j)
+sch.decompose_reduction(b0, k)
+*_, c = sch.get_loops(b1)
+sch.vectorize(c)
+)", 5, {0, 1});
+  EXPECT_EQ(ir.find("alloca [77 x float]"), std::string::npos) << ir;
 }
 
 // Selects over loads in vectorized loops keep their lazy meaning: a
