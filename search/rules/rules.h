@@ -26,6 +26,10 @@ void AutoInline(Schedule& sch, const std::string& name);
 // that several stages read (softmax's exp): such a stage is worth keeping.
 bool TranscendentalSharedStage(const ir::PrimFunc& func, const BlockNode& node);
 
+// Whether the block pads an input into an intermediate buffer (a select
+// guarding the read, TOPI's PaddedInput): a stage the space also keeps.
+bool PaddingStage(const ir::PrimFunc& func, const BlockNode& node);
+
 // ---- multi_level_tiling.cc ---------------------------------------------------
 
 // Whether the block is a reduction reusing some input across a spatial
