@@ -1,12 +1,16 @@
 // The programs the schedule fuzz targets schedule: small shapes of the
 // library's kinds of computation (a reduction, a fused layer, padded and
-// strided convolutions, a softmax's chain of stages, a batch), so that the
-// interpreter checks every accepted schedule in well under a millisecond.
+// strided convolutions, a softmax's chain of stages, a batch, and two written
+// ones whose vector lanes code generation loads in its own ways: an
+// upsampling's repeated lanes and a pooling window's strided ones), so that
+// the interpreter checks every accepted schedule in well under a
+// millisecond.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "ir/workload_lang.h"
 #include "ir/workloads.h"
 
 namespace tunedb::fuzz {
@@ -25,6 +29,13 @@ inline const std::vector<SmallWorkload>& SmallWorkloads() {
                              "batch_matmul:B=2,M=6,N=4,K=5"}) {
       w.push_back({spec, ir::BuildWorkload(spec).func});
     }
+    const char* upsample = "input X: f32[2, 3, 5]\nY[c, h in 6, w in 15] = X[c, h / 2, w / 3]\n";
+    w.push_back({"upsample (written)", ir::ParseWorkloadText(upsample, "upsample")});
+    const char* pool =
+        "input X: f32[2, 6, 12]\n"
+        "M[c, h in 3, w in 6] = max(r in 2, s in 2) X[c, 2 * h + r, 2 * w + s]\n"
+        "Y[c, h, w] = M[c, h, w] * 0.5\n";
+    w.push_back({"max_pool (written)", ir::ParseWorkloadText(pool, "max_pool")});
     return w;
   }();
   return workloads;
