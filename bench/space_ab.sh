@@ -12,10 +12,12 @@
 #   e.g. bench/space_ab.sh /tmp/old/build/tunedb build/tunedb \
 #          conv2d_nhwc:N=1,H=28,W=28,CI=128,CO=128,KH=3,KW=3,stride=1,pad=1 /tmp/ab 0 1 2 3
 # Prints one line per session, then per build the re-timed GFLOP/s (GB/s
-# for a program that counts no FLOPs) per seed and their mean.
+# for a program that counts no FLOPs) per seed and their mean. With
+# RETIME=own each build re-times its own kernels, for builds whose code
+# generation differs (the same trace compiles to other code).
 set -euo pipefail
 if [ $# -lt 5 ]; then
-  sed -n 2,15p "$0" >&2
+  sed -n 2,17p "$0" >&2
   exit 2
 fi
 declare -A bin=([A]=$1 [B]=$2)
@@ -42,7 +44,9 @@ for round in 1 2 3; do
   for seed in "$@"; do
     for v in A B; do
       # GFLOP/s, or GB/s for a program that counts no FLOPs (a copy).
-      g=$("${bin[B]}" run -w "$spec" --trace "$dir/$v-$seed.json" --repeat 5 | awk '/^(GFLOPS|GB\/s):/ {print $2}')
+      timer=${bin[B]}
+      if [ "${RETIME:-}" = own ]; then timer=${bin[$v]}; fi
+      g=$("$timer" run -w "$spec" --trace "$dir/$v-$seed.json" --repeat 5 | awk '/^(GFLOPS|GB\/s):/ {print $2}')
       echo "$v $seed $g" >>"$timings"
     done
   done
