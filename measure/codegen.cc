@@ -903,9 +903,8 @@ class Codegen {
 
   // A load in a masked tail (EmitMaskedTail), under no lane condition: a
   // broadcast or a run of lanes whose mask is a constant. A guard selects
-  // the address as it does without a mask (LoadAddress): with the guard in
-  // the mask instead, LLVM branched on it around each load of a padded
-  // convolution's window. In a private buffer the whole vector is read.
+  // the address as it does without a mask (LoadAddress), so that a load of
+  // a private buffer stays a whole-vector load under a guard too.
   llvm::Value* EmitTailLoad(const Buffer& buf, const Expr& index, std::int64_t stride) {
     llvm::Type* st = StorageType(buf->dtype);
     llvm::Align align(st->getPrimitiveSizeInBits() / 8);
