@@ -1327,7 +1327,7 @@ class Codegen {
   // channels ran 2.3x slower than in pieces of 8, 4 and 1.
   bool PrivateTail(const Buffer& buf) {
     if (!tail_mask_ || mask_ != tail_mask_) return false;
-    const auto* alloca = llvm::dyn_cast<llvm::AllocaInst>(buffers_.Find(buf.get()));
+    const auto* alloca = llvm::dyn_cast_or_null<llvm::AllocaInst>(buffers_.Find(buf.get()));
     return alloca && alloca->getFunction() == fn_;
   }
 
