@@ -1,6 +1,7 @@
 #include "measure/codegen.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <functional>
@@ -803,6 +804,9 @@ class Codegen {
 
   Val EmitLoad(const Expr& e) {
     const Buffer& buf = e->buffer;
+    for (const auto& [load, row] : transposed_rows_) {
+      if (load == e.get()) return {FromStorage(row, buf->dtype), true};
+    }
     const Expr& index = e->operands[0];
     llvm::Type* st = StorageType(buf->dtype);
     std::int64_t stride = LaneStride(index);
@@ -1113,16 +1117,25 @@ class Codegen {
     vars_.Unbind(var.get());
   }
 
-  // An unrolled N x N block copy that transposes: one of its two loops
-  // moves along the source's contiguous dimension and the other along the
-  // destination's,
-  //   for a (unrolled N): for b (unrolled N): dst[D + a + db*b] = src[S + sa*a + b]
-  // (the design space's packing of a weight read along its rows, as in
-  // dense). Element by element that is N*N loads and N*N stores; here it is
-  // N vector loads, N*log2(N) shuffles in registers and N vector stores.
-  // The two buffers are distinct allocations, so reading the whole block
-  // before writing it changes nothing.
-  bool EmitTransposingCopy(const ForNode& outer) {
+  // An unrolled n x n block whose one store reads an operand transposed:
+  // one loop (x) moves along that operand's contiguous dimension, the other
+  // (y) along the destination's,
+  //   for a (unrolled n): for b (unrolled n): dst[D + dx*x + y] = f(src[S + x + sy*y], ...)
+  // (dense's packed weight, a transpose, A + B^T). Element by element, a
+  // transposed operand is n*n scalar loads, which LLVM does not gather back
+  // into vectors: 2048 x 2048 A + B^T in 16 x 16 blocks took 1.8-2.6 ms,
+  // against 0.85-1.2 ms this way (bench/RESULTS.md, session 67). Here each
+  // transposed operand is n vector loads and n*log2(n) shuffles in
+  // registers, and then every row x = i is one vector statement along y,
+  // the other operands loaded as a vectorized loop over y would load them.
+  //
+  // The rows are emitted in another order than the loops run and each
+  // transposed operand is read whole before anything is stored. That
+  // changes nothing when every iteration stores its own element and the
+  // value reads nothing of the destination; other buffers are distinct
+  // allocations. A transposed load under a select or a short circuit might
+  // not be read at all, so it keeps the element-wise path.
+  bool EmitTransposingBlock(const ForNode& outer) {
     const std::int64_t n = outer.extent;
     if (lane_var_ || guard_ || (n != 4 && n != 8 && n != 16) || !outer.body || outer.body->kind != StmtKind::kFor) {
       return false;
@@ -1133,73 +1146,91 @@ class Codegen {
       return false;
     }
     const auto& store = static_cast<const StoreNode&>(*inner.body);
-    const Expr& load = store.value;
-    if (store.buffer->dtype != DataType::kFloat32 || n * 32 > options_.vector_bits || load->kind != ExprKind::kLoad ||
-        load->buffer->dtype != DataType::kFloat32 || load->buffer.get() == store.buffer.get() ||
-        store.indices.size() != 1 || load->operands.size() != 1) {
-      return false;
-    }
-    const Expr& dst_index = store.indices[0];
-    const Expr& src_index = load->operands[0];
+    if (store.indices.size() != 1 || HasLoad(store.indices[0])) return false;
     const ExprNode* loops[2] = {outer.loop_var.get(), inner.loop_var.get()};
     // The coefficients of the two loop variables in an index (0 if absent).
-    auto coefficients = [&](const Expr& index) -> std::optional<std::pair<std::int64_t, std::int64_t>> {
+    auto coefficients = [&](const Expr& index) -> std::optional<std::array<std::int64_t, 2>> {
       auto found = LinearCoefficients(index, {loops[0], loops[1]}, {});
       if (!found) return std::nullopt;
-      std::pair<std::int64_t, std::int64_t> k{0, 0};
-      for (const auto& [var, coefficient] : *found) (var == loops[0] ? k.first : k.second) = coefficient;
+      std::array<std::int64_t, 2> k{0, 0};
+      for (const auto& [var, coefficient] : *found) k[var == loops[0] ? 0 : 1] = coefficient;
       return k;
     };
-    auto dst = coefficients(dst_index);
-    auto src = coefficients(src_index);
-    if (!dst || !src) return false;
-    // x: the loop along the source's contiguous dimension; y: along the
-    // destination's. Each must move the other buffer by a stride, not stay.
-    int x = src->first == 1 ? 0 : src->second == 1 ? 1 : -1;
-    int y = 1 - x;
-    if (x < 0) return false;
-    std::int64_t dst_along_y = y == 0 ? dst->first : dst->second;
-    std::int64_t dst_along_x = x == 0 ? dst->first : dst->second;
-    std::int64_t src_along_y = y == 0 ? src->first : src->second;
-    if (dst_along_y != 1 || dst_along_x == 0 || src_along_y == 0) return false;
-    // The destination's rows must not overlap: where two iterations store
-    // one element, the loops' order decides which value stays, and the
-    // rows are stored here in another order.
-    if (dst_along_x > -n && dst_along_x < n) return false;
+    auto dst = coefficients(store.indices[0]);
+    if (!dst) return false;
+    // y: the loop along the destination's contiguous dimension; x moves it
+    // whole rows apart, so no two iterations store one element.
+    const int y = (*dst)[0] == 1 ? 0 : (*dst)[1] == 1 ? 1 : -1;
+    if (y < 0) return false;
+    const int x = 1 - y;
+    if ((*dst)[x] > -n && (*dst)[x] < n) return false;
 
-    auto* vt = llvm::FixedVectorType::get(b_.getFloatTy(), static_cast<unsigned>(n));
+    // The transposed loads: contiguous along x, moving with y.
+    std::vector<const ExprNode*> transposed;
+    bool reads_destination = false, conditional = false;
+    std::function<void(const Expr&, bool)> find = [&](const Expr& e, bool under_branch) {
+      if (e->kind == ExprKind::kLoad) {
+        reads_destination |= e->buffer.get() == store.buffer.get();
+        auto k = coefficients(e->operands[0]);
+        const bool word = e->buffer->dtype == DataType::kFloat32 || e->buffer->dtype == DataType::kInt32;
+        if (k && (*k)[x] == 1 && (*k)[y] != 0 && word && n * 32 <= options_.vector_bits) {
+          conditional |= under_branch;
+          transposed.push_back(e.get());
+        }
+      }
+      const bool branches = e->kind == ExprKind::kSelect || e->kind == ExprKind::kAnd || e->kind == ExprKind::kOr;
+      for (std::size_t i = 0; i < e->operands.size(); ++i) find(e->operands[i], under_branch || (branches && i > 0));
+    };
+    find(store.value, false);
+    if (transposed.empty() || reads_destination || conditional) return false;
+    lane_var_ = loops[y];
+    lanes_ = static_cast<int>(n);
+    const bool vectorizes = CanVectorize(inner.body);
+    lane_var_ = nullptr;
+    if (!vectorizes) return false;
+
     auto at = [&](std::int64_t x_value, std::int64_t y_value) {
       vars_.Bind(loops[x], b_.getInt64(x_value));
       vars_.Bind(loops[y], b_.getInt64(y_value));
     };
-    // v[j]: the source elements x = 0..n-1 at y = j, one contiguous load.
-    std::vector<llvm::Value*> v(static_cast<std::size_t>(n));
-    for (std::int64_t j = 0; j < n; ++j) {
-      at(0, j);
-      v[j] = b_.CreateAlignedLoad(vt, LoadAddress(load->buffer, EmitIndex(src_index).v), llvm::Align(4));
-    }
-    // Transpose the n x n matrix whose row j is v[j]: for w = n/2 .. 1, swap
-    // the off-diagonal w x w blocks of every 2w x 2w block.
-    for (std::int64_t w = n / 2; w >= 1; w /= 2) {
-      std::vector<int> low(static_cast<std::size_t>(n)), high(static_cast<std::size_t>(n));
-      for (std::int64_t p = 0; p < n; ++p) {
-        bool left = (p & w) == 0;
-        low[p] = static_cast<int>(left ? p : n + p - w);
-        high[p] = static_cast<int>(left ? p + w : n + p);
+    // rows[t][i]: transposed load t's elements y = 0..n-1 at x = i.
+    std::vector<std::vector<llvm::Value*>> rows;
+    for (const ExprNode* load : transposed) {
+      auto* vt = llvm::FixedVectorType::get(StorageType(load->buffer->dtype), static_cast<unsigned>(n));
+      // v[j]: the elements x = 0..n-1 at y = j, one contiguous load.
+      std::vector<llvm::Value*> v(static_cast<std::size_t>(n));
+      for (std::int64_t j = 0; j < n; ++j) {
+        at(0, j);
+        v[j] = b_.CreateAlignedLoad(vt, Address(load->buffer, EmitIndex(load->operands[0]).v), llvm::Align(4));
       }
-      for (std::int64_t i = 0; i < n; ++i) {
-        if (i & w) continue;
-        llvm::Value* first = v[i];
-        llvm::Value* second = v[i + w];
-        v[i] = b_.CreateShuffleVector(first, second, low);
-        v[i + w] = b_.CreateShuffleVector(first, second, high);
+      // Transpose the n x n matrix whose row j is v[j]: for w = n/2 .. 1,
+      // swap the off-diagonal w x w blocks of every 2w x 2w block.
+      for (std::int64_t w = n / 2; w >= 1; w /= 2) {
+        std::vector<int> low(static_cast<std::size_t>(n)), high(static_cast<std::size_t>(n));
+        for (std::int64_t p = 0; p < n; ++p) {
+          bool left = (p & w) == 0;
+          low[p] = static_cast<int>(left ? p : n + p - w);
+          high[p] = static_cast<int>(left ? p + w : n + p);
+        }
+        for (std::int64_t i = 0; i < n; ++i) {
+          if (i & w) continue;
+          llvm::Value* first = v[i];
+          llvm::Value* second = v[i + w];
+          v[i] = b_.CreateShuffleVector(first, second, low);
+          v[i + w] = b_.CreateShuffleVector(first, second, high);
+        }
       }
+      rows.push_back(std::move(v));
     }
-    // v[i] now holds the destination elements y = 0..n-1 at x = i.
+    // Row by row, the store as one vector statement along y.
+    lane_var_ = loops[y];
     for (std::int64_t i = 0; i < n; ++i) {
       at(i, 0);
-      b_.CreateAlignedStore(v[i], Address(store.buffer, EmitIndex(dst_index).v), llvm::Align(4));
+      for (std::size_t t = 0; t < transposed.size(); ++t) transposed_rows_.emplace_back(transposed[t], rows[t][i]);
+      EmitStore(store);
+      transposed_rows_.clear();
     }
+    lane_var_ = nullptr;
     vars_.Unbind(loops[0]);
     vars_.Unbind(loops[1]);
     return true;
@@ -1219,7 +1250,7 @@ class Codegen {
     }
     switch (n.for_kind) {
       case ForKind::kUnrolled:
-        if (EmitTransposingCopy(n)) return;
+        if (EmitTransposingBlock(n)) return;
         if (n.extent * StatementCount(n.body) <= kMaxUnrolledStatements) {
           for (std::int64_t i = 0; i < n.extent; ++i) {
             vars_.Bind(n.loop_var.get(), b_.getInt64(i));
@@ -1431,6 +1462,9 @@ class Codegen {
   llvm::Value* mask_ = nullptr;
   llvm::Value* tail_mask_ = nullptr;  // mask_ of a vectorized loop's masked tail (EmitMaskedTail)
   std::int64_t tail_lanes_ = 0;       // its lanes that are on
+  // Loads of a transposing block whose lanes are already in registers, with
+  // their values in the row being emitted (EmitTransposingBlock).
+  std::vector<std::pair<const ExprNode*, llvm::Value*>> transposed_rows_;
   llvm::GlobalVariable* zero_cell_ = nullptr;
   bool in_parallel_ = false;
   bool in_large_fill_ = false;  // inside a fill of over kMaxUnrolledFillElements
