@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <initializer_list>
+#include <limits>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
@@ -794,12 +795,20 @@ class Codegen {
   }
 
   // Coefficient of the lane variable in an index (0: invariant, 1:
-  // contiguous), or -1 when it is not a known constant.
+  // contiguous, -1: contiguous backwards), or kUnknownStride when it is not
+  // a known constant.
+  static constexpr std::int64_t kUnknownStride = std::numeric_limits<std::int64_t>::min();
   std::int64_t LaneStride(const Expr& index) {
     if (!DependsOnLane(index)) return 0;
     auto coeffs = LinearCoefficients(index, {lane_var_}, {});
-    if (!coeffs || coeffs->size() != 1) return -1;
+    if (!coeffs || coeffs->size() != 1) return kUnknownStride;
     return (*coeffs)[0].second;
+  }
+  // Whether lanes `stride` apart are loaded as contiguous vectors and a
+  // shuffle (EmitStridedLoad).
+  bool ShufflesStride(std::int64_t stride) const {
+    return stride != kUnknownStride && stride != 0 && stride != 1 && stride >= -kMaxShuffledStride &&
+           stride <= kMaxShuffledStride && lanes_ > 1 && !guard_;
   }
 
   Val EmitLoad(const Expr& e) {
@@ -823,7 +832,7 @@ class Codegen {
       llvm::LoadInst* load = b_.CreateAlignedLoad(vt, address, llvm::Align(st->getPrimitiveSizeInBits() / 8));
       return {FromStorage(load, buf->dtype), true};
     }
-    if (stride > 1 && stride <= kMaxShuffledStride && lanes_ > 1 && !guard_) {
+    if (ShufflesStride(stride)) {
       return {FromStorage(EmitStridedLoad(buf, index, stride), buf->dtype), true};
     }
     if (const std::int64_t repeats = LaneRepeats(index); repeats > 1 && !guard_) {
@@ -840,20 +849,25 @@ class Codegen {
   }
 
   // Lanes a small constant stride apart (a 2 x 2 pooling window along a
-  // row, a stride-2 convolution in NCHW): `stride` contiguous vector loads
-  // over the run from lane 0's element to the last lane's, and one shuffle
-  // that keeps every stride-th element. The last load is masked at the
-  // run's end, so nothing past the last lane's element is read. Loaded lane
-  // by lane, LLVM made gathers of them, and a vectorized 2 x 2 max pooling
-  // ran no faster than the unscheduled loop (bench/RESULTS.md, session 64).
+  // row, a stride-2 convolution in NCHW, a row read backwards): |stride|
+  // contiguous vector loads over the run between lane 0's element and the
+  // last lane's, and one shuffle that keeps every |stride|-th element, in
+  // reverse for a negative stride. The last load is masked at the run's
+  // end, so nothing outside the lanes' elements is read. Loaded lane by
+  // lane, LLVM made gathers of them: a vectorized 2 x 2 max pooling ran no
+  // faster than the unscheduled loop (bench/RESULTS.md, session 64), and a
+  // row reversal 4x slower than a copy (session 67).
   llvm::Value* EmitStridedLoad(const Buffer& buf, const Expr& index, std::int64_t stride) {
     llvm::Type* st = StorageType(buf->dtype);
     auto* vt = llvm::FixedVectorType::get(st, lanes_);
     llvm::Align align(st->getPrimitiveSizeInBits() / 8);
+    const std::int64_t step = stride < 0 ? -stride : stride;
     llvm::Value* first = EmitIndexAtLane0(index);
-    const std::int64_t run = (lanes_ - 1) * stride + 1;
+    // Backwards, the run starts at the last lane's element.
+    if (stride < 0) first = b_.CreateSub(first, b_.getInt64((lanes_ - 1) * step));
+    const std::int64_t run = (lanes_ - 1) * step + 1;
     std::vector<llvm::Value*> parts;
-    for (std::int64_t k = 0; k < stride; ++k) {
+    for (std::int64_t k = 0; k < step; ++k) {
       llvm::Value* address = LoadAddress(buf, b_.CreateAdd(first, b_.getInt64(k * lanes_)));
       const std::int64_t in_run = run - k * lanes_;
       if (in_run >= lanes_) {
@@ -865,9 +879,9 @@ class Codegen {
       parts.push_back(b_.CreateMaskedLoad(vt, address, align, llvm::ConstantVector::get(on),
                                           llvm::PoisonValue::get(vt)));
     }
-    std::vector<int> every_stride;
-    for (int i = 0; i < lanes_; ++i) every_stride.push_back(static_cast<int>(i * stride));
-    return b_.CreateShuffleVector(llvm::concatenateVectors(b_, parts), every_stride);
+    std::vector<int> every_step;
+    for (int i = 0; i < lanes_; ++i) every_step.push_back(static_cast<int>((stride < 0 ? lanes_ - 1 - i : i) * step));
+    return b_.CreateShuffleVector(llvm::concatenateVectors(b_, parts), every_step);
   }
 
   // How many lanes in a row read the same element when the index is lane

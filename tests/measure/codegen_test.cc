@@ -499,18 +499,22 @@ void ExpectAShuffleAndNoGather(const std::string& ir) {
 }
 
 // Lanes a constant stride apart are loaded as contiguous vectors and a
-// shuffle (strides 2 to 4; a vectorized 2 x 2 pooling window), and lane by
-// lane beyond. Either way nothing past the last lane's element is read:
-// each row's last lane reads the row's last element, and the input sits
-// flush against a fence.
+// shuffle (strides 2 to 4, a vectorized 2 x 2 pooling window; -1 to -4, a
+// row read backwards), and lane by lane beyond. Either way nothing past
+// the lanes' elements is read: each row's last element is read by its last
+// lane (forwards) or its first (backwards), and the input sits flush
+// against a fence.
 TEST(CodegenTest, StridedLanesLoadAsVectorsAndReadNothingPastTheLastLane) {
-  for (int stride : {2, 3, 4, 5}) {
+  for (int stride : {2, 3, 4, 5, -1, -2, -4, -5}) {
     for (int width : {16, 29, 64}) {
       SCOPED_TRACE("stride " + std::to_string(stride) + ", width " + std::to_string(width));
-      std::string ir = IRWithTheRowVectorized("input X: f32[3, " + std::to_string((width - 1) * stride + 1) +
-                                              "]\nY[i, w in " + std::to_string(width) + "] = X[i, " +
-                                              std::to_string(stride) + " * w] * 2.0\n");
-      if (stride <= 4) ExpectAShuffleAndNoGather(ir);
+      const int step = std::abs(stride);
+      const std::string last = std::to_string((width - 1) * step);
+      const std::string index = stride > 0 ? std::to_string(step) + " * w" : last + " - " + std::to_string(step) + " * w";
+      std::string ir = IRWithTheRowVectorized("input X: f32[3, " + std::to_string((width - 1) * step + 1) +
+                                              "]\nY[i, w in " + std::to_string(width) + "] = X[i, " + index +
+                                              "] * 2.0\n");
+      if (step <= 4) ExpectAShuffleAndNoGather(ir);
     }
   }
 }
