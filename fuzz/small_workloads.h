@@ -1,11 +1,11 @@
 // The programs the schedule fuzz targets schedule: small shapes of the
 // library's kinds of computation (a reduction, a fused layer, padded and
-// strided convolutions, a softmax's chain of stages, a batch, and three
+// strided convolutions, a softmax's chain of stages, a batch, and four
 // written ones whose vector lanes code generation loads in its own ways: an
-// upsampling's repeated lanes, a pooling window's strided ones and an
-// operand read transposed, whose unrolled blocks go through registers), so that
-// the interpreter checks every accepted schedule in well under a
-// millisecond.
+// upsampling's repeated lanes, a pooling window's strided ones, rows read
+// backwards, and an operand read transposed, whose unrolled blocks go
+// through registers), so that the interpreter checks every accepted
+// schedule in well under a millisecond.
 #pragma once
 
 #include <string>
@@ -37,6 +37,8 @@ inline const std::vector<SmallWorkload>& SmallWorkloads() {
         "M[c, h in 3, w in 6] = max(r in 2, s in 2) X[c, 2 * h + r, 2 * w + s]\n"
         "Y[c, h, w] = M[c, h, w] * 0.5\n";
     w.push_back({"max_pool (written)", ir::ParseWorkloadText(pool, "max_pool")});
+    const char* reversed = "input X: f32[3, 23]\nY[c, w in 12] = X[c, 11 - w] - X[c, 22 - 2 * w]\n";
+    w.push_back({"reversed rows (written)", ir::ParseWorkloadText(reversed, "reversed_rows")});
     const char* transposed = "input A: f32[8, 12]\ninput B: f32[12, 8]\nC[i, j] = A[i, j] - B[j, i] * 2.0\n";
     w.push_back({"A - B^T (written)", ir::ParseWorkloadText(transposed, "a_minus_bt")});
     return w;

@@ -152,6 +152,7 @@ TEST(WorkloadsTest, EveryShippedWorkloadFileLoads) {
       {"nchw_to_nhwc", 0},
       {"transpose", 0},
       {"transpose_add", 2048LL * 2048},
+      {"reverse_rows", 0},
       {"gelu", 9437184},
       {"log1p", 3145728},
       // One max or add per window element; the average's scale one more.
