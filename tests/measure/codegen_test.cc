@@ -302,6 +302,17 @@ TEST(CodegenTest, AScalarOutputIsReducedInto) {
   }
 }
 
+// A schedule script that splits block `name`'s two loops `p, q` by n and
+// unrolls both inner parts, p's outside q's or inside it.
+std::string UnrolledBlockScript(const std::string& name, const std::string& p, const std::string& q, int n,
+                                bool p_outside) {
+  const std::string factors = "factors=[None, " + std::to_string(n) + "])\n";
+  return "b = sch.get_block(\"" + name + "\")\n" + p + ", " + q + " = sch.get_loops(b)\n" + p + "0, " + p +
+         "1 = sch.split(" + p + ", " + factors + q + "0, " + q + "1 = sch.split(" + q + ", " + factors +
+         "sch.reorder(" + p + "0, " + q + "0, " + (p_outside ? p + "1, " + q + "1" : q + "1, " + p + "1") + ")\n" +
+         "sch.unroll(" + p + "1)\nsch.unroll(" + q + "1)\n";
+}
+
 // An unrolled block copy that transposes (dense's packed weight) is N vector
 // loads, a shuffle network and N vector stores, not N*N scalar copies.
 // Both orders of its two loops, every block size, and a block whose rows
@@ -313,12 +324,7 @@ TEST(CodegenTest, AnUnrolledTransposingCopyIsShuffledInRegisters) {
       SCOPED_TRACE(std::to_string(block) + (source_order ? " x, source order" : " x, destination order"));
       Schedule sch(f, 0);
       std::string n = std::to_string(block);
-      RunScheduleScript(sch, "b = sch.get_block(\"T\")\n"
-                             "j, i = sch.get_loops(b)\n"
-                             "j0, j1 = sch.split(j, factors=[None, " + n + "])\n"
-                             "i0, i1 = sch.split(i, factors=[None, " + n + "])\n" +
-                             (source_order ? "sch.reorder(j0, i0, i1, j1)\n" : "sch.reorder(j0, i0, j1, i1)\n") +
-                             "sch.unroll(i1)\nsch.unroll(j1)\n");
+      RunScheduleScript(sch, UnrolledBlockScript("T", "j", "i", block, !source_order));
       EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), 3), "");
       if (block * 32 > IRTarget().VectorBits()) continue;  // left to scalar copies
       std::string ir = IRJit().OptimizedIR(Lower(sch.func()));
@@ -345,12 +351,7 @@ TEST(CodegenTest, AnUnrolledBlockReadingAnOperandTransposedIsShuffledInRegisters
         SCOPED_TRACE(element + " " + std::to_string(block) + (destination_order ? " x, i outside" : " x, j outside"));
         Schedule sch(f, 0);
         std::string n = std::to_string(block);
-        RunScheduleScript(sch, "b = sch.get_block(\"C\")\n"
-                               "i, j = sch.get_loops(b)\n"
-                               "i0, i1 = sch.split(i, factors=[None, " + n + "])\n"
-                               "j0, j1 = sch.split(j, factors=[None, " + n + "])\n" +
-                               (destination_order ? "sch.reorder(i0, j0, i1, j1)\n" : "sch.reorder(i0, j0, j1, i1)\n") +
-                               "sch.unroll(i1)\nsch.unroll(j1)\n");
+        RunScheduleScript(sch, UnrolledBlockScript("C", "i", "j", block, destination_order));
         EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), 5), "");
         if (block * 32 > IRTarget().VectorBits()) continue;  // left element-wise
         std::string ir = IRJit().OptimizedIR(Lower(sch.func()));
@@ -439,16 +440,7 @@ std::string IRAfterAFencedRun(const PrimFunc& f, const char* script, std::uint64
 // the loads where it is false.)
 TEST(CodegenTest, ATransposedLoadUnderASelectIsReadOnlyWhereChosen) {
   PrimFunc f = ParseWorkloadText("input B: f32[80, 40]\nC[i in 48, j in 80] = i * i < 1600 ? B[j, i] : 0.5\n");
-  IRAfterAFencedRun(f, R"(
-b = sch.get_block("C")
-i, j = sch.get_loops(b)
-i0, i1 = sch.split(i, factors=[None, 8])
-j0, j1 = sch.split(j, factors=[None, 8])
-sch.reorder(i0, j0, i1, j1)
-sch.unroll(i1)
-sch.unroll(j1)
-)",
-                    4);
+  IRAfterAFencedRun(f, UnrolledBlockScript("C", "i", "j", 8, true).c_str(), 4);
 }
 
 // A register block of a padded convolution whose reduction stays a loop
