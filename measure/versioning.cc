@@ -81,47 +81,58 @@ std::set<const ExprNode*> LoopVarsIn(const Stmt& s) {
   return vars;
 }
 
-// e with the nodes of `checks` replaced by true, and what that decides
-// folded: `true and x` is x, select(true, a, b) is a.
-Expr WithChecksTrue(const Expr& e, const std::set<const ExprNode*>& checks) {
-  if (checks.count(e.get())) return BoolImm(true);
+bool IsFalse(const Expr& e) {
+  std::int64_t v = 1;
+  return AsConstInt(e, &v) && v == 0;
+}
+
+// e with the nodes of `checks` replaced by `value`, and what that decides
+// folded: `true and x` is x, `false and x` is false, select(true, a, b) is
+// a and select(false, a, b) is b.
+Expr WithChecks(const Expr& e, const std::set<const ExprNode*>& checks, bool value) {
+  if (checks.count(e.get())) return BoolImm(value);
   if (e->operands.empty()) return e;
   std::vector<Expr> operands;
   bool changed = false;
   for (const Expr& o : e->operands) {
-    operands.push_back(WithChecksTrue(o, checks));
+    operands.push_back(WithChecks(o, checks, value));
     changed = changed || operands.back() != o;
   }
   if (!changed) return e;
-  if (e->kind == ExprKind::kAnd && IsTrue(operands[0])) return operands[1];
-  if (e->kind == ExprKind::kAnd && IsTrue(operands[1])) return operands[0];
+  if (e->kind == ExprKind::kAnd) {
+    if (IsFalse(operands[0]) || IsFalse(operands[1])) return BoolImm(false);
+    if (IsTrue(operands[0])) return operands[1];
+    if (IsTrue(operands[1])) return operands[0];
+  }
   if (e->kind == ExprKind::kSelect && IsTrue(operands[0])) return operands[1];
+  if (e->kind == ExprKind::kSelect && IsFalse(operands[0])) return operands[2];
   return WithOperands(*e, std::move(operands));
 }
 
-// An if whose condition became true is its then-branch.
-Stmt FoldTrueIfs(const Stmt& s) {
+// An if whose condition became a constant is the branch it takes.
+Stmt FoldConstantIfs(const Stmt& s) {
   if (!s) return s;
   switch (s->kind) {
     case StmtKind::kFor: {
       auto& n = static_cast<ForNode&>(*s);
-      n.body = FoldTrueIfs(n.body);
+      n.body = FoldConstantIfs(n.body);
       return s;
     }
     case StmtKind::kSeq:
-      for (Stmt& c : static_cast<SeqNode&>(*s).stmts) c = FoldTrueIfs(c);
+      for (Stmt& c : static_cast<SeqNode&>(*s).stmts) c = FoldConstantIfs(c);
       return s;
     case StmtKind::kIf: {
       auto& n = static_cast<IfNode&>(*s);
-      n.then_case = FoldTrueIfs(n.then_case);
-      n.else_case = FoldTrueIfs(n.else_case);
+      n.then_case = FoldConstantIfs(n.then_case);
+      n.else_case = FoldConstantIfs(n.else_case);
       if (IsTrue(n.condition)) return n.then_case ? n.then_case : MakeSeq({});
+      if (IsFalse(n.condition)) return n.else_case ? n.else_case : MakeSeq({});
       return s;
     }
     case StmtKind::kStore: return s;
     case StmtKind::kBlock: {
       auto& n = static_cast<BlockNode&>(*s);
-      n.body = FoldTrueIfs(n.body);
+      n.body = FoldConstantIfs(n.body);
       return s;
     }
   }
@@ -276,6 +287,9 @@ class Versioner {
   VarRanges ranges_;
   // Each check's loop: the one whose iterations get versions for it.
   std::unordered_map<const ExprNode*, const ExprNode*> level_;
+  // Checks versioned at a loop of vector lanes alone (PlanCheck), which also
+  // get a copy where they fail throughout.
+  std::set<const ExprNode*> two_sided_;
 
   // Picks each check's loop among the loops around it whose variable it
   // uses (neither vectorized nor unrolled, with a loop between it and the
@@ -285,6 +299,14 @@ class Versioner {
   // innermost (the last 16 of 128 rows, tiled 4 x 2 x 16: per iteration of
   // the loop of 2, not of both the 4 and the 2, which would make three
   // copies of the register block where two do).
+  //
+  // When no loop qualifies, a check that differs between the lanes of
+  // vectorized loops inside its innermost loop is versioned there, where a
+  // version holds only those lanes: code generation masks both sides of
+  // such a select, so that each vector of a concatenation
+  // (`j < 1000 ? A[i, j] : B[i, j - 1000]`) was two masked loads and a blend
+  // and ran at half a copy's speed (bench/RESULTS.md, session 67). Such a
+  // check gets a copy where it fails throughout too (the vectors of B).
   void PlanLevels(const Stmt& s, std::vector<const ForNode*>& loops) {
     if (!s) return;
     switch (s->kind) {
@@ -320,21 +342,30 @@ class Versioner {
   void PlanCheck(const Expr& check, const std::vector<const ForNode*>& loops) {
     if (level_.count(check.get())) return;
     const ExprNode* chosen = nullptr;
+    const ExprNode* around_lanes = nullptr;
     for (std::size_t i = 0; i < loops.size(); ++i) {
       const ForNode& loop = *loops[i];
       if (loop.for_kind == ForKind::kVectorized || loop.for_kind == ForKind::kUnrolled || loop.extent < 2) continue;
       if (!UsesVar(check, loop.loop_var.get())) continue;
       std::set<const ExprNode*> inner;
-      bool loop_inside = false;
+      bool loop_inside = false, differs_between_lanes = false;
       for (std::size_t j = i + 1; j < loops.size(); ++j) {
         inner.insert(loops[j]->loop_var.get());
         loop_inside = loop_inside || loops[j]->for_kind != ForKind::kVectorized;
+        differs_between_lanes = differs_between_lanes || UsesVar(check, loops[j]->loop_var.get());
       }
-      if (!loop_inside) continue;
       std::optional<Hold> hold = HoldsThroughout(check, inner, loop.loop_var.get());
       if (!hold) continue;
+      if (!loop_inside) {
+        if (differs_between_lanes) around_lanes = loop.loop_var.get();
+        continue;
+      }
       chosen = loop.loop_var.get();
       if (!hold->edge_is_wide) break;
+    }
+    if (!chosen && around_lanes) {
+      chosen = around_lanes;
+      two_sided_.insert(check.get());
     }
     level_[check.get()] = chosen;
   }
@@ -384,16 +415,43 @@ class Versioner {
       if (!known) holds.push_back(h->condition);
     }
     if (removed.empty()) return Visit(s, {}, depth);
-    Stmt clean = Clone(s);
-    RewriteExprs(clean, [&](const Expr& e) { return WithChecksTrue(e, removed); });
-    clean = Visit(FoldTrueIfs(clean), {}, depth + 1);
+    auto copy_with = [&](bool value) {
+      Stmt copy = Clone(s);
+      RewriteExprs(copy, [&](const Expr& e) { return WithChecks(e, removed, value); });
+      return Visit(FoldConstantIfs(copy), {}, depth + 1);
+    };
+    Stmt clean = copy_with(true);
     if (holds.empty()) return clean;
     Expr condition = holds[0];
     for (std::size_t k = 1; k < holds.size(); ++k) condition = condition && holds[k];
     // The checked copy runs at the edges only, and stays as it is: versions
     // of it too would double the code at each level for a small share of
     // the work (a padded matmul's candidates compiled 1.6x slower so).
-    return MakeIf(condition, clean, Visit(s, {}, kMaxVersionDepth));
+    Stmt checked = Visit(s, {}, kMaxVersionDepth);
+    // A check versioned around vector lanes alone also gets the copy where
+    // it fails throughout (PlanCheck).
+    if (removed.size() == 1 && two_sided_.count(*removed.begin())) {
+      auto check = std::find_if(checks.begin(), checks.end(), [&](const Expr& c) { return removed.count(c.get()); });
+      if (std::optional<Expr> fails = FailsThroughout(*check, inner)) checked = MakeIf(*fails, copy_with(false), checked);
+    }
+    return MakeIf(condition, clean, checked);
+  }
+
+  // The condition under which `check` fails in every iteration of the loops
+  // `inner`: its negation holds throughout.
+  std::optional<Expr> FailsThroughout(const Expr& check, const std::set<const ExprNode*>& inner) {
+    ExprKind negated = ExprKind::kGe;
+    switch (check->kind) {
+      case ExprKind::kLt: negated = ExprKind::kGe; break;
+      case ExprKind::kLe: negated = ExprKind::kGt; break;
+      case ExprKind::kGt: negated = ExprKind::kLe; break;
+      case ExprKind::kGe: negated = ExprKind::kLt; break;
+      default: return std::nullopt;
+    }
+    std::optional<Hold> h = HoldsThroughout(Binary(negated, check->operands[0], check->operands[1]), inner, nullptr);
+    std::int64_t value = 0;
+    if (!h || (AsConstInt(h->condition, &value) && value == 0)) return std::nullopt;
+    return h->condition;
   }
 
   // Whether `checks` run less than 1/8 as often as the busiest store of s.

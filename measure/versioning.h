@@ -23,7 +23,9 @@
 // under `and`, affine in the loop variables with the loops inside the
 // versioned one bounded. The copies cost compile time, so only the checks
 // worth it are versioned (versioning.cc says which), the checked copy is
-// not versioned again, and versions nest at most kMaxVersionDepth deep.
+// not versioned again, and versions nest at most kMaxVersionDepth deep. A
+// check versioned around vector lanes alone (a concatenation's seam) gets a
+// third copy, where it fails throughout.
 #pragma once
 
 #include "ir/stmt.h"

@@ -7,6 +7,7 @@
 #include "ir/printer.h"
 #include "ir/schedule/schedule.h"
 #include "ir/schedule/script.h"
+#include "ir/workload_lang.h"
 #include "ir/workloads.h"
 #include "measure/lower.h"
 #include "tests/ir/schedule/random_scheduler.h"
@@ -142,6 +143,30 @@ TEST(VersioningTest, AConvolutionsBorderFromBothSides) {
   EXPECT_NE(text.find("if yy + ry - 1 >= 0 and yy + ry - 8 < 0:"), std::string::npos) << text;
   for (std::uint64_t seed : {5, 6}) {
     EXPECT_EQ(VersionedKeepsTheResult(f, sch.func(), seed, kVersionEverything), "") << seed;
+    EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), seed), "") << seed;
+  }
+}
+
+// A concatenation along rows of 8 lanes: its check differs between the
+// lanes and no loop but theirs lies under the loop of vectors, which gets
+// three copies: A alone where every lane takes A, B alone where every lane
+// takes B, and both sides masked in the one vector across the seam.
+TEST(VersioningTest, AConcatenationGetsACopyForEachSide) {
+  PrimFunc f = ParseWorkloadText("input A: f32[4, 20]\ninput B: f32[4, 28]\n"
+                                 "Y[i, j in 48] = j < 20 ? A[i, j] : B[i, j - 20]\n");
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+i, j = sch.get_loops(sch.get_block("Y"))
+j0, j1 = sch.split(j, factors=[None, 8])
+sch.vectorize(j1)
+)");
+  std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), 512));
+  EXPECT_NE(text.find("if j_0 * 8 - 20 < -7:"), std::string::npos) << text;
+  EXPECT_NE(text.find("if j_0 * 8 - 20 >= 0:"), std::string::npos) << text;
+  EXPECT_NE(text.find("Y[i * 48 + j_0 * 8 + j_1] = A[i * 20 + j_0 * 8 + j_1]"), std::string::npos) << text;
+  EXPECT_NE(text.find("Y[i * 48 + j_0 * 8 + j_1] = B["), std::string::npos) << text;
+  for (std::uint64_t seed : {1, 2}) {
+    EXPECT_EQ(VersionedKeepsTheResult(f, sch.func(), seed, 512), "") << seed;
     EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), seed), "") << seed;
   }
 }
