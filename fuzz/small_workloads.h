@@ -1,11 +1,12 @@
 // The programs the schedule fuzz targets schedule: small shapes of the
 // library's kinds of computation (a reduction, a fused layer, padded and
-// strided convolutions, a softmax's chain of stages, a batch, and four
+// strided convolutions, a softmax's chain of stages, a batch, and five
 // written ones whose vector lanes code generation loads in its own ways: an
 // upsampling's repeated lanes, a pooling window's strided ones, rows read
-// backwards, and an operand read transposed, whose unrolled blocks go
-// through registers), so that the interpreter checks every accepted
-// schedule in well under a millisecond.
+// backwards, an operand read transposed, whose unrolled blocks go through
+// registers, and a concatenation, whose seam versioning copies three
+// ways), so that the interpreter checks every accepted schedule in well
+// under a millisecond.
 #pragma once
 
 #include <string>
@@ -39,6 +40,8 @@ inline const std::vector<SmallWorkload>& SmallWorkloads() {
     w.push_back({"max_pool (written)", ir::ParseWorkloadText(pool, "max_pool")});
     const char* reversed = "input X: f32[3, 23]\nY[c, w in 12] = X[c, 11 - w] - X[c, 22 - 2 * w]\n";
     w.push_back({"reversed rows (written)", ir::ParseWorkloadText(reversed, "reversed_rows")});
+    const char* concatenated = "input A: f32[3, 5]\ninput B: f32[3, 9]\nY[c, j in 14] = j < 5 ? A[c, j] : B[c, j - 5]\n";
+    w.push_back({"concatenation (written)", ir::ParseWorkloadText(concatenated, "concatenation")});
     const char* transposed = "input A: f32[8, 12]\ninput B: f32[12, 8]\nC[i, j] = A[i, j] - B[j, i] * 2.0\n";
     w.push_back({"A - B^T (written)", ir::ParseWorkloadText(transposed, "a_minus_bt")});
     return w;

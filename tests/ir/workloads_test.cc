@@ -153,6 +153,7 @@ TEST(WorkloadsTest, EveryShippedWorkloadFileLoads) {
       {"transpose", 0},
       {"transpose_add", 2048LL * 2048},
       {"reverse_rows", 0},
+      {"concat_rows", 2048LL * 2048},  // the select counts as one
       {"gelu", 9437184},
       {"log1p", 3145728},
       // One max or add per window element; the average's scale one more.
