@@ -354,10 +354,11 @@ class Versioner {
         loop_inside = loop_inside || loops[j]->for_kind != ForKind::kVectorized;
         differs_between_lanes = differs_between_lanes || UsesVar(check, loops[j]->loop_var.get());
       }
+      if (!loop_inside && !differs_between_lanes) continue;
       std::optional<Hold> hold = HoldsThroughout(check, inner, loop.loop_var.get());
       if (!hold) continue;
       if (!loop_inside) {
-        if (differs_between_lanes) around_lanes = loop.loop_var.get();
+        around_lanes = loop.loop_var.get();
         continue;
       }
       chosen = loop.loop_var.get();
