@@ -129,9 +129,12 @@ std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<st
   const auto [vectorized, rows, last_reduce] = block_loops;
   std::vector<std::vector<std::int64_t>> tiles;
   // Each row is a broadcast per step. With the lanes along a batch (one
-  // vector at batch 16), more than 8 would outnumber the loads the ports
-  // take with the multiply-adds: dense 16 x 1024 x 1024 by hand, 112
-  // GFLOP/s with 16 rows, 260 with 8.
+  // vector at batch 16), the rows are the weight's, read in place. At a
+  // row stride that is a multiple of 4 KiB (1024 or 4096 inputs), every
+  // row's line falls in the same set of the 12-way L1, and 16 rows evict
+  // each other: dense 16 x 1024 x 1024 by hand, 130-164 GFLOP/s with 16
+  // rows, 219-225 with 8. At 1000 inputs 16 rows gain only 2-4% (228-237
+  // -> 231-246), so 8 for all (bench/RESULTS.md, session 68).
   auto most_rows_for = [&](std::int64_t vectors) {
     std::int64_t most = std::min<std::int64_t>(limit, o.accumulator_vectors / vectors);
     return vector_loop >= 0 ? std::min<std::int64_t>(most, 8) : most;
