@@ -777,7 +777,9 @@ Q[n, c, h, w] = P[n, c, h, w] * 0.25
       EXPECT_EQ(sch.trace().decisions.at(1).get<std::int64_t>(), legal ? d : -1) << d;
       if (!legal) continue;
       sch.ComputeAt(b, at, true);
-      if (drawn.count(d)) EXPECT_EQ(PrintProgram(sch.func()), drawn.at(d)) << d;
+      if (drawn.count(d)) {
+        EXPECT_EQ(PrintProgram(sch.func()), drawn.at(d)) << d;
+      }
     }
   }
 }
