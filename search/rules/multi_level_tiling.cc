@@ -187,9 +187,17 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
   int sliding = SlidingReduction(sch.Get(b), loop_vars, extents, *kinds, block_loops.rows);
   int second_rows =
       SecondRowsLoop(sch.Get(b), loop_vars, extents, *kinds, block_loops.rows, block_loops.vectorized);
+  // Whether an operand read as vectors stays in place (no such operand is
+  // the variant's packed one).
+  bool operand_in_place = false;
+  const BlockNode& tiled = sch.Get(b);
+  for (int input : ReusedInputs(tiled)) {
+    const bool packed = packs && static_cast<std::size_t>(input) == PackedRead(tiled, variant.read_cache);
+    operand_in_place = operand_in_place || (IsVectorOperand(tiled, input) && !packed);
+  }
   std::vector<std::vector<std::int64_t>> blocked = RegisterBlockedTiles(
       extents, *kinds, OutputElementBytes(sch.Get(b)), options, variant.vector_loop, block_loops, sliding,
-      second_rows);
+      second_rows, operand_in_place);
   for (std::size_t i = 0; i < loops.size(); ++i) {
     bool spatial = (*kinds)[i] == IterKind::kSpatial;
     int n = spatial ? 4 : 2;

@@ -108,7 +108,8 @@ int SecondRowsLoop(const BlockNode& node, const std::vector<const ir::ExprNode*>
 // the spatial loop before it as many rows as the accumulator registers
 // allow, both with a level-2 tile of 1, so that the block of accumulators
 // stays the same across the outer reduction loop and LLVM keeps it in
-// registers; the other spatial loops go outermost up to the parallel
+// registers (unless the operand read as vectors stays in place with a
+// large panel, below); the other spatial loops go outermost up to the parallel
 // limit; the last reduction loop is unrolled by up to 4, or a reduction
 // loop sliding along the rows (SlidingReduction, `sliding` >= 0) is
 // unrolled whole instead. When the rows' extent leaves the block short of
@@ -122,7 +123,7 @@ std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<st
                                                             const std::vector<IterKind>& kinds,
                                                             int element_bytes, const SpaceOptions& o,
                                                             int vector_loop, const BlockLoops& block_loops,
-                                                            int sliding, int second_rows) {
+                                                            int sliding, int second_rows, bool operand_in_place) {
   std::int64_t lanes = VectorLanes(o, element_bytes);
   // Every innermost factor within the space's limit, or the sample refuses it.
   std::int64_t limit = o.max_vectorize;
@@ -170,6 +171,24 @@ std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<st
   std::int64_t vectors = (columns + lanes - 1) / lanes;
   std::int64_t most_rows = most_rows_for(vectors);
   std::int64_t row_tile = row_tiles(vectors).first;
+  // The rows beyond the block go outside the reduction (level 1), so the
+  // accumulators stay in registers across all of it, and the operand's
+  // panel (the reduction by the block's columns) is read once per row
+  // group. Read in place with a panel over half a 1 MiB L2, each of those
+  // reads streams it from memory again, and the rows go inside the outer
+  // reduction loop (level 2) instead: the accumulators are reloaded per
+  // step of it, the panel read once. Skinny matmul 16 x 4096 x 1024, B in
+  // place, by hand: 148-155 -> 244-264 GFLOP/s; 256 x 4096 x 1024:
+  // 132-147 -> 204-219. Packed, the panel streams well and level 1 wins
+  // (the same 256 x 4096 x 1024: 271-281 against 186-197), as it does at
+  // matmul 1024 (bench/RESULTS.md, session 68).
+  std::int64_t reduction = 1;
+  for (std::size_t i = 0; i < extents.size(); ++i) {
+    if (kinds[i] != IterKind::kSpatial) reduction *= extents[i];
+  }
+  constexpr std::int64_t kPanelBudgetBytes = 512 * 1024;
+  const bool rows_inside_reduction =
+      operand_in_place && vector_loop < 0 && reduction * columns * element_bytes > kPanelBudgetBytes;
   std::int64_t jobs_left = std::int64_t{o.cores} * o.max_jobs_per_core;
   for (std::size_t i = 0; i < extents.size(); ++i) {
     std::int64_t e = extents[i];
@@ -186,7 +205,11 @@ std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<st
       tiles.push_back({e / columns, 1, 1, columns});
     } else if (at == rows) {
       std::int64_t middle = LargestDivisorAtMost(e / row_tile, 4);
-      tiles.push_back({e / row_tile / middle, middle, 1, row_tile});
+      if (rows_inside_reduction) {
+        tiles.push_back({e / row_tile / middle, 1, middle, row_tile});
+      } else {
+        tiles.push_back({e / row_tile / middle, middle, 1, row_tile});
+      }
     } else if (at == second_rows) {
       // The rest of the block's rows; the remaining extent goes outermost
       // up to the parallel limit, as the other loops' does.

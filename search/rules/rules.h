@@ -93,11 +93,13 @@ int SecondRowsLoop(const BlockNode& node, const std::vector<const ir::ExprNode*>
 
 // The tile sizes of every loop (4 for a spatial loop, 2 for a reduction)
 // that give the register block a BLAS micro-kernel would use.
+// `operand_in_place`: the operand read as vectors (matmul's B) is not
+// packed by the variant.
 std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<std::int64_t>& extents,
                                                             const std::vector<IterKind>& kinds,
                                                             int element_bytes, const SpaceOptions& o,
                                                             int vector_loop, const BlockLoops& block_loops,
-                                                            int sliding, int second_rows);
+                                                            int sliding, int second_rows, bool operand_in_place);
 
 // The spatial loop to vectorize instead of the last (a small batch), and
 // the input to pack with it; {-1, -1} when the default is better.

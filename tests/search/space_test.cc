@@ -920,6 +920,19 @@ TEST(DesignSpace, RecordsARegisterBlockAsItsDecisions) {
   for (const ir::Trace& space : DefaultDesignSpace(big.func, SpaceOptionsFor(2, 256))) {
     EXPECT_EQ(RecordedTiles(space), (Tiles{{128, 4, 1, 2}, {32, 1, 1, 32}, {256, 4}}));
   }
+  // B read in place with a panel over the L2 (4096 x 64 floats): the rows
+  // beyond the block go inside the outer reduction loop, so the panel is
+  // read once. Packed, they stay outside it.
+  ir::Workload skinny = ir::BuildWorkload("matmul:M=16,N=1024,K=4096");
+  int packed = 0, in_place = 0;
+  for (const ir::Trace& space : DefaultDesignSpace(skinny.func, SpaceOptionsFor(2, 512))) {
+    const bool packs_b = space.AsScript().find("read_buffer_index=1") != std::string::npos;
+    ++(packs_b ? packed : in_place);
+    EXPECT_EQ(RecordedTiles(space), (Tiles{{1, packs_b ? 4 : 1, packs_b ? 1 : 4, 4}, {16, 1, 1, 64}, {1024, 4}}))
+        << space.AsScript();
+  }
+  EXPECT_GT(packed, 0);
+  EXPECT_GT(in_place, 0);
   // A smaller vector limit bounds every innermost factor, so no variant is
   // refused for its recorded decisions.
   SpaceOptions narrow = SpaceOptionsFor(2, 512);
