@@ -167,9 +167,11 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
   std::vector<bool> packed_moves(loops.size(), false);
   bool packing_transposes = false;
   const bool packs = !variant.read_cache.empty();
+  int packed_read = -1;  // the packed input's index among the block's reads
   if (packs) {
     const BlockNode& node = sch.Get(b);
-    const ir::BufferRegion& read = node.reads[PackedRead(node, variant.read_cache)];
+    packed_read = static_cast<int>(PackedRead(node, variant.read_cache));
+    const ir::BufferRegion& read = node.reads[static_cast<std::size_t>(packed_read)];
     for (std::size_t i = 0; i < loops.size(); ++i) {
       packed_moves[i] = ReadMovesWith(node, read, sch.Get(loops[i]).loop_var.get());
     }
@@ -187,13 +189,11 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
   int sliding = SlidingReduction(sch.Get(b), loop_vars, extents, *kinds, block_loops.rows);
   int second_rows =
       SecondRowsLoop(sch.Get(b), loop_vars, extents, *kinds, block_loops.rows, block_loops.vectorized);
-  // Whether an operand read as vectors stays in place (no such operand is
-  // the variant's packed one).
+  // Whether an operand read as vectors stays in place (is not the
+  // variant's packed one).
   bool operand_in_place = false;
-  const BlockNode& tiled = sch.Get(b);
-  for (int input : ReusedInputs(tiled)) {
-    const bool packed = packs && static_cast<std::size_t>(input) == PackedRead(tiled, variant.read_cache);
-    operand_in_place = operand_in_place || (IsVectorOperand(tiled, input) && !packed);
+  for (int input : ReusedInputs(sch.Get(b))) {
+    operand_in_place = operand_in_place || (input != packed_read && IsVectorOperand(sch.Get(b), input));
   }
   std::vector<std::vector<std::int64_t>> blocked = RegisterBlockedTiles(
       extents, *kinds, OutputElementBytes(sch.Get(b)), options, variant.vector_loop, block_loops, sliding,

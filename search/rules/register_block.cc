@@ -109,8 +109,8 @@ int SecondRowsLoop(const BlockNode& node, const std::vector<const ir::ExprNode*>
 // allow, both with a level-2 tile of 1, so that the block of accumulators
 // stays the same across the outer reduction loop and LLVM keeps it in
 // registers (unless the operand read as vectors stays in place with a
-// large panel, below); the other spatial loops go outermost up to the parallel
-// limit; the last reduction loop is unrolled by up to 4, or a reduction
+// large panel, below); the other spatial loops go outermost up to the
+// parallel limit; the last reduction loop is unrolled by up to 4, or a reduction
 // loop sliding along the rows (SlidingReduction, `sliding` >= 0) is
 // unrolled whole instead. When the rows' extent leaves the block short of
 // rows, a second loop of rows (SecondRowsLoop, `second_rows` >= 0) makes up
