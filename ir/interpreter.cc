@@ -311,15 +311,17 @@ struct IndexValues {
 
 // Whether an index is a * v + c of one integer load v (casts allowed, a and
 // c constants), in the simplifier's linear form: E[I[i], j], E[I[i] + 1, j],
-// E[2 * I[i] - 1, j].
-bool AffineInALoad(const Expr& index, const ExprNode** load, std::int64_t* a, std::int64_t* c) {
+// E[2 * I[i] - 1, j]. The load is held, not pointed to: the simplifier
+// may build it anew (B[0] * 1431655766 + 1 did), and the linear form, its
+// only owner then, ends here.
+bool AffineInALoad(const Expr& index, Expr* load, std::int64_t* a, std::int64_t* c) {
   bool reads_a_tensor = false;
   VisitExpr(index, [&](const Expr& e) { reads_a_tensor |= e->kind == ExprKind::kLoad; });
   if (!reads_a_tensor) return false;  // a plain index: no need to simplify it
   LinearForm form = ToLinearForm(index, {});
   if (form.terms.size() != 1) return false;
-  const ExprNode* v = form.terms[0].first.get();
-  while (v->kind == ExprKind::kCast) v = v->operands[0].get();
+  Expr v = form.terms[0].first;
+  while (v->kind == ExprKind::kCast) v = v->operands[0];
   if (v->kind != ExprKind::kLoad || !IsInt(v->dtype)) return false;
   *load = v;
   *a = form.terms[0].second;
@@ -343,7 +345,7 @@ std::map<const BufferNode*, IndexValues> GatherBounds(const PrimFunc& func) {
     VisitExpr(e, [&](const Expr& load) {
       if (load->kind != ExprKind::kLoad) return;
       for (std::size_t d = 0; d < load->operands.size(); ++d) {
-        const ExprNode* index = nullptr;
+        Expr index;
         std::int64_t a = 0, c = 0;
         if (!AffineInALoad(load->operands[d], &index, &a, &c) || a == 0) continue;
         // 0 <= a v + c <= extent - 1, and v inside its own type.
