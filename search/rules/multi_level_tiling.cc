@@ -27,7 +27,15 @@ bool PackingTransposes(const BlockNode& node, const ir::BufferRegion& read, cons
 // block ran 184-188. The factor is fixed, not sampled: a tile mutation
 // that leaves a copy extent not divisible by 8 makes an imperfect split,
 // which stays correct.
-void CopyInBlocks(Schedule& sch, BlockRV copy) {
+//
+// `columns_first`, for a copy that is a parallel loop of its own: the
+// outer loop walks the source's columns, which are the copy's rows, so the
+// threads split the copy by whole lines. Walking the source's rows first,
+// they split every line of it instead: dense 16 x 1024 x 1024's X^T ([k][i],
+// 16 floats a line) had each line written half by each core, then read by
+// both; 64-trial sessions kept kernels of 207.6 GFLOP/s on average, against
+// 272.9 copied along k (bench/RESULTS.md, session 69).
+void CopyInBlocks(Schedule& sch, BlockRV copy, bool columns_first) {
   constexpr std::int64_t kBlock = 8;
   std::vector<LoopRV> loops = sch.GetLoops(copy);
   if (loops.size() < 2) return;
@@ -35,7 +43,11 @@ void CopyInBlocks(Schedule& sch, BlockRV copy) {
   if (sch.Get(rows).extent < kBlock || sch.Get(columns).extent < kBlock) return;
   std::vector<LoopRV> r = sch.Split(rows, {std::monostate{}, kBlock});
   std::vector<LoopRV> c = sch.Split(columns, {std::monostate{}, kBlock});
-  sch.Reorder({r[0], c[0], r[1], c[1]});
+  if (columns_first) {
+    sch.Reorder({c[0], r[0], r[1], c[1]});
+  } else {
+    sch.Reorder({r[0], c[0], r[1], c[1]});
+  }
   sch.Unroll(r[1]);
   sch.Unroll(c[1]);
 }
@@ -240,7 +252,7 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
     // product's. (Under the batch's outer tile, often one iteration, that
     // loop held both nests, and the postprocessor made neither parallel.)
     if (variant.vector_loop < 0) sch.ComputeAt(packed, levels[0][outer_moving - 1], /*preserve_unit_loops=*/true);
-    if (packing_transposes) CopyInBlocks(sch, packed);
+    if (packing_transposes) CopyInBlocks(sch, packed, /*columns_first=*/variant.vector_loop >= 0);
   }
   // An elementwise consumer (bias, relu) is fused into the write-back, so
   // the result goes to memory once, as TVM's MultiLevelTilingWithFusion does.
@@ -271,7 +283,7 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
       break;  // stays where it is: correct, one more pass over the output
     }
   }
-  if (transposed) CopyInBlocks(sch, cache);
+  if (transposed) CopyInBlocks(sch, cache, /*columns_first=*/false);
 }
 
 }  // namespace tunedb::search::rules

@@ -357,7 +357,8 @@ TEST(DesignSpace, AMatrixVectorProductSumsInVectorLanesFirst) {
 // floats), smaller than its outputs: the first designs vectorize the batch,
 // pack X (the smaller input) transposed, read W in place, and write the
 // transposed accumulators back in 8 x 8 blocks. X is packed whole, before
-// the product, each in a parallel loop of its own. Where the batch is not
+// the product, each in a parallel loop of its own, the copy's split
+// between the threads along its rows. Where the batch is not
 // in half vectors (20), or X is not the smaller input by half, or nothing
 // needs a transposed read (a matmul), the first design is vectorized along
 // the output's rows as before.
@@ -380,6 +381,12 @@ TEST(DesignSpace, ASmallBatchOfDenseIsVectorizedAlongTheBatchFirst) {
         EXPECT_EQ(sch.Get(update.back()).for_kind, ir::ForKind::kVectorized);
         std::vector<ir::LoopRV> pack = sch.GetLoops(sch.GetBlock("X_global"));
         EXPECT_EQ(sch.Get(pack.back()).for_kind, ir::ForKind::kUnrolled);
+        // The threads split the copy along X's k, the rows of X^T (the
+        // parallel loop is k's outer tile, alone or fused with the batch's
+        // inside it): split along the batch, each line of the copy was
+        // written by both.
+        EXPECT_EQ(sch.Get(pack.front()).for_kind, ir::ForKind::kParallel);
+        EXPECT_EQ(sch.Get(pack.front()).loop_var->name.rfind("ax1_0", 0), 0u) << sch.Get(pack.front()).loop_var->name;
         std::vector<ir::LoopRV> write_back = sch.GetLoops(sch.GetBlock("T_matmul_NT_local"));
         EXPECT_EQ(sch.Get(write_back.back()).for_kind, ir::ForKind::kUnrolled);
         std::string text = ir::PrintProgram(c->program);
