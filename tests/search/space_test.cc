@@ -357,8 +357,8 @@ TEST(DesignSpace, AMatrixVectorProductSumsInVectorLanesFirst) {
 // floats), smaller than its outputs: the first designs vectorize the batch,
 // pack X (the smaller input) transposed, read W in place, and write the
 // transposed accumulators back in 8 x 8 blocks. X is packed whole, before
-// the product, each in a parallel loop of its own, the copy's split
-// between the threads along its rows. Where the batch is not
+// the product, each in a parallel loop of its own; the threads split the
+// copy by its rows (X's k). Where the batch is not
 // in half vectors (20), or X is not the smaller input by half, or nothing
 // needs a transposed read (a matmul), the first design is vectorized along
 // the output's rows as before.
