@@ -251,8 +251,9 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
     // is copied whole, once, in a parallel loop of its own before the
     // product's. (Under the batch's outer tile, often one iteration, that
     // loop held both nests, and the postprocessor made neither parallel.)
-    if (variant.vector_loop < 0) sch.ComputeAt(packed, levels[0][outer_moving - 1], /*preserve_unit_loops=*/true);
-    if (packing_transposes) CopyInBlocks(sch, packed, /*columns_first=*/variant.vector_loop >= 0);
+    const bool copied_whole = variant.vector_loop >= 0;
+    if (!copied_whole) sch.ComputeAt(packed, levels[0][outer_moving - 1], /*preserve_unit_loops=*/true);
+    if (packing_transposes) CopyInBlocks(sch, packed, /*columns_first=*/copied_whole);
   }
   // An elementwise consumer (bias, relu) is fused into the write-back, so
   // the result goes to memory once, as TVM's MultiLevelTilingWithFusion does.
