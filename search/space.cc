@@ -163,7 +163,7 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
             MatrixVectorRFactor(blocked, name, options);
             s = std::move(blocked);
           } catch (const ScheduleError&) {
-            VectorRFactor(s, name, options);
+            RowVectorRFactor(s, name, options);
           }
         } else {
           RFactor(s, name, v, options.max_vectorize);

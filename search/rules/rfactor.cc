@@ -34,15 +34,24 @@ void RFactor(Schedule& sch, const std::string& name, int factor_part, int max_in
 // last axis of a partial result, rf[i, k1] += A[i, k0 * lanes + k1], mends
 // both: k1 is a contiguous spatial loop for the postprocessor to vectorize,
 // and the lanes hold independent partial sums.
-bool NeedsVectorRFactor(const BlockNode& b) {
+namespace {
+
+bool ReducesAlongARow(const BlockNode& b, std::int64_t min_steps) {
   if (!HasReduction(b) || b.iter_vars.empty() || b.iter_vars.back().kind != IterKind::kReduce) return false;
-  if (ExtentProduct(b, IterKind::kReduce) < 64) return false;
+  if (ExtentProduct(b, IterKind::kReduce) < min_steps) return false;
   const ir::ExprNode* inner = b.iter_vars.back().var.get();
   for (const ir::BufferRegion& read : b.reads) {
     if (!read.ranges.empty() && UsesVar(read.ranges.back().min, inner)) return true;
   }
   return false;
 }
+
+}  // namespace
+
+// Short rows pay too: a global average pool over 7 x 7 (512 channels) is 49
+// dependent scalar adds per channel, against 7 adds of a 7-lane vector after
+// the rfactor; by hand, 5.6 -> 2.2 us (bench/RESULTS.md, session 70).
+bool NeedsVectorRFactor(const BlockNode& b) { return ReducesAlongARow(b, 16); }
 
 // The space's own decision splits off one vector of the output's type.
 // Returns the block of partial sums.
@@ -58,6 +67,9 @@ BlockRV VectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions
   std::int64_t lanes = VectorLanes(o, OutputElementBytes(sch.Get(b)));
   std::optional<std::vector<std::int64_t>> decision;
   if (extent % lanes == 0 && lanes <= o.max_vectorize) decision = std::vector<std::int64_t>{extent / lanes, lanes};
+  // A row shorter than a vector goes whole into the lanes (one masked
+  // vector): the other split would leave one lane and nothing vectorized.
+  if (extent < lanes && extent <= o.max_vectorize) decision = std::vector<std::int64_t>{1, extent};
   std::vector<ExprRV> tiles = sch.SamplePerfectTile(loops.back(), 2, o.max_vectorize, decision);
   std::vector<LoopRV> parts = sch.Split(loops.back(), {tiles[0], tiles[1]});
   return sch.RFactor(parts[1], spatial);
@@ -72,8 +84,10 @@ BlockRV VectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions
 // (MatrixVectorRFactor). Returns the index of that input among the block's
 // reads, or -1 when every input is reused more than `max_reuse` times (the
 // spatial iterations that do not move it).
+// Short dot products (under 64 steps) keep tiling alone: the variant goes
+// first among tiling's, and tiled blocks' spaces were measured that way.
 int StreamedInput(const BlockNode& b, std::int64_t max_reuse) {
-  if (!NeedsVectorRFactor(b)) return -1;
+  if (!ReducesAlongARow(b, 64)) return -1;
   const ir::ExprNode* inner = b.iter_vars.back().var.get();
   for (std::size_t r = 0; r < b.reads.size(); ++r) {
     const ir::BufferRegion& read = b.reads[r];
@@ -145,6 +159,25 @@ void MatrixVectorRFactor(Schedule& sch, const std::string& name, const SpaceOpti
   LoopRV at = parts[0];
   BlockRV accumulators = sch.CacheWrite(rf, 0, "local");
   sch.ReverseComputeAt(accumulators, at, /*preserve_unit_loops=*/true);
+  SumUnder(sch, name, at);
+}
+
+// Each nest of its own is a parallel loop of its own, and with rows this
+// short the threads' start and join cost as much as the sums: a global
+// average pool's partial sums, their sum and the division by 49 as three
+// nests ran 3.5 us, as one 2.2 (512 x 7 x 7, bench/RESULTS.md, session 70).
+void RowVectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions& o) {
+  BlockRV rf = VectorRFactor(sch, name, o);
+  std::vector<LoopRV> loops = sch.GetLoops(rf);
+  auto kinds = LoopKinds(sch, rf, loops);
+  if (!kinds) return;
+  // The loops above the first reduction loop are the rows.
+  auto first_reduction = std::find(kinds->begin(), kinds->end(), IterKind::kReduce);
+  if (first_reduction == kinds->begin() || first_reduction == kinds->end()) return;
+  SumUnder(sch, name, loops[static_cast<std::size_t>(first_reduction - kinds->begin()) - 1]);
+}
+
+void SumUnder(Schedule& sch, const std::string& name, LoopRV at) {
   BlockRV sum = sch.GetBlock(name);
   sch.ReverseComputeAt(sum, at, /*preserve_unit_loops=*/true);
   for (int fused = 0; fused < 2; ++fused) {

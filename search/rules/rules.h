@@ -119,7 +119,7 @@ bool NeedsRFactor(const BlockNode& b, const SpaceOptions& o);
 void RFactor(Schedule& sch, const std::string& name, int factor_part, int max_innermost);
 
 // Whether the innermost loop reduces along an input's last dimension (a
-// row sum), leaving no spatial loop to vectorize.
+// row sum), leaving no spatial loop to vectorize, over 16 steps or more.
 bool NeedsVectorRFactor(const BlockNode& b);
 
 // Rfactors one vector of the innermost reduction into the last axis of a
@@ -133,6 +133,14 @@ int StreamedInput(const BlockNode& b, std::int64_t max_reuse);
 // The vector rfactor with the partial sums of a block of rows kept in
 // registers, and the sums and elementwise consumers fused under it.
 void MatrixVectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions& o);
+
+// The vector rfactor with each row's sum and elementwise consumers computed
+// under the row's loop (where the matrix-vector form does not apply).
+void RowVectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions& o);
+
+// Computes the sum of block `name`'s partial sums, and up to two
+// elementwise consumers after it, under `at`.
+void SumUnder(Schedule& sch, const std::string& name, LoopRV at);
 
 // ---- transpose.cc ------------------------------------------------------------
 

@@ -307,6 +307,35 @@ TEST(DesignSpace, ARowReductionSumsInVectorLanes) {
   EXPECT_EQ(ir::testing::SameResult(w.func, c->program, 3), "");
 }
 
+// A global average pool's rows are short (49 steps, 7 along the input's
+// rows) and many (512 channels), so neither the matrix-vector form nor a
+// leading-axis rfactor applies; yet 49 dependent scalar adds per channel
+// lose to 7 adds of a 7-lane vector. Each channel's lanes are then summed,
+// and divided, in the channel's own loop: one nest, not three, so at most
+// one parallel loop starts and joins the threads.
+TEST(DesignSpace, AShortRowReductionSumsInVectorLanesUnderItsRow) {
+  ir::PrimFunc workload = ir::ParseWorkloadText(
+      "input X: f32[512, 7, 7]\nS[c] = sum(h in 7, w in 7) X[c, h, w]\nA[c] = S[c] / 49.0\noutput A\n");
+  std::vector<ir::Trace> spaces = DefaultDesignSpace(workload, SpaceOptionsFor(2, 512));
+  ASSERT_EQ(spaces.size(), 2u);
+  EXPECT_EQ(spaces[0].AsScript().find("rfactor"), std::string::npos);
+  EXPECT_NE(spaces[1].AsScript().find("decision=[1, 7]"), std::string::npos) << spaces[1].AsScript();
+  std::optional<Candidate> c = Realize(workload, spaces[1], 0);
+  ASSERT_TRUE(c);
+  std::string text = ir::PrintProgram(c->program);
+  EXPECT_NE(text.find("S_rf = T.alloc_buffer((512, 7))"), std::string::npos) << text;
+  EXPECT_NE(text.find("in T.vectorized(7)"), std::string::npos) << text;
+  // One nest at the root: the channels' loop.
+  std::size_t root = text.find("# with T.block(\"root\"):");
+  ASSERT_NE(root, std::string::npos) << text;
+  int nests = 0;
+  for (std::size_t at = text.find("\n    for ", root); at != std::string::npos; at = text.find("\n    for ", at + 1)) {
+    ++nests;
+  }
+  EXPECT_EQ(nests, 1) << text;
+  EXPECT_EQ(ir::testing::SameResult(workload, c->program, 3), "");
+}
+
 // A matrix-vector product (dense at batch 1, or a few rows) reads each
 // weight along the reduction and reuses it little: its first variant sums
 // vector lanes of the reduction, so the weight is read in contiguous
@@ -615,6 +644,8 @@ const char* kSmallWrittenWorkloads[] = {
     "input X: f32[1, 9, 9, 24]\nY[n, h in 4, w in 4, c] = max(rh in 3, rw in 3) X[n, 2 * h + rh, 2 * w + rw, c]\n",
     // Nearest-neighbour upsampling, its row of 80 vectorized in halves.
     "input X: f32[2, 3, 40]\nY[c, h in 6, w in 80] = X[c, h / 2, w / 2]\n",
+    // A global average pool in NCHW: rows of 7 in the lanes of one vector.
+    "input X: f32[2, 6, 7, 7]\nS[n, c] = sum(h in 7, w in 7) X[n, c, h, w]\nA[n, c] = S[n, c] / 49.0\noutput A\n",
 };
 
 TEST(DesignSpace, SamplesOfWrittenWorkloadsMatchTheInterpreter) {
