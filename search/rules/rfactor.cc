@@ -50,8 +50,12 @@ bool ReducesAlongARow(const BlockNode& b, std::int64_t min_steps) {
 
 // Short rows pay too: a global average pool over 7 x 7 (512 channels) is 49
 // dependent scalar adds per channel, against 7 adds of a 7-lane vector after
-// the rfactor; by hand, 5.6 -> 2.2 us (bench/RESULTS.md, session 70).
-bool NeedsVectorRFactor(const BlockNode& b) { return ReducesAlongARow(b, 16); }
+// the rfactor; by hand, 5.6 -> 2.2 us (bench/RESULTS.md, session 70). A
+// pooling window that slides along the output's rows keeps the window rule
+// at these lengths: its lanes are the outputs (window.cc).
+bool NeedsVectorRFactor(const BlockNode& b) {
+  return ReducesAlongARow(b, 64) || (ReducesAlongARow(b, 16) && WindowLanesLoop(b) < 0);
+}
 
 // The space's own decision splits off one vector of the output's type.
 // Returns the block of partial sums.

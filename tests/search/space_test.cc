@@ -334,6 +334,13 @@ TEST(DesignSpace, AShortRowReductionSumsInVectorLanesUnderItsRow) {
   }
   EXPECT_EQ(nests, 1) << text;
   EXPECT_EQ(ir::testing::SameResult(workload, c->program, 3), "");
+  // A window that slides along the output's rows (a 4 x 4 sum pool)
+  // keeps its lanes along those rows instead.
+  ir::PrimFunc pool = ir::ParseWorkloadText(
+      "input X: f32[8, 32, 32]\nS[c, h in 8, w in 8] = sum(rh in 4, rw in 4) X[c, 4 * h + rh, 4 * w + rw]\n");
+  for (const ir::Trace& t : DefaultDesignSpace(pool, SpaceOptionsFor(2, 512))) {
+    EXPECT_EQ(t.AsScript().find("rfactor"), std::string::npos) << t.AsScript();
+  }
 }
 
 // A matrix-vector product (dense at batch 1, or a few rows) reads each
@@ -646,6 +653,10 @@ const char* kSmallWrittenWorkloads[] = {
     "input X: f32[2, 3, 40]\nY[c, h in 6, w in 80] = X[c, h / 2, w / 2]\n",
     // A global average pool in NCHW: rows of 7 in the lanes of one vector.
     "input X: f32[2, 6, 7, 7]\nS[n, c] = sum(h in 7, w in 7) X[n, c, h, w]\nA[n, c] = S[n, c] / 49.0\noutput A\n",
+    // Rows of a prime length past one vector, and two consumers fused
+    // under the row; a maximum over 4 x 5 windows.
+    "input X: f32[5, 17]\nS[i] = sum(k in 17) X[i, k]\nT[i] = S[i] * 2.0\nY[i] = T[i] + 1.0\noutput Y\n",
+    "input X: f32[3, 8, 10]\nM[c, h in 2, w in 2] = max(rh in 4, rw in 5) X[c, 4 * h + rh, 5 * w + rw]\n",
 };
 
 TEST(DesignSpace, SamplesOfWrittenWorkloadsMatchTheInterpreter) {
