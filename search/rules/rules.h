@@ -119,7 +119,8 @@ bool NeedsRFactor(const BlockNode& b, const SpaceOptions& o);
 void RFactor(Schedule& sch, const std::string& name, int factor_part, int max_innermost);
 
 // Whether the innermost loop reduces along an input's last dimension (a
-// row sum), leaving no spatial loop to vectorize, over 16 steps or more.
+// row sum), leaving no spatial loop to vectorize, over 16 steps or more
+// (64 for a pooling window the window rule takes).
 bool NeedsVectorRFactor(const BlockNode& b);
 
 // Rfactors one vector of the innermost reduction into the last axis of a
