@@ -33,6 +33,7 @@ class ProblemsReported : public std::exception {};
 
 void AddWorkloadsCommand(CLI::App& app);
 void AddShowCommand(CLI::App& app);
+void AddSpaceCommand(CLI::App& app);
 void AddRunCommand(CLI::App& app);
 void AddDbCommands(CLI::App& app);     // `db ...` and `best`
 void AddModelCommands(CLI::App& app);  // `train` and `model ...`

@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "tunedb 0.1.0");
   tunedb::cli::AddWorkloadsCommand(app);
   tunedb::cli::AddShowCommand(app);
+  tunedb::cli::AddSpaceCommand(app);
   tunedb::cli::AddRunCommand(app);
   tunedb::cli::AddDbCommands(app);
   tunedb::cli::AddModelCommands(app);

@@ -26,6 +26,7 @@
 
 #include "ir/structural.h"
 #include "ir/workloads.h"
+#include "search/space.h"
 
 namespace {
 
@@ -122,8 +123,8 @@ TEST(CliTest, AMistypedCommandIsNamedWithTheCommandsThere) {
   Result r = RunTunedb("tun --workload matmul");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out,
-            "tunedb: error: 'tun' is not a command of tunedb (commands: workloads, show, run, db, best, train, model, "
-            "tune, e2e, serve)\n");
+            "tunedb: error: 'tun' is not a command of tunedb (commands: workloads, show, space, run, db, best, train, "
+            "model, tune, e2e, serve)\n");
   r = RunTunedb("db stat");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.out,
@@ -195,6 +196,60 @@ TEST(CliTest, ShowAppliesAScheduleScriptAndReplaysItsTrace) {
   ASSERT_EQ(text.exit_code, 0) << text.out;
   EXPECT_NE(text.out.find("with T.block(\"C_init\"):"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("# trace:\nb0 = sch.get_block(name=\"C\", func_name=\"main\")"), std::string::npos) << text.out;
+}
+
+// `space`: the designs `tune` would search, each a trace with the space's
+// own decisions that `show --schedule` replays; with --programs, each
+// design's program. A global average pool's second design sums its rows of
+// 7 in the lanes of one vector.
+TEST(CliTest, SpacePrintsTheDesignsTuneSearches) {
+  const std::string pool = ::testing::TempDir() + "/cli_test_pool.tw";
+  std::ofstream(pool) << "input X: f32[64, 7, 7]\nS[c] = sum(h in 7, w in 7) X[c, h, w]\nA[c] = S[c] / 49.0\n"
+                         "output A\n";
+  Result r = RunTunedb("space --workload " + pool + " --target \"llvm -mcpu=znver4 -num-cores=2\" --lowered");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("# space:    default, 2 designs\n"), std::string::npos) << r.out;
+  std::size_t second = r.out.find("\n## design 2 of 2\n");
+  ASSERT_NE(second, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("decision=[1, 7]", second), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("# its program, lowered:", second), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("T.vectorized(7)", second), std::string::npos) << r.out;
+
+  // As many designs as the tuner's space for the same target, each a
+  // script that replays.
+  const std::string spec = "matmul:M=16,N=24,K=8";
+  const char* target = "llvm -mcpu=znver4 -num-cores=2";
+  r = RunTunedb("space --workload " + spec + " --target \"" + target + "\"");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::size_t designs = tunedb::search::DefaultDesignSpace(tunedb::ir::BuildWorkload(spec).func,
+                                                           tunedb::search::SpaceOptionsFor(2, 512))
+                            .size();
+  ASSERT_GT(designs, 1u);
+  EXPECT_NE(r.out.find("default, " + std::to_string(designs) + " designs\n"), std::string::npos) << r.out;
+  for (std::size_t d = 1; d <= designs; ++d) {
+    std::string header = "\n## design " + std::to_string(d) + " of " + std::to_string(designs) + "\n";
+    std::size_t at = r.out.find(header);
+    ASSERT_NE(at, std::string::npos) << header << r.out;
+    std::size_t end = r.out.find("\n## design ", at + 1);
+    std::string script = r.out.substr(at + header.size(), end == std::string::npos ? std::string::npos
+                                                                                      : end + 1 - at - header.size());
+    std::string path = ::testing::TempDir() + "/cli_test_design.py";
+    std::ofstream(path) << script;
+    Result replay = RunTunedb("show --workload " + spec + " --schedule " + path);
+    EXPECT_EQ(replay.exit_code, 0) << script << replay.out;
+  }
+  EXPECT_EQ(r.out.find("# its program"), std::string::npos) << "programs only when asked";
+
+  r = RunTunedb("space --workload nosuch");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out.rfind("tunedb: error: unknown workload 'nosuch'", 0), 0u) << r.out;
+  r = RunTunedb("space --workload " + spec + " --space " + ::testing::TempDir() + "/cli_test_no_such_space.py");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("cli_test_no_such_space.py"), std::string::npos) << r.out;
+  r = RunTunedb("space --workload " + spec + " --target \"cuda -arch=sm_80\"");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(r.out, "tunedb: error: target 'cuda -arch=sm_80': must start with 'llvm' (e.g. llvm -mcpu=znver4 "
+                   "-num-cores=2)\n");
 }
 
 // --lowered: what code generation compiles. A convolution with its padding
