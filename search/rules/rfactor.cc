@@ -27,15 +27,10 @@ void RFactor(Schedule& sch, const std::string& name, int factor_part, int max_in
   sch.RFactor(parts[factor_part], 0);
 }
 
-// A reduction whose innermost loop reduces along an input's last dimension
-// (a row sum, softmax's row max) leaves the postprocessor no spatial loop to
-// vectorize, and its adds form one chain, each waiting for the one before.
-// Splitting off a vector's worth of that loop and rfactoring it into the
-// last axis of a partial result, rf[i, k1] += A[i, k0 * lanes + k1], mends
-// both: k1 is a contiguous spatial loop for the postprocessor to vectorize,
-// and the lanes hold independent partial sums.
 namespace {
 
+// Whether the innermost loop reduces along an input's last dimension, over
+// `min_steps` steps or more in all.
 bool ReducesAlongARow(const BlockNode& b, std::int64_t min_steps) {
   if (!HasReduction(b) || b.iter_vars.empty() || b.iter_vars.back().kind != IterKind::kReduce) return false;
   if (ExtentProduct(b, IterKind::kReduce) < min_steps) return false;
@@ -46,8 +41,36 @@ bool ReducesAlongARow(const BlockNode& b, std::int64_t min_steps) {
   return false;
 }
 
+// Computes the sum of block `name`'s partial sums under `at`, and up to two
+// elementwise consumers after it.
+void SumUnder(Schedule& sch, const std::string& name, LoopRV at) {
+  BlockRV sum = sch.GetBlock(name);
+  sch.ReverseComputeAt(sum, at, /*preserve_unit_loops=*/true);
+  for (int fused = 0; fused < 2; ++fused) {
+    std::vector<BlockNode*> readers = ir::ConsumerBlocks(sch.func(), sch.Get(sum));
+    if (readers.size() != 1 || HasReduction(*readers[0])) break;
+    // A shared stage (softmax's exp) gets a compute location of its own.
+    if (TranscendentalSharedStage(sch.func(), *readers[0])) break;
+    BlockRV consumer = sch.GetBlock(readers[0]->name);
+    try {
+      sch.ReverseComputeAt(consumer, at, /*preserve_unit_loops=*/true);
+    } catch (const ScheduleError&) {
+      break;  // stays a nest of its own: correct, one more parallel loop
+    }
+    sum = consumer;
+  }
+}
+
 }  // namespace
 
+// A reduction whose innermost loop reduces along an input's last dimension
+// (a row sum, softmax's row max) leaves the postprocessor no spatial loop to
+// vectorize, and its adds form one chain, each waiting for the one before.
+// Splitting off a vector's worth of that loop and rfactoring it into the
+// last axis of a partial result, rf[i, k1] += A[i, k0 * lanes + k1], mends
+// both: k1 is a contiguous spatial loop for the postprocessor to vectorize,
+// and the lanes hold independent partial sums.
+//
 // Short rows pay too: a global average pool over 7 x 7 (512 channels) is 49
 // dependent scalar adds per channel, against 7 adds of a 7-lane vector after
 // the rfactor; by hand, 5.6 -> 2.2 us (bench/RESULTS.md, session 70). A
@@ -179,24 +202,6 @@ void RowVectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions
   auto first_reduction = std::find(kinds->begin(), kinds->end(), IterKind::kReduce);
   if (first_reduction == kinds->begin() || first_reduction == kinds->end()) return;
   SumUnder(sch, name, loops[static_cast<std::size_t>(first_reduction - kinds->begin()) - 1]);
-}
-
-void SumUnder(Schedule& sch, const std::string& name, LoopRV at) {
-  BlockRV sum = sch.GetBlock(name);
-  sch.ReverseComputeAt(sum, at, /*preserve_unit_loops=*/true);
-  for (int fused = 0; fused < 2; ++fused) {
-    std::vector<BlockNode*> readers = ir::ConsumerBlocks(sch.func(), sch.Get(sum));
-    if (readers.size() != 1 || HasReduction(*readers[0])) break;
-    // A shared stage (softmax's exp) gets a compute location of its own.
-    if (TranscendentalSharedStage(sch.func(), *readers[0])) break;
-    BlockRV consumer = sch.GetBlock(readers[0]->name);
-    try {
-      sch.ReverseComputeAt(consumer, at, /*preserve_unit_loops=*/true);
-    } catch (const ScheduleError&) {
-      break;  // stays a nest of its own: correct, one more parallel loop
-    }
-    sum = consumer;
-  }
 }
 
 }  // namespace tunedb::search::rules

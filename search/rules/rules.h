@@ -139,10 +139,6 @@ void MatrixVectorRFactor(Schedule& sch, const std::string& name, const SpaceOpti
 // under the row's loop (where the matrix-vector form does not apply).
 void RowVectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions& o);
 
-// Computes the sum of block `name`'s partial sums, and up to two
-// elementwise consumers after it, under `at`.
-void SumUnder(Schedule& sch, const std::string& name, LoopRV at);
-
 // ---- transpose.cc ------------------------------------------------------------
 
 // The two loops of an elementwise block that reads an input across its rows
