@@ -18,6 +18,7 @@
 #include "db/sqlite_database.h"
 #include "ir/flops.h"
 #include "ir/stmt.h"
+#include "measure/target.h"
 
 namespace tunedb::cli {
 
@@ -117,6 +118,11 @@ std::optional<db::TuningRecord> BestUsableRecord(db::Database& database, const s
                                                  const std::string& target,
                                                  const std::optional<ir::PrimFunc>& program,
                                                  TraceUse use = TraceUse::kReplayed);
+
+// A --target option's target: the host when it is empty; UsageError naming
+// what is wrong with a target string LLVM cannot compile for. (Defined in
+// program_source.cc.)
+measure::Target TargetOption(const std::string& text);
 
 // Reads a whole text file; UsageError when it cannot.
 std::string ReadTextFile(const std::string& path);

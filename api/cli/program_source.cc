@@ -5,6 +5,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -40,6 +41,15 @@ void AddProgramSourceOptions(CLI::App* cmd, ProgramSource* source) {
                                 "A trace in TVM's JSON layout to replay (or tunedb best --format json's output)");
   schedule->excludes(trace);
   AddSeedOption(cmd, &source->seed, "Seed of the schedule's random sampling");
+}
+
+measure::Target TargetOption(const std::string& text) {
+  if (text.empty()) return measure::Target::Host();
+  try {
+    return measure::Target::Parse(text);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
 }
 
 CLI::Option* AddSeedOption(CLI::App* cmd, std::uint64_t* seed, const std::string& description) {

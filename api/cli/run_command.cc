@@ -31,13 +31,7 @@ struct RunOptions {
 void RunRun(const RunOptions& o) {
   ScheduledProgram p = LoadScheduledProgram(o.source);
   measure::MeasureConfig config;
-  if (!o.target.empty()) {
-    try {
-      config.target = measure::Target::Parse(o.target);
-    } catch (const std::invalid_argument& e) {
-      throw UsageError(e.what());
-    }
-  }
+  config.target = TargetOption(o.target);
   config.repeat = o.repeat;
   config.number = o.number;
   config.min_repeat_ms = o.min_repeat_ms;

@@ -4,8 +4,6 @@
 // sample of it would be (replayed and postprocessed). What a user reads to
 // see which schedules the rules consider, and what a change to the rules
 // did to a workload's space.
-#include <stdexcept>
-
 #include <fmt/core.h>
 
 #include "api/cli/commands.h"
@@ -30,12 +28,7 @@ struct SpaceCliOptions {
 
 void RunSpace(const SpaceCliOptions& o) {
   ir::Workload workload = ir::LoadWorkload(o.workload);
-  measure::Target target = measure::Target::Host();
-  try {
-    if (!o.target.empty()) target = measure::Target::Parse(o.target);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
+  measure::Target target = TargetOption(o.target);
   // The same spaces as the tuner's (search/tuner.cc).
   search::SpaceOptions options = search::SpaceOptionsFor(target.num_cores, target.VectorBits());
   std::vector<ir::Trace> designs = o.space == "default"

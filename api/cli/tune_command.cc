@@ -123,11 +123,7 @@ void RunTune(const TuneCliOptions& o) {
   if (std::string problem = measure::MeasureConfigProblem(options.measure); !problem.empty()) {
     throw UsageError(problem);
   }
-  try {
-    if (!o.target.empty()) options.measure.target = measure::Target::Parse(o.target);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
+  options.measure.target = TargetOption(o.target);
   options.command = CommandKey(o, options.measure.target.ToString());
 
   try {
