@@ -548,6 +548,8 @@ TEST(CliTune, BadOptionsAreOneLineErrors) {
       {"--timeout 0", "--timeout must be more than 0 and at most 86400 seconds"},
       {"--workload matmul:Q=3", "workload matmul has no parameter 'Q' (parameters: M, N, K)"},
       {"--space " + space, space + ":2: unknown schedule method 'nope'"},
+      {"--target \"cuda -arch=sm_80\"",
+       "target 'cuda -arch=sm_80': must start with 'llvm' (e.g. llvm -mcpu=znver4 -num-cores=2)"},
   });
   Result r = RunTunedb("tune --workload matmul:M=32 --db http://127.0.0.1:1/");
   EXPECT_EQ(r.exit_code, 2);
