@@ -14,7 +14,9 @@
 # Prints one line per session, then per build the re-timed GFLOP/s (GB/s
 # for a program that counts no FLOPs) per seed and their mean. With
 # RETIME=own each build re-times its own kernels, for builds whose code
-# generation differs (the same trace compiles to other code).
+# generation differs (the same trace compiles to other code). With TARGET
+# set (e.g. TARGET="llvm -mcpu=znver3 -num-cores=2"), both builds tune and
+# time for that target instead of the host.
 set -euo pipefail
 if [ $# -lt 5 ]; then
   sed -n 2,17p "$0" >&2
@@ -26,14 +28,16 @@ dir=$4
 shift 4
 mkdir -p "$dir"
 trials=${TRIALS:-64}
+target=()
+if [ -n "${TARGET:-}" ]; then target=(--target "$TARGET"); fi
 
 for seed in "$@"; do
   for v in A B; do
     db="$dir/$v-$seed.sqlite"
     rm -f "$db" "$db-wal" "$db-shm"
-    best=$("${bin[$v]}" tune -w "$spec" --trials "$trials" --db "$db" --no-baseline --seed "$seed" 2>&1 | grep '^best:')
+    best=$("${bin[$v]}" tune -w "$spec" "${target[@]}" --trials "$trials" --db "$db" --no-baseline --seed "$seed" 2>&1 | grep '^best:')
     echo "session $v seed $seed: $best"
-    "${bin[$v]}" best -w "$spec" --db "$db" --format json |
+    "${bin[$v]}" best -w "$spec" "${target[@]}" --db "$db" --format json |
       python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["trace"]))' >"$dir/$v-$seed.json"
   done
 done
@@ -46,7 +50,7 @@ for round in 1 2 3; do
       # GFLOP/s, or GB/s for a program that counts no FLOPs (a copy).
       timer=${bin[B]}
       if [ "${RETIME:-}" = own ]; then timer=${bin[$v]}; fi
-      g=$("$timer" run -w "$spec" --trace "$dir/$v-$seed.json" --repeat 5 | awk '/^(GFLOPS|GB\/s):/ {print $2}')
+      g=$("$timer" run -w "$spec" "${target[@]}" --trace "$dir/$v-$seed.json" --repeat 5 | awk '/^(GFLOPS|GB\/s):/ {print $2}')
       echo "$v $seed $g" >>"$timings"
     done
   done

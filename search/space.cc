@@ -25,7 +25,8 @@ SpaceOptions SpaceOptionsFor(int cores, int vector_bits) {
   o.cores = cores;
   o.vector_bits = vector_bits;
   // AVX-512 has 32 vector registers, AVX2 and SSE 16.
-  o.accumulator_vectors = vector_bits >= 512 ? 16 : 8;
+  o.vector_registers = vector_bits >= 512 ? 32 : 16;
+  o.accumulator_vectors = o.vector_registers / 2;
   return o;
 }
 

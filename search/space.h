@@ -54,10 +54,13 @@ struct SpaceOptions {
   int max_jobs_per_core = 16;    // parallel limit = cores * this
   int max_vectorize = 64;        // longest vectorized loop, and innermost tile factor
   std::vector<std::int64_t> unroll_steps = {0, 16, 64, 512};
-  // The target's vector registers, for the tiling's register block: their
-  // width in bits, and how many may hold accumulators (half of AVX-512's 32
-  // leaves room for the loaded and broadcast operands).
+  // The target's vector registers: their width in bits and their count
+  // (a tiled block's register block must fit its accumulators, the vectors
+  // it loads and a broadcast in them), and how many may hold a matrix-vector
+  // product's partial sums (half of them, which leaves room for the vectors
+  // of both operands).
   int vector_bits = 512;
+  int vector_registers = 32;
   int accumulator_vectors = 16;
   // Each block's variants multiply the spaces; past this many, the product
   // is cut to what keeps every block's every variant (space_internal.h).

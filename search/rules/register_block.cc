@@ -25,6 +25,23 @@ bool RowsOfBroadcasts(const BlockNode& node, const std::vector<const ir::ExprNod
   return moves_an_input;
 }
 
+// The most rows a register block of `vectors` vectors of columns keeps in
+// registers: its accumulators, the vectors it loads per step and one
+// broadcast must fit the target's vector registers, and it keeps at most
+// three quarters of them, and 16, as accumulators. AVX-512 (32 registers)
+// gets 16 accumulators (4 x 4, 8 x 2); AVX2 (16) gets 12 (4 rows x 3
+// vectors, 6 x 2) and 8 with 4 vectors. On AVX2 a register block that
+// keeps 8 covers the multiply-adds' latency on two ports with nothing to
+// spare: `bench/cpu/microkernel.c` on one core of this Zen 5, compiled for
+// znver3, ran 2 x 4 and 4 x 2 at 89.8 GFLOP/s, 4 x 3 and 6 x 2 at 115.3
+// and 114.8 (the peak is 116.7), and 3 x 4 and 4 x 4, whose operands no
+// longer fit, at 59.4 and 72.5 (bench/RESULTS.md, session 71).
+std::int64_t MostRows(const SpaceOptions& o, std::int64_t vectors) {
+  const std::int64_t accumulators = std::min<std::int64_t>(16, o.vector_registers * 3 / 4);
+  const std::int64_t fit = (o.vector_registers - vectors - 1) / vectors;
+  return std::max<std::int64_t>(1, std::min(accumulators / vectors, fit));
+}
+
 }  // namespace
 
 // The loops of a register block, by position (-1 where there is none): the
@@ -137,7 +154,7 @@ std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<st
   // rows, 219-225 with 8. At 1000 inputs 16 rows gain only 2-4% (228-237
   // -> 231-246), so 8 for all (bench/RESULTS.md, session 68).
   auto most_rows_for = [&](std::int64_t vectors) {
-    std::int64_t most = std::min<std::int64_t>(limit, o.accumulator_vectors / vectors);
+    std::int64_t most = std::min<std::int64_t>(limit, MostRows(o, vectors));
     return vector_loop >= 0 ? std::min<std::int64_t>(most, 8) : most;
   };
   auto extent_of = [&](int loop) { return loop >= 0 ? extents[static_cast<std::size_t>(loop)] : 1; };
@@ -278,10 +295,41 @@ std::pair<int, int> BatchLanesLoop(const BlockNode& b, const SpaceOptions& o) {
   return {-1, -1};
 }
 
+namespace {
+
+// The multiple of rows that RegisterBlockPadding pads the rows' extent to:
+// 4, or the rows of a whole register block where the blocks the extents
+// allow keep at most two thirds as many accumulators, and there are at
+// least 8 blocks of rows (so the padding adds under an eighth). On AVX2 no
+// power of two divides into 6 x 2 or 4 x 3 blocks of 12 accumulators:
+// matmul 1024 keeps 8 (2 x 4), and its rows padded to 1026 give 6 x 2. By
+// hand, for znver3 on this Zen 5, the padded block ran 178-202 GFLOP/s
+// against 166-179 (bench/RESULTS.md, session 71).
+std::int64_t RowMultiple(std::int64_t columns, std::int64_t rows, std::int64_t lanes, const SpaceOptions& o) {
+  constexpr std::int64_t kRows = 4;
+  std::int64_t kept = 0, whole = 0, whole_rows = kRows;
+  for (std::int64_t vectors = 4; vectors >= 1; --vectors) {
+    if (vectors * lanes > o.max_vectorize || columns % (vectors * lanes) != 0) continue;
+    const std::int64_t most = MostRows(o, vectors);
+    kept = std::max(kept, vectors * LargestDivisorAtMost(rows, most));
+    if (vectors * most > whole) {
+      whole = vectors * most;
+      whole_rows = most;
+    }
+  }
+  // AVX-512's blocks of 16 divide powers of two already, and its spaces
+  // were tuned without this padding: dense 100 x 784 -> 32, rows padded to
+  // 8 x 2 blocks, kept 202.8 GFLOP/s in 64-trial sessions against 329.3.
+  if (o.vector_registers >= 32) return kRows;
+  return 3 * kept <= 2 * whole && rows >= 8 * whole_rows ? whole_rows : kRows;
+}
+
+}  // namespace
+
 // The padding (pad_einsum) that gives a tiled block's register block whole
 // vectors and rows: the vectorized loop's extent up to a multiple of the
 // lanes (of two vectors' lanes, see below), the rows' up to a multiple of
-// 4, and, with them, the last reduction's up to a multiple of 4 (its
+// 4 or of a whole block's rows (RowMultiple), and, with them, the last reduction's up to a multiple of 4 (its
 // unroll, unless a sliding reduction is unrolled instead). Prime extents otherwise
 // leave a register block of one row (M = 127) or of 43 columns (N = 129).
 // Empty when the extents need none: padding only the reduction would copy
@@ -296,7 +344,7 @@ std::vector<std::int64_t> RegisterBlockPadding(const BlockNode& b, const SpaceOp
   const auto [vectorized, rows, last_reduce] = RegisterBlockLoops(b, loop_vars, extents, shape.kinds);
   if (vectorized < 0) return {};
   const std::int64_t lanes = VectorLanes(o, OutputElementBytes(b));
-  constexpr std::int64_t kRows = 4, kUnroll = 4;
+  constexpr std::int64_t kUnroll = 4;
   std::vector<std::int64_t> padding(extents.size(), 1);
   auto pad = [&](int at, std::int64_t multiple) {
     std::int64_t e = extents[static_cast<std::size_t>(at)];
@@ -316,7 +364,11 @@ std::vector<std::int64_t> RegisterBlockPadding(const BlockNode& b, const SpaceOp
   std::int64_t e = extents[static_cast<std::size_t>(vectorized)], vectors = (e + lanes - 1) / lanes;
   bool odd = e % lanes != 0 && vectors >= 8 && vectors % 2 != 0 && vectors % 3 != 0;
   bool spatial = pad(vectorized, odd ? 2 * lanes : lanes);
-  if (rows >= 0) spatial = pad(rows, kRows) || spatial;
+  if (rows >= 0) {
+    const std::int64_t multiple = padding[static_cast<std::size_t>(vectorized)];
+    const std::int64_t columns = (e + multiple - 1) / multiple * multiple;
+    spatial = pad(rows, RowMultiple(columns, extents[static_cast<std::size_t>(rows)], lanes, o)) || spatial;
+  }
   if (!spatial) return {};
   // A sliding reduction is unrolled instead of the last (RegisterBlockedTiles).
   if (last_reduce >= 0 && SlidingReduction(b, loop_vars, extents, shape.kinds, rows) < 0) pad(last_reduce, kUnroll);
