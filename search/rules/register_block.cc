@@ -42,6 +42,34 @@ std::int64_t MostRows(const SpaceOptions& o, std::int64_t vectors) {
   return std::max<std::int64_t>(1, std::min(accumulators / vectors, fit));
 }
 
+// The multiple of rows that RegisterBlockPadding pads the rows' extent to:
+// 4, or the rows of a whole register block where the blocks the extents
+// allow keep at most two thirds as many accumulators, and there are at
+// least 8 blocks of rows (so the padding adds under an eighth). On AVX2 no
+// power of two divides into 6 x 2 or 4 x 3 blocks of 12 accumulators:
+// matmul 1024 keeps 8 (2 x 4), and its rows padded to 1026 give 6 x 2:
+// for znver3 on this Zen 5, 64-trial sessions kept 202.5 GFLOP/s against
+// 186.3, level with OpenBLAS's Haswell kernel (bench/RESULTS.md, session
+// 71).
+std::int64_t RowMultiple(std::int64_t columns, std::int64_t rows, std::int64_t lanes, const SpaceOptions& o) {
+  constexpr std::int64_t kRows = 4;
+  // AVX-512's blocks of 16 divide powers of two already, and its spaces
+  // were tuned without this padding: dense 100 x 784 -> 32, rows padded to
+  // 8 x 2 blocks, kept 202.8 GFLOP/s in 64-trial sessions against 329.3.
+  if (o.vector_registers >= 32) return kRows;
+  std::int64_t kept = 0, whole = 0, whole_rows = kRows;
+  for (std::int64_t vectors = 4; vectors >= 1; --vectors) {
+    if (vectors * lanes > o.max_vectorize || columns % (vectors * lanes) != 0) continue;
+    const std::int64_t most = MostRows(o, vectors);
+    kept = std::max(kept, vectors * LargestDivisorAtMost(rows, most));
+    if (vectors * most > whole) {
+      whole = vectors * most;
+      whole_rows = most;
+    }
+  }
+  return 3 * kept <= 2 * whole && rows >= 8 * whole_rows ? whole_rows : kRows;
+}
+
 }  // namespace
 
 // The loops of a register block, by position (-1 where there is none): the
@@ -295,43 +323,13 @@ std::pair<int, int> BatchLanesLoop(const BlockNode& b, const SpaceOptions& o) {
   return {-1, -1};
 }
 
-namespace {
-
-// The multiple of rows that RegisterBlockPadding pads the rows' extent to:
-// 4, or the rows of a whole register block where the blocks the extents
-// allow keep at most two thirds as many accumulators, and there are at
-// least 8 blocks of rows (so the padding adds under an eighth). On AVX2 no
-// power of two divides into 6 x 2 or 4 x 3 blocks of 12 accumulators:
-// matmul 1024 keeps 8 (2 x 4), and its rows padded to 1026 give 6 x 2. By
-// hand, for znver3 on this Zen 5, the padded block ran 178-202 GFLOP/s
-// against 166-179 (bench/RESULTS.md, session 71).
-std::int64_t RowMultiple(std::int64_t columns, std::int64_t rows, std::int64_t lanes, const SpaceOptions& o) {
-  constexpr std::int64_t kRows = 4;
-  std::int64_t kept = 0, whole = 0, whole_rows = kRows;
-  for (std::int64_t vectors = 4; vectors >= 1; --vectors) {
-    if (vectors * lanes > o.max_vectorize || columns % (vectors * lanes) != 0) continue;
-    const std::int64_t most = MostRows(o, vectors);
-    kept = std::max(kept, vectors * LargestDivisorAtMost(rows, most));
-    if (vectors * most > whole) {
-      whole = vectors * most;
-      whole_rows = most;
-    }
-  }
-  // AVX-512's blocks of 16 divide powers of two already, and its spaces
-  // were tuned without this padding: dense 100 x 784 -> 32, rows padded to
-  // 8 x 2 blocks, kept 202.8 GFLOP/s in 64-trial sessions against 329.3.
-  if (o.vector_registers >= 32) return kRows;
-  return 3 * kept <= 2 * whole && rows >= 8 * whole_rows ? whole_rows : kRows;
-}
-
-}  // namespace
-
 // The padding (pad_einsum) that gives a tiled block's register block whole
 // vectors and rows: the vectorized loop's extent up to a multiple of the
 // lanes (of two vectors' lanes, see below), the rows' up to a multiple of
-// 4 or of a whole block's rows (RowMultiple), and, with them, the last reduction's up to a multiple of 4 (its
-// unroll, unless a sliding reduction is unrolled instead). Prime extents otherwise
-// leave a register block of one row (M = 127) or of 43 columns (N = 129).
+// 4 or of a whole block's rows (RowMultiple), and, with them, the last
+// reduction's up to a multiple of 4 (its unroll, unless a sliding
+// reduction is unrolled instead). Prime extents otherwise leave a register
+// block of one row (M = 127) or of 43 columns (N = 129).
 // Empty when the extents need none: padding only the reduction would copy
 // both inputs for an unroll.
 std::vector<std::int64_t> RegisterBlockPadding(const BlockNode& b, const SpaceOptions& o) {
