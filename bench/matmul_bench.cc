@@ -67,6 +67,13 @@ int main(int argc, char** argv) {
       rounds = std::max(1, std::atoi(argv[++i]));
     } else if (a == "--schedules" && i + 1 < argc) {
       schedules = argv[++i];
+    } else {
+      // An option it does not know (or --help) would otherwise run the
+      // whole benchmark with the defaults.
+      std::fprintf(stderr,
+                   "usage: matmul_bench [--sizes 128,512,1024] [--repeat 5] [--rounds 3] [--schedules DIR]\n"
+                   "       matmul_bench --blas-only N|MxNxK[t] [--repeat R]\n");
+      return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
   std::string self = argv[0];
