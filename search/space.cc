@@ -111,6 +111,16 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
       // blocks first (strategy.h), and unpadded, prime extents have none.
       std::vector<std::int64_t> padding = RegisterBlockPadding(node, options);
       if (!padding.empty()) {
+        // pad_einsum refuses a padded variable read through an expression
+        // (an NCHW convolution's w + kw); then there are no padded variants.
+        try {
+          Schedule trial = probe;
+          trial.PadEinsum(trial.GetBlock(name), padding);
+        } catch (const ScheduleError&) {
+          padding.clear();
+        }
+      }
+      if (!padding.empty()) {
         std::vector<TilingVariant> padded;
         for (const TilingVariant& v : variants) {
           if (v.write_cache_level > 0) padded.push_back({v.write_cache_level, v.read_cache, true});
@@ -119,7 +129,7 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
       }
       // Lanes along the batch, first again: where they apply, they save
       // packing most of what the block reads.
-      const auto [lanes_loop, lanes_input] = BatchLanesLoop(node, options);
+      const auto [lanes_loop, lanes_input] = BatchLanesLoop(node, options, padding);
       if (lanes_loop >= 0) {
         const std::string input = name_of(lanes_input);
         variants.insert(variants.begin(), {{1, input, false, lanes_loop}, {2, input, false, lanes_loop}});

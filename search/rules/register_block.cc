@@ -289,7 +289,21 @@ std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<st
 // 163.7 to 280.7 GFLOP/s in 64 trials, batch 40 from 219.2 to 251.3; at
 // other extents the search found no better (batch 20: 155.2 and 154.8,
 // batch 100: 290.3 and 271.0).
-std::pair<int, int> BatchLanesLoop(const BlockNode& b, const SpaceOptions& o) {
+// Also a loop in whole vectors where the default lanes leave part of one
+// that `padding` (the RegisterBlockPadding pad_einsum accepts, or none)
+// does not fill, and the input packed for the other lanes feeds at least a
+// vector of multiply-adds per element. A 1 x 1 convolution in NCHW,
+// Y[co, h, w] = sum_ci W[co, ci] * X[ci, h, w] at 14 x 14, is vectorized
+// along w by default: one masked vector of 14 lanes, with h no second
+// vector (its rows are 14 apart), so every multiply-add of its register
+// block needs a broadcast. Along co, with W packed (each element used 196
+// times), it gets whole vectors and rows along w. 256 -> 512 channels,
+// 64-trial sessions, the kept kernels re-timed side by side: 173.2 ->
+// 321.6 GFLOP/s (bench/RESULTS.md, session 72). Dense with 10 outputs,
+// whose packed X would serve 10 multiply-adds an element, found no better
+// (149.6 and 145.4).
+std::pair<int, int> BatchLanesLoop(const BlockNode& b, const SpaceOptions& o,
+                                   const std::vector<std::int64_t>& padding) {
   const auto [extents, kinds] = IterShapeOf(b);
   int last = VectorLoop(extents, kinds);
   if (last < 0) return {-1, -1};
@@ -312,13 +326,28 @@ std::pair<int, int> BatchLanesLoop(const BlockNode& b, const SpaceOptions& o) {
     return std::make_pair(elements, input);
   };
   const std::int64_t by_default = transposed(last).first;
+  const std::size_t at = static_cast<std::size_t>(last);
+  const bool partial_default = extents[at] % lanes != 0 && (padding.empty() || padding[at] == 1);
+  // How many times the block uses each element of input `read`: the extents
+  // of the spatial loops that do not move it.
+  auto reuse = [&](int read) {
+    const ir::BufferRegion& region = b.reads[static_cast<std::size_t>(read)];
+    std::int64_t times = 1;
+    for (std::size_t i = 0; i < b.iter_vars.size(); ++i) {
+      if (kinds[i] == IterKind::kSpatial && !ReadUses(region, b.iter_vars[i].var.get())) times *= extents[i];
+    }
+    return times;
+  };
   for (int v = last; v-- > 0;) {
     std::int64_t e = extents[static_cast<std::size_t>(v)];
     if (kinds[static_cast<std::size_t>(v)] != IterKind::kSpatial || e < lanes || e % (lanes / 2) != 0) {
       continue;
     }
     auto [elements, input] = transposed(v);
-    if (input >= 0 && 2 * elements <= by_default) return {v, input};
+    if (input < 0) continue;
+    if (2 * elements <= by_default || (partial_default && e % lanes == 0 && reuse(input) >= lanes)) {
+      return {v, input};
+    }
   }
   return {-1, -1};
 }

@@ -101,9 +101,12 @@ std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<st
                                                             int vector_loop, const BlockLoops& block_loops,
                                                             int sliding, int second_rows, bool operand_in_place);
 
-// The spatial loop to vectorize instead of the last (a small batch), and
-// the input to pack with it; {-1, -1} when the default is better.
-std::pair<int, int> BatchLanesLoop(const BlockNode& b, const SpaceOptions& o);
+// The spatial loop to vectorize instead of the last (a small batch, or
+// whole vectors where the last leaves part of one), and the input to pack
+// with it; {-1, -1} when the default is better. `padding`: the
+// RegisterBlockPadding that pad_einsum accepts for the block, or empty.
+std::pair<int, int> BatchLanesLoop(const BlockNode& b, const SpaceOptions& o,
+                                   const std::vector<std::int64_t>& padding);
 
 // The pad_einsum padding that gives the register block whole vectors and
 // rows; empty when the extents need none.

@@ -162,6 +162,41 @@ TEST(DesignSpace, AnAvx2RegisterBlockKeepsTwelveAccumulators) {
   }
 }
 
+// A 1 x 1 convolution in NCHW vectorized along w (5 here) gets part of a
+// vector and no second one; its first designs put the lanes along the
+// output channels instead, with W packed, and compute what it computes.
+// Dense with 10 outputs leaves part of a vector too, but its X, packed for
+// lanes along the batch, would serve only 10 multiply-adds an element, and
+// it keeps its lanes.
+TEST(DesignSpace, PartOfAVectorMovesTheLanesToWholeVectorsWhereThePackingPays) {
+  ir::PrimFunc conv = ir::ParseWorkloadText(
+      "input X: f32[1, 8, 5, 5]\ninput W: f32[32, 8]\n"
+      "Y[n, co, h, w] = sum(ci in 8) W[co, ci] * X[n, ci, h, w]\n");
+  const SpaceOptions o = SpaceOptionsFor(2, 512);
+  std::vector<ir::Trace> spaces = DefaultDesignSpace(conv, o);
+  ASSERT_GE(spaces.size(), 2u);
+  for (std::size_t v = 0; v < 2; ++v) {
+    std::string script = spaces[v].AsScript();
+    SCOPED_TRACE(script);
+    EXPECT_NE(script.find("cache_read(block=b1, read_buffer_index=0"), std::string::npos);  // W
+    std::optional<Candidate> c = Realize(conv, spaces[v], 0);
+    ASSERT_TRUE(c.has_value());
+    ir::Schedule sch = ir::ReplayTrace(conv, c->trace, 0);
+    std::vector<ir::LoopRV> update = sch.GetLoops(sch.GetBlock("Y_update"));
+    EXPECT_EQ(sch.Get(update.back()).loop_var->name.substr(0, 3), "co_");
+    EXPECT_EQ(sch.Get(update.back()).for_kind, ir::ForKind::kVectorized);
+    EXPECT_EQ(ir::testing::SameResult(conv, c->program, 3), "");
+  }
+  ir::PrimFunc dense = ir::BuildWorkload("dense:B=128,IN=16,OUT=10").func;
+  for (const ir::Trace& t : DefaultDesignSpace(dense, o)) {
+    std::optional<Candidate> c = Realize(dense, t, 0);
+    ASSERT_TRUE(c.has_value()) << t.AsScript();
+    ir::Schedule sch = ir::ReplayTrace(dense, c->trace, 0);
+    std::vector<ir::LoopRV> update = sch.GetLoops(sch.GetBlock("T_matmul_NT_update"));
+    EXPECT_NE(sch.Get(update.back()).loop_var->name.substr(0, 2), "i_") << t.AsScript();
+  }
+}
+
 // The loops of a block of a design's program (before postprocessing),
 // outermost first.
 std::vector<std::string> LoopsOf(const ir::PrimFunc& workload, const ir::Trace& design, const std::string& block) {
@@ -656,6 +691,8 @@ TEST(DesignSpace, SamplesOfEveryWorkloadMatchTheInterpreter) {
 const char* kSmallWrittenWorkloads[] = {
     "input X: f32[1, 8, 8, 8]\ninput W: f32[8, 8, 3, 3]\n"
     "Y[n, co, h in 6, w in 6] = sum(ci in 8, kh in 3, kw in 3) X[n, ci, h + kh, w + kw] * W[co, ci, kh, kw]\n",
+    // A 1 x 1 one whose w leaves part of a vector: lanes along co, W packed.
+    "input X: f32[1, 8, 5, 5]\ninput W: f32[32, 8]\nY[n, co, h, w] = sum(ci in 8) W[co, ci] * X[n, ci, h, w]\n",
     "input X: f32[12, 80]\nS[j] = sum(i in 12) X[i, j]\n",
     "input X: f32[9, 70]\nS[j] = max(i in 9) X[i, j]\n",
     "input X: f32[3, 4, 5, 6]\nS[c, h, w] = sum(n in 3) X[n, c, h, w] / 3.0\n",
@@ -834,12 +871,20 @@ TEST(DesignSpace, AnNchwConvolutionTakesItsRowsFromTheOutputChannels) {
   // before it, moves X, whose vectors w moves too: rows of h would each
   // load their own vectors. The output channels move only W, whose
   // broadcasts then share the vectors of X. (Its samples at a small shape:
-  // kSmallWrittenWorkloads.)
+  // kSmallWrittenWorkloads.) The first two designs put the lanes along
+  // the output channels instead (56 leaves part of a vector, see
+  // BatchLanesLoop), with W packed: 4 vectors of them, and rows of w.
   ir::PrimFunc conv = ir::ParseWorkloadText(
       "input X: f32[1, 64, 58, 58]\ninput W: f32[64, 64, 3, 3]\n"
       "Y[n, co, h in 56, w in 56] = sum(ci in 64, kh in 3, kw in 3) X[n, ci, h + kh, w + kw] * W[co, ci, kh, kw]\n");
-  for (const Tiles& tiles : RecordedTilesOfEveryDesign(conv)) {
-    EXPECT_EQ(tiles, (Tiles{{1, 1, 1, 1}, {4, 4, 1, 4}, {28, 2, 1, 1}, {1, 1, 1, 56}, {64, 1}, {3, 1}, {1, 3}}));
+  std::vector<Tiles> designs = RecordedTilesOfEveryDesign(conv);
+  ASSERT_GE(designs.size(), 3u);
+  for (std::size_t d = 0; d < designs.size(); ++d) {
+    if (d < 2) {
+      EXPECT_EQ(designs[d], (Tiles{{1, 1, 1, 1}, {1, 1, 1, 64}, {28, 2, 1, 1}, {7, 2, 1, 4}, {64, 1}, {3, 1}, {1, 3}}));
+    } else {
+      EXPECT_EQ(designs[d], (Tiles{{1, 1, 1, 1}, {4, 4, 1, 4}, {28, 2, 1, 1}, {1, 1, 1, 56}, {64, 1}, {3, 1}, {1, 3}}));
+    }
   }
 }
 
