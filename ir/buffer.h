@@ -22,6 +22,10 @@ struct BufferNode {
   // "global" for function parameters and intermediates; "local" for small
   // per-thread buffers (e.g. a cache_write accumulator meant for registers).
   std::string scope = "global";
+  // Set by lowering on a private buffer whose rows it padded so that a
+  // masked vector at a row's end stays in the row (measure/lower.cc,
+  // PaddedRow): the lanes past a row's data are read by nothing.
+  bool padded_rows = false;
 
   std::int64_t NumElements() const;
 };

@@ -1033,12 +1033,14 @@ class Codegen {
     llvm::Value* data = ToStorage(AsVec(value).v, n.buffer->dtype);
     if (stride == 1 && PrivateTail(n.buffer)) {
       // The lanes that are off keep what they held, unless they lie past the
-      // buffer's end (a local accumulator of one row): a blend in each step
+      // buffer's end (a local accumulator of one row) or in the padding at
+      // the end of their row (lowering's PaddedRow): a blend in each step
       // of an accumulation lengthens the chain that bounds its speed.
       llvm::Value* first = EmitIndexAtLane0(index);
       llvm::Value* address = Address(n.buffer, first);
       const auto* at = llvm::dyn_cast<llvm::ConstantInt>(first);
-      if (!at || at->getSExtValue() + tail_lanes_ < n.buffer->NumElements()) {
+      const bool past_the_end = at && at->getSExtValue() + tail_lanes_ >= n.buffer->NumElements();
+      if (!past_the_end && !n.buffer->padded_rows) {
         data = b_.CreateSelect(mask_, data, b_.CreateAlignedLoad(data->getType(), address, align));
       }
       b_.CreateAlignedStore(data, address, align);

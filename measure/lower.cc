@@ -1,6 +1,7 @@
 #include "measure/lower.h"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <optional>
 #include <set>
@@ -164,6 +165,9 @@ struct CompactionPlan {
   // The compacted buffer's dimensions, outermost first, as dimensions of
   // `from` (see VectorFriendlyOrder).
   std::vector<std::size_t> order;
+  // Elements allocated per row of the innermost dimension, its extent or
+  // more (PaddedRow); 0: its extent.
+  std::int64_t row = 0;
 };
 
 // An index as sum(coefficient * atom) + constant, analysed once: each
@@ -382,6 +386,46 @@ std::vector<std::size_t> VectorFriendlyOrder(const std::vector<BlockAccess>& acc
   return order;
 }
 
+// The row to allocate for dimension `dim` of a compacted buffer, its
+// innermost, of `extent` elements. Code generation runs the last lanes of
+// a vectorized loop, fewer than a 512-bit register holds and not a power
+// of two, as one masked vector of the next power of two, and on a private
+// buffer as a whole-vector load and store (codegen.cc, PrivateTail). Rows
+// of 14 overlap such vectors, so each store kept what the next row held (a
+// blend in every step of an accumulation) and LLVM kept the accumulator in
+// memory: a 3 x 3 depthwise convolution in NCHW at 14 x 14, one thread,
+// ran 113 us against 29 us at 14 x 16 (bench/RESULTS.md, session 72).
+// Rows padded to the vector's end hold it alone, and code generation
+// leaves the padding's lanes unblended (BufferNode::padded_rows). Only
+// where each access in a vectorized loop moves this dimension alone, one
+// element per lane over its whole extent, so every tail ends its row.
+std::int64_t PaddedRow(const std::vector<BlockAccess>& accesses, std::size_t dim, std::int64_t extent,
+                       DataType dtype) {
+  constexpr std::int64_t kWidestVectorBytes = 64;
+  const std::int64_t lanes = kWidestVectorBytes / DataTypeBytes(dtype);
+  const std::int64_t rest = extent % lanes;
+  if (rest == 0 || std::has_single_bit(static_cast<std::uint64_t>(rest))) return extent;
+  bool vectorized = false;
+  for (const BlockAccess& a : accesses) {
+    const ForNode* lane = nullptr;
+    for (const ForNode* loop : a.path->loops) {
+      if (loop->for_kind == ForKind::kVectorized) lane = loop;
+    }
+    if (!lane) continue;
+    for (std::size_t d = 0; d < a.indices.size(); ++d) {
+      for (const IndexTerm& t : a.indices[d].terms) {
+        if (std::find(t.vars.begin(), t.vars.end(), lane->loop_var.get()) == t.vars.end()) continue;
+        if (d != dim || t.atom.get() != lane->loop_var.get() || t.coeff != 1 || lane->extent != extent) {
+          return extent;
+        }
+        vectorized = true;
+      }
+    }
+  }
+  if (!vectorized) return extent;
+  return extent - rest + static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(rest)));
+}
+
 // Condition (c) for the loops `held` (L and those around it): every
 // writer's condition on the held loops (where some iteration of the others
 // satisfies its predicate) is also each reader's. Compared as written,
@@ -557,6 +601,10 @@ std::vector<CompactionPlan> PlanCompaction(const PrimFunc& f, const LeafBlocks& 
       for (std::size_t k = 0; k < depth; ++k) in_parallel = in_parallel || first[k]->for_kind == ForKind::kParallel;
       if (elements < buf->NumElements() || in_parallel) {
         plan.order = VectorFriendlyOrder(accesses, rank);
+        const std::size_t inner = plan.order.back();
+        if (elements > plan.shape[inner]) {  // more than one row
+          plan.row = PaddedRow(accesses, inner, plan.shape[inner], buf->dtype);
+        }
         plans.push_back(plan);
       }
       break;
@@ -591,7 +639,10 @@ Rebindings ApplyCompaction(PrimFunc& f, const std::vector<CompactionPlan>& plans
   for (const CompactionPlan& plan : plans) {
     std::vector<std::int64_t> shape;
     for (std::size_t d : plan.order) shape.push_back(plan.shape[d]);
+    const bool padded = plan.row > shape.back();
+    if (padded) shape.back() = plan.row;
     Buffer compact = MakeBuffer(plan.from->name, shape, plan.from->dtype, plan.from->scope);
+    compact->padded_rows = padded;
     rebindings[plan.from.get()] = {compact, plan.mins, plan.order};
     if (plan.loop == nullptr) {  // laid out anew in place
       std::replace(root.alloc_buffers.begin(), root.alloc_buffers.end(), plan.from, compact);
@@ -616,6 +667,7 @@ void FlattenBuffers(PrimFunc& f, const Rebindings& compacted, const VarRanges& r
     auto it = flat.find(b.get());
     if (it != flat.end()) return it->second;
     Buffer fb = MakeBuffer(b->name, {b->NumElements()}, b->dtype, b->scope);
+    fb->padded_rows = b->padded_rows;
     flat[b.get()] = fb;
     return fb;
   };

@@ -61,6 +61,48 @@ sch.decompose_reduction(b0, k)
   EXPECT_EQ(LoweringKeepsTheResult(f, sch.func(), 3), "");
 }
 
+// An accumulator of 4 rows of 14, vectorized along its rows: the last 14
+// lanes of each row run as one masked vector of 16 in code generation,
+// which would cover the next row's first two elements. Its rows are
+// allocated 16 apart. Not where the vectorized loop covers half a row (7
+// of 14: its first tail would end inside the row), nor for rows of 16.
+TEST(LowerTest, ARowOfAPrivateBufferIsPaddedToItsMaskedVectorsEnd) {
+  auto lowered = [](const char* spec, const char* split) {
+    PrimFunc f = BuildWorkload(spec).func;
+    Schedule sch(f, 0);
+    RunScheduleScript(sch, std::string(R"(
+b0 = sch.get_block("C")
+i, j, k = sch.get_loops(b0)
+i0, i1 = sch.split(i, factors=[None, 4])
+sch.reorder(i0, k, i1, j)
+b1 = sch.cache_write(b0, 0, "local")
+sch.reverse_compute_at(b1, i0, preserve_unit_loops=True)
+)") + split);
+    EXPECT_EQ(LoweringKeepsTheResult(f, sch.func(), 3), "") << spec;
+    PrimFunc low = Lower(sch.func());
+    const BlockNode* scope = nullptr;
+    for (const BlockNode* b : CollectBlocks(low)) {
+      if (!b->alloc_buffers.empty() && b->alloc_buffers[0]->name == "C_local") scope = b;
+    }
+    EXPECT_NE(scope, nullptr) << PrintProgram(low);
+    return scope ? scope->alloc_buffers[0] : Buffer{};
+  };
+  const char* whole = "i0, k, i1, j = sch.get_loops(b0)\nsch.vectorize(j)\n";
+  Buffer padded = lowered("matmul:M=8,N=14,K=5", whole);
+  ASSERT_TRUE(padded);
+  EXPECT_EQ(padded->shape, (std::vector<std::int64_t>{64}));  // 4 rows of 16
+  EXPECT_TRUE(padded->padded_rows);
+  Buffer half = lowered("matmul:M=8,N=14,K=5",
+                        "i0, k, i1, j = sch.get_loops(b0)\njo, ji = sch.split(j, factors=[2, 7])\nsch.vectorize(ji)\n");
+  ASSERT_TRUE(half);
+  EXPECT_EQ(half->shape, (std::vector<std::int64_t>{56}));
+  EXPECT_FALSE(half->padded_rows);
+  Buffer sixteen = lowered("matmul:M=8,N=16,K=5", whole);
+  ASSERT_TRUE(sixteen);
+  EXPECT_EQ(sixteen->shape, (std::vector<std::int64_t>{64}));
+  EXPECT_FALSE(sixteen->padded_rows);
+}
+
 // Dense reads W[j, k] along j, its rows, so a staged copy of W in W's
 // layout is read by gathers when j is vectorized. Compaction lays the copy
 // out with j innermost instead: the vector loads are contiguous, and the
