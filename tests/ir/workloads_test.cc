@@ -147,6 +147,7 @@ TEST(WorkloadsTest, EveryShippedWorkloadFileLoads) {
       {"column_sum", 2048LL * 2048},
       {"conv2d_nchw", 2LL * 64 * 56 * 56 * 64 * 3 * 3},
       {"conv1x1_nchw", 2LL * 512 * 14 * 14 * 256 + 512 * 14 * 14},  // and the bias
+      {"depthwise_nchw", 2LL * 512 * 14 * 14 * 3 * 3},
       {"dense_gelu", 2LL * 128 * 3072 * 768 + 128 * 3072 * 14},
       {"layer_norm", 2949120},
       {"matmul_tn", 2LL * 512 * 512 * 512},
