@@ -394,7 +394,7 @@ std::vector<std::size_t> VectorFriendlyOrder(const std::vector<BlockAccess>& acc
 // of 14 overlap such vectors, so each store kept what the next row held (a
 // blend in every step of an accumulation) and LLVM kept the accumulator in
 // memory: a 3 x 3 depthwise convolution in NCHW at 14 x 14, one thread,
-// ran 113 us against 29 us at 14 x 16 (bench/RESULTS.md, session 72).
+// ran 112 us against 29 us at 14 x 16 (bench/RESULTS.md, session 72).
 // Rows padded to the vector's end hold it alone, and code generation
 // leaves the padding's lanes unblended (BufferNode::padded_rows). Only
 // where each access in a vectorized loop moves this dimension alone, one
