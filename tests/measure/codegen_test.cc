@@ -587,19 +587,13 @@ sch.vectorize(j)
 // at 14 x 14 ran 4x slower per element than at 14 x 16).
 TEST(CodegenTest, PaddedRowsOfAPrivateAccumulatorStayInRegisters) {
   PrimFunc f = BuildWorkload("matmul:M=8,N=14,K=5").func;
-  std::string ir = IRAfterAFencedRun(f, R"(
-b0 = sch.get_block("C")
-i, j, k = sch.get_loops(b0)
-i0, i1 = sch.split(i, factors=[None, 4])
-sch.reorder(i0, k, i1, j)
-b1 = sch.cache_write(b0, 0, "local")
-sch.reverse_compute_at(b1, i0, preserve_unit_loops=True)
+  std::string ir = IRAfterAFencedRun(f, (std::string(testing::kFourRowAccumulator) + R"(
 sch.decompose_reduction(b0, k)
 i0, k, i1, j = sch.get_loops(b0)
 sch.vectorize(j)
 *_, c = sch.get_loops(b1)
 sch.vectorize(c)
-)", 6, {0, 1});
+)").c_str(), 6, {0, 1});
   EXPECT_EQ(ir.find("alloca"), std::string::npos) << ir;
   EXPECT_EQ(ir.find("select <16 x i1>"), std::string::npos) << ir;
 }

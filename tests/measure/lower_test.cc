@@ -70,14 +70,7 @@ TEST(LowerTest, ARowOfAPrivateBufferIsPaddedToItsMaskedVectorsEnd) {
   auto lowered = [](const char* spec, const char* split) {
     PrimFunc f = BuildWorkload(spec).func;
     Schedule sch(f, 0);
-    RunScheduleScript(sch, std::string(R"(
-b0 = sch.get_block("C")
-i, j, k = sch.get_loops(b0)
-i0, i1 = sch.split(i, factors=[None, 4])
-sch.reorder(i0, k, i1, j)
-b1 = sch.cache_write(b0, 0, "local")
-sch.reverse_compute_at(b1, i0, preserve_unit_loops=True)
-)") + split);
+    RunScheduleScript(sch, std::string(testing::kFourRowAccumulator) + split);
     EXPECT_EQ(LoweringKeepsTheResult(f, sch.func(), 3), "") << spec;
     PrimFunc low = Lower(sch.func());
     const BlockNode* scope = nullptr;

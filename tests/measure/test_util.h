@@ -40,6 +40,18 @@ inline Jit& IRJit() {
 
 namespace testing {
 
+// A matmul's C accumulated 4 rows at a time in a private C_local
+// (cache_write, written back under i0): where the padded-row tests start
+// (lower_test.cc, codegen_test.cc).
+inline constexpr const char* kFourRowAccumulator = R"(
+b0 = sch.get_block("C")
+i, j, k = sch.get_loops(b0)
+i0, i1 = sch.split(i, factors=[None, 4])
+sch.reorder(i0, k, i1, j)
+b1 = sch.cache_write(b0, 0, "local")
+sch.reverse_compute_at(b1, i0, preserve_unit_loops=True)
+)";
+
 // The same data as a one-dimensional array (lowered programs take flat buffers).
 inline ir::NDArray Flat(const ir::NDArray& a) {
   ir::NDArray f(a.dtype(), {a.size()});
