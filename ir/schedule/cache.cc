@@ -6,7 +6,9 @@
 // with zeros to the block's padded domain.
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <map>
+#include <set>
 
 #include "ir/schedule/schedule_internal.h"
 
@@ -241,8 +243,55 @@ PadPlan PlanPadding(const BlockNode& b, const std::vector<std::int64_t>& padding
     }
   }
   if (padded.empty()) sched::Fail(p, "the padding changes no extent of block '" + b.name + "'");
+  VarRanges ranges;
+  std::map<const ExprNode*, const IterVar*> iter_of;
+  for (const IterVar& iv : b.iter_vars) {
+    ranges[iv.var.get()] = iv.extent;
+    iter_of[iv.var.get()] = &iv;
+  }
+  const sched::BufferSet stored = sched::StoredBuffers(b);
+  // How much a dimension that an input reads at c * v + (the rest), a
+  // window such as a convolution's w + kw, grows when variable v is padded:
+  // c elements per added value of v. The outputs at a spatial variable's
+  // added values are cut off, so what they read past the input's end is
+  // never used, and the real outputs read only what they read before; a
+  // reduction variable's added terms are 0 whatever the window reads, since
+  // every factor also reads with the variable itself (AddsZeroWhenPadded).
+  auto window_growth = [&](const Buffer& buffer, std::size_t d, const Expr& index) {
+    const std::string where = "block '" + b.name + "' indexes dimension " + std::to_string(d) + " of " + buffer->name;
+    if (stored.count(buffer.get())) {
+      sched::Fail(p, where + ", which it writes, with an expression of a padded variable; an output must be indexed "
+                             "by padded variables themselves");
+    }
+    std::set<const ExprNode*> used;
+    VisitExpr(index, [&](const Expr& x) {
+      if (padded.count(x.get())) used.insert(x.get());
+    });
+    auto coefficients = LinearCoefficients(index, used, ranges);
+    if (!coefficients) {
+      sched::Fail(p, where + " with an expression that is not linear in a padded variable; only a plain variable or "
+                             "a window (c * v + ...) can be padded");
+    }
+    std::int64_t growth = 0;
+    for (const auto& [var, c] : *coefficients) {
+      const IterVar& iv = *iter_of.at(var);
+      if (c <= 0) sched::Fail(p, where + " backwards along padded variable " + iv.var->name);
+      std::int64_t added = 0;
+      if (__builtin_mul_overflow(c, padded.at(var) - iv.extent, &added) ||
+          __builtin_add_overflow(growth, added, &growth)) {
+        growth = std::numeric_limits<std::int64_t>::max();
+      }
+    }
+    std::int64_t most = sched::MaxIterations(index->dtype);
+    if (growth > most - buffer->shape[d]) {
+      sched::Fail(p, where + " with a window that the padding would widen past what its " +
+                         std::string(DataTypeName(index->dtype)) + " index counts");
+    }
+    return growth;
+  };
   // Every access: a dimension indexed by a padded variable must be indexed
-  // by exactly that variable, over the variable's whole extent.
+  // by exactly that variable, over the variable's whole extent, or be an
+  // input's window (above).
   auto visit = [&](const Buffer& buffer, const std::vector<Expr>& indices) {
     std::vector<std::int64_t> shape = buffer->shape;
     for (std::size_t d = 0; d < indices.size(); ++d) {
@@ -250,10 +299,7 @@ PadPlan PlanPadding(const BlockNode& b, const std::vector<std::int64_t>& padding
       bool uses_padded = false;
       VisitExpr(indices[d], [&](const Expr& x) { uses_padded = uses_padded || padded.count(x.get()); });
       if (it == padded.end()) {
-        if (uses_padded) {
-          sched::Fail(p, "block '" + b.name + "' indexes dimension " + std::to_string(d) + " of " + buffer->name +
-                             " with an expression of a padded variable; only a plain variable can be padded");
-        }
+        if (uses_padded) shape[d] += window_growth(buffer, d, indices[d]);
         continue;
       }
       std::int64_t original = 0;

@@ -3,6 +3,7 @@
 #include "search/rules/rules.h"
 
 #include <algorithm>
+#include <set>
 
 namespace tunedb::search::rules {
 
@@ -68,6 +69,26 @@ std::int64_t RowMultiple(std::int64_t columns, std::int64_t rows, std::int64_t l
     }
   }
   return 3 * kept <= 2 * whole && rows >= 8 * whole_rows ? whole_rows : kRows;
+}
+
+// Whether some read indexes a dimension with an expression of a variable
+// that `padding` pads: a window, as a convolution reads X[h + kh, w + kw].
+bool PadsAWindow(const BlockNode& b, const std::vector<std::int64_t>& padding) {
+  std::set<const ir::ExprNode*> padded;
+  for (std::size_t i = 0; i < padding.size(); ++i) {
+    if (padding[i] > 1) padded.insert(b.iter_vars[i].var.get());
+  }
+  bool window = false;
+  ir::VisitStmtExprs(b.body, [&](const ir::Expr& e) {
+    ir::VisitExpr(e, [&](const ir::Expr& load) {
+      if (load->kind != ir::ExprKind::kLoad) return;
+      for (const ir::Expr& index : load->operands) {
+        if (padded.count(index.get())) continue;
+        ir::VisitExpr(index, [&](const ir::Expr& x) { window = window || padded.count(x.get()) > 0; });
+      }
+    });
+  });
+  return window;
 }
 
 }  // namespace
@@ -397,6 +418,16 @@ std::vector<std::int64_t> RegisterBlockPadding(const BlockNode& b, const SpaceOp
     spatial = pad(rows, RowMultiple(columns, extents[static_cast<std::size_t>(rows)], lanes, o)) || spatial;
   }
   if (!spatial) return {};
+  // pad_einsum widens a convolution's input window for padded output
+  // columns, but that padding did not pay: 64-trial sessions, seeds 0 and
+  // 1, the kept kernels re-timed side by side on a Zen 4, without and with
+  // it: conv2d 14 x 14 x 256 for AVX2 (rows 14 -> 16) 198.2 and 187.8
+  // GFLOP/s, 56 x 56 x 64 (56 -> 60, 6 x 2 blocks of 12 accumulators for 8)
+  // 194.8 and 193.1, 7 x 7 x 512 for AVX-512 205.7 and 201.1, the depthwise
+  // NHWC convolution for AVX2 178.0 and 140.1 (bench/RESULTS.md, session
+  // 73). On that machine a hand-written AVX2 block of 8 accumulators runs
+  // at 94% of one of 12, less than the padding's added work.
+  if (PadsAWindow(b, padding)) return {};
   // A sliding reduction is unrolled instead of the last (RegisterBlockedTiles).
   if (last_reduce >= 0 && SlidingReduction(b, loop_vars, extents, shape.kinds, rows) < 0) pad(last_reduce, kUnroll);
   return padding;

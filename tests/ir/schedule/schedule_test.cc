@@ -540,13 +540,64 @@ TEST(CacheTest, PadEinsumRefusals) {
   ExpectRefused(s2, [&] { s2.PadEinsum(max, {1, 16}); },
                 "pad_einsum: block 'T_softmax_maxelem': padding reduction variable v_k needs an update "
                 "out += a * b * ... whose every factor reads with v_k");
-  // A convolution reads its input at yy + ry: an output row is not an input row.
+  // A convolution reads its input at xx + rx: the terms a padded rx adds
+  // would read real input, not zeros.
   PrimFunc conv = BuildWorkload("conv2d_nhwc:N=1,H=5,W=5,CI=3,CO=5,KH=3,KW=3,stride=1,pad=1").func;
   Schedule s3(conv, 0);
   BlockRV out = s3.GetBlock("Conv2dOutput");
-  ExpectRefused(s3, [&] { s3.PadEinsum(out, {1, 1, 8, 1, 1, 1, 1}); },
-                "pad_einsum: block 'Conv2dOutput' indexes dimension 2 of PaddedInput with an expression of a "
-                "padded variable; only a plain variable can be padded");
+  ExpectRefused(s3, [&] { s3.PadEinsum(out, {1, 1, 1, 1, 1, 4, 1}); },
+                "pad_einsum: block 'Conv2dOutput': padding reduction variable v_rx needs an update out += a * b * "
+                "... whose every factor reads with v_rx");
+  // Upsampling reads X at h / 2: no window grows with h.
+  PrimFunc upsample = ParseWorkloadText(
+      "input X: f32[4, 6]\nY[h in 8, w in 12] = X[h / 2, w / 2]\noutput Y\n");
+  Schedule s4(upsample, 0);
+  BlockRV y = s4.GetBlock("Y");
+  ExpectRefused(s4, [&] { s4.PadEinsum(y, {1, 16}); },
+                "pad_einsum: block 'Y' indexes dimension 1 of X with an expression that is not linear in a padded "
+                "variable; only a plain variable or a window (c * v + ...) can be padded");
+}
+
+// A convolution's output columns padded (5 -> 8, the register blocks an
+// AVX2 target wants): its input's window xx + rx grows by the 3 added
+// columns, read as zeros, and the real outputs are unchanged. With the
+// zero-padding stage inlined first (as the design space does), and with a
+// stride of 2, whose window grows by 2 per added column.
+TEST(CacheTest, PadEinsumWidensAConvolutionsInputWindow) {
+  PrimFunc conv = BuildWorkload("conv2d_nhwc:N=1,H=5,W=5,CI=3,CO=5,KH=3,KW=3,stride=1,pad=1").func;
+  Schedule sch(conv, 0);
+  sch.PadEinsum(sch.GetBlock("Conv2dOutput"), {1, 4, 8, 1, 1, 1, 1});
+  std::string text = PrintProgram(sch.func());
+  for (const char* expected : {"PaddedInput_pad = T.alloc_buffer((1, 10, 10, 3))", "Conv2dOutput_pad = "
+                                                                                  "T.alloc_buffer((1, 8, 8, 5))"}) {
+    EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
+  }
+  EXPECT_SAME_RESULT(conv, sch);
+
+  Schedule inlined(conv, 0);
+  inlined.ComputeInline(inlined.GetBlock("PaddedInput"));
+  inlined.PadEinsum(inlined.GetBlock("Conv2dOutput"), {1, 1, 8, 1, 1, 1, 1});
+  EXPECT_NE(PrintProgram(inlined.func()).find("X_pad = T.alloc_buffer((1, 5, 8, 3))"), std::string::npos)
+      << PrintProgram(inlined.func());
+  EXPECT_SAME_RESULT(conv, inlined);
+
+  PrimFunc strided = BuildWorkload("conv2d_nhwc:N=1,H=9,W=9,CI=2,CO=3,KH=3,KW=3,stride=2,pad=1").func;
+  Schedule s2(strided, 0);
+  s2.PadEinsum(s2.GetBlock("Conv2dOutput"), {1, 1, 8, 1, 1, 1, 1});  // 5 columns -> 8
+  EXPECT_NE(PrintProgram(s2.func()).find("PaddedInput_pad = T.alloc_buffer((1, 11, 17, 2))"), std::string::npos)
+      << PrintProgram(s2.func());
+  EXPECT_SAME_RESULT(strided, s2);
+
+  // A reduction variable read through a window too, where every factor
+  // also reads with it as itself: X's added rows, all zeros, zero the
+  // added terms, whatever the window reads. i + k grows by 2 + 3 columns.
+  PrimFunc diagonal = ParseWorkloadText(
+      "input X: f32[5, 10]\ninput W: f32[5]\nY[i in 6] = sum(k in 5) X[k, i + k] * W[k]\noutput Y\n");
+  Schedule s3(diagonal, 0);
+  s3.PadEinsum(s3.GetBlock("Y"), {4, 8});
+  EXPECT_NE(PrintProgram(s3.func()).find("X_pad = T.alloc_buffer((8, 15))"), std::string::npos)
+      << PrintProgram(s3.func());
+  EXPECT_SAME_RESULT(diagonal, s3);
 }
 
 TEST(ReductionTest, DecomposeReductionRefusals) {
