@@ -1051,6 +1051,14 @@ TEST(DesignSpace, RecordsARegisterBlockAsItsDecisions) {
     }
   }
   EXPECT_GT(padded, 0);
+  // A convolution's rows (w, read as X[h + kh, w + kw]) are not padded to
+  // 6 x 2 blocks, though pad_einsum could widen the window: measured
+  // slower (RegisterBlockPadding). 2 x 4 rows of 4 vectors, as before.
+  for (const ir::Trace& space :
+       DefaultDesignSpace(ir::BuildWorkload("conv2d_nhwc").func, SpaceOptionsFor(2, 256))) {
+    EXPECT_EQ(space.AsScript().find("pad_einsum"), std::string::npos) << space.AsScript();
+    EXPECT_EQ(RecordedTiles(space)[2].back(), 2) << space.AsScript();
+  }
   // B read in place with a panel over the L2 (4096 x 64 floats): the rows
   // beyond the block go inside the outer reduction loop, so the panel is
   // read once. Packed, they stay outside it.
