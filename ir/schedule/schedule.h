@@ -102,10 +102,10 @@ class Schedule {
   // a padded buffer whose real part is copied back after (block
   // <output>_unpad). A padded variable must index buffer dimensions as
   // itself or an input's window (c * v + ..., a convolution's w + kw, whose
-  // padded copy grows by c per added value), and
-  // be bound to a whole loop that holds only this block; a padded reduction
-  // variable needs an update out += a * b * ... whose factors all read with
-  // it, so that every padded term adds 0.
+  // padded copy grows by c per added value), and be bound to a whole loop
+  // that holds only this block; a padded reduction variable needs an update
+  // out += a * b * ... whose factors all read with it, so that every padded
+  // term adds 0.
   void PadEinsum(BlockRV block, const std::vector<std::int64_t>& padding);
 
   // ---- block motion ----

@@ -556,6 +556,19 @@ TEST(CacheTest, PadEinsumRefusals) {
   ExpectRefused(s4, [&] { s4.PadEinsum(y, {1, 16}); },
                 "pad_einsum: block 'Y' indexes dimension 1 of X with an expression that is not linear in a padded "
                 "variable; only a plain variable or a window (c * v + ...) can be padded");
+  // Rows read backwards would need the copy padded at their start.
+  PrimFunc reversed = ParseWorkloadText("input X: f32[3, 12]\nY[c, w in 12] = X[c, 11 - w]\noutput Y\n");
+  Schedule s5(reversed, 0);
+  BlockRV r = s5.GetBlock("Y");
+  ExpectRefused(s5, [&] { s5.PadEinsum(r, {1, 16}); },
+                "pad_einsum: block 'Y' indexes dimension 1 of X backwards along padded variable v_w");
+  // A window of stride 2 padded to 2^30 columns would index past int32.
+  PrimFunc strided = ParseWorkloadText("input X: f32[3, 9]\nY[c, w in 4] = X[c, 2 * w]\noutput Y\n");
+  Schedule s6(strided, 0);
+  BlockRV st = s6.GetBlock("Y");
+  ExpectRefused(s6, [&] { s6.PadEinsum(st, {1, std::int64_t{1} << 30}); },
+                "pad_einsum: block 'Y' indexes dimension 1 of X with a window that the padding would widen past what "
+                "its int32 index counts");
 }
 
 // A convolution's output columns padded (5 -> 8, the register blocks an
