@@ -111,8 +111,11 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
       // blocks first (strategy.h), and unpadded, prime extents have none.
       std::vector<std::int64_t> padding = RegisterBlockPadding(node, options);
       if (!padding.empty()) {
-        // pad_einsum refuses a padded variable read through an expression
-        // (an NCHW convolution's w + kw); then there are no padded variants.
+        // pad_einsum refuses some paddings (an index not linear in a padded
+        // variable, as an upsampling's h / 2; a padded reduction whose added
+        // terms would not be 0); then there are no padded variants. A
+        // convolution's window it would pad, but RegisterBlockPadding leaves
+        // windows out.
         try {
           Schedule trial = probe;
           trial.PadEinsum(trial.GetBlock(name), padding);
