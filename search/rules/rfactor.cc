@@ -157,11 +157,18 @@ void MatrixVectorRFactor(Schedule& sch, const std::string& name, const SpaceOpti
     if (read.buffer == streamed) w = &read;
   }
   if (w == nullptr) throw ScheduleError("matrix-vector rfactor: " + name + "_rf does not read " + streamed->name);
-  std::vector<LoopRV> moving, reusing;  // before the reduction loop
+  // The loops before the vector's reduction loop: the rows of the output
+  // that move the input, those that reuse it, and any further reduction
+  // loops (a sum over h and w: rf[n, c, w1] += X[n, c, h, w0 * 16 + w1]).
+  // Those stay inside the accumulators' loop: under one of them, the sum
+  // and its consumers would run again at each of its steps.
+  std::vector<LoopRV> moving, reusing, reducing;
   std::int64_t reuse = 1;
   for (std::size_t l = 0; l + 2 < loops.size(); ++l) {
     const ir::ForNode& f = sch.Get(loops[l]);
-    if (f.extent > 1 && !ReadMovesWith(node, *w, f.loop_var.get())) {
+    if ((*kinds)[l] == IterKind::kReduce) {
+      reducing.push_back(loops[l]);
+    } else if (f.extent > 1 && !ReadMovesWith(node, *w, f.loop_var.get())) {
       reusing.push_back(loops[l]);
       reuse *= f.extent;
     } else {
@@ -178,6 +185,7 @@ void MatrixVectorRFactor(Schedule& sch, const std::string& name, const SpaceOpti
   std::vector<LoopRV> parts = sch.Split(moving.back(), {tiles[0], tiles[1]});
   std::vector<LoopRV> order(moving.begin(), moving.end() - 1);
   order.push_back(parts[0]);
+  order.insert(order.end(), reducing.begin(), reducing.end());
   order.push_back(loops[loops.size() - 2]);
   order.insert(order.end(), reusing.begin(), reusing.end());
   order.push_back(parts[1]);

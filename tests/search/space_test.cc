@@ -370,6 +370,33 @@ TEST(DesignSpace, ARowReductionSumsInVectorLanes) {
   EXPECT_EQ(ir::testing::SameResult(w.func, c->program, 3), "");
 }
 
+// A sum over a plane (h and w, a group norm's statistics) streams its
+// input as a matrix-vector product does, but its rows' partial sums go in
+// registers around both reduction loops, not inside h: under h, the sum of
+// the lanes and the normalization after it ran again at each of h's steps
+// (3 x 37 x 29 x 29: 93.7 us, against 13.9 us with them once).
+TEST(DesignSpace, APlaneReductionSumsItsLanesOncePerRow) {
+  ir::PrimFunc workload = ir::ParseWorkloadText(
+      "input X: f32[2, 6, 9, 20]\n"
+      "S[n, g in 6] = sum(h in 9, w in 20) X[n, g, h, w] * X[n, g, h, w]\n"
+      "M[n, g, h in 9, w in 20] = X[n, g, h, w] * rsqrt(S[n, g] / 180.0 + 0.00001)\n");
+  int rfactored = 0;
+  for (const ir::Trace& design : DefaultDesignSpace(workload, SpaceOptionsFor(2, 512))) {
+    if (design.AsScript().find("rfactor") == std::string::npos) continue;
+    ++rfactored;
+    ir::Schedule sch = ir::ReplayTrace(workload, design, 0);
+    std::int64_t steps = 1;
+    for (ir::LoopRV l : sch.GetLoops(sch.GetBlock("M"))) steps *= sch.Get(l).extent;
+    EXPECT_EQ(steps, 2 * 6 * 9 * 20) << design.AsScript();
+    for (std::uint64_t seed : {0, 1}) {
+      std::optional<Candidate> c = Realize(workload, design, seed);
+      ASSERT_TRUE(c);
+      EXPECT_EQ(ir::testing::SameResult(workload, c->program, 3), "");
+    }
+  }
+  EXPECT_GE(rfactored, 1);
+}
+
 // A global average pool's rows are short (49 steps, 7 along the input's
 // rows) and many (512 channels), so neither the matrix-vector form nor a
 // leading-axis rfactor applies; yet 49 dependent scalar adds per channel
