@@ -65,6 +65,65 @@ std::int64_t StatementCount(const Stmt& s) {
   return 0;
 }
 
+// Whether `s` holds a loop that code generation emits as a loop, not as
+// straight code (an unrolled loop) or lanes (a vectorized one).
+bool EmitsALoop(const Stmt& s) {
+  bool found = false;
+  VisitStmt(s, [&](const Stmt& st) {
+    if (found || st->kind != StmtKind::kFor) return;
+    const auto& loop = static_cast<const ForNode&>(*st);
+    if (loop.extent <= 1) return;
+    switch (loop.for_kind) {
+      case ForKind::kSerial:
+      case ForKind::kParallel: found = true; break;
+      case ForKind::kUnrolled: found = loop.extent * StatementCount(loop.body) > kMaxUnrolledStatements; break;
+      case ForKind::kVectorized: break;
+    }
+  });
+  return found;
+}
+
+// Whether some element `loop` stores or loads moves with its variable by
+// more than one element a step (a row apart, or through a division): the
+// loop that LLVM's loop vectorizer, once O3 has unrolled the loops inside
+// it, vectorizes with gathers and scatters (interleaved groups are off,
+// see jit.cc).
+bool AccessesStrideAcross(const ForNode& loop) {
+  const ExprNode* var = loop.loop_var.get();
+  bool strided = false;
+  auto check = [&](const Expr& index) {
+    if (strided || !UsesVar(index, var)) return;
+    auto coefficients = LinearCoefficients(index, {var}, {});
+    strided = !coefficients || coefficients->size() != 1 || (*coefficients)[0].second > 1 ||
+              (*coefficients)[0].second < -1;
+  };
+  VisitStmt(loop.body, [&](const Stmt& s) {
+    if (s->kind == StmtKind::kStore) {
+      for (const Expr& index : static_cast<const StoreNode&>(*s).indices) check(index);
+    }
+  });
+  VisitStmtExprs(loop.body, [&](const Expr& e) {
+    VisitExpr(e, [&](const Expr& x) {
+      if (x->kind == ExprKind::kLoad) {
+        for (const Expr& index : x->operands) check(index);
+      }
+    });
+  });
+  return strided;
+}
+
+// Whether LLVM's loop vectorizer may take `loop`. It only takes innermost
+// loops, but O3 first unrolls short inner loops fully, and then it took the
+// loop around them even where that loop moves across rows, with gathers and
+// scatters: an unscheduled 3 x 37 x 32 x 32 multiply by 2 ran 95 us so,
+// against 9.2 us with that loop left alone and each row's unrolled
+// elements vectorized by the SLP vectorizer. Where the loop moves its
+// elements contiguously it stays the vectorizer's: an unscheduled NHWC
+// depthwise convolution, its channel loop vectorized around the unrolled
+// 3 x 3 window, ran 63 us, and 548 us without (bench/RESULTS.md,
+// session 74). A loop emitted innermost is always the vectorizer's.
+bool VectorizableByLLVM(const ForNode& loop) { return !EmitsALoop(loop.body) || !AccessesStrideAcross(loop); }
+
 // A nest of loops that only stores constants: a decomposed reduction's
 // init, zeroing its accumulator.
 bool OnlyStoresConstants(const Stmt& s) {
@@ -1105,8 +1164,10 @@ class Codegen {
 
   // A counted loop [begin, end) calling body(var) for each iteration.
   // `keep_loop`: LLVM may not unroll it (llvm.loop.unroll.disable).
+  // `no_vectorize`: LLVM's loop vectorizer may not take it
+  // (llvm.loop.vectorize.enable false); see VectorizableByLLVM.
   void EmitCountedLoop(const Expr& var, llvm::Value* begin, llvm::Value* end, const std::function<void()>& body,
-                       bool keep_loop = false) {
+                       bool keep_loop = false, bool no_vectorize = false) {
     llvm::BasicBlock* pre = b_.GetInsertBlock();
     llvm::BasicBlock* header = llvm::BasicBlock::Create(ctx_, "for." + var->name, fn_);
     llvm::BasicBlock* loop_body = llvm::BasicBlock::Create(ctx_, "body." + var->name, fn_);
@@ -1121,10 +1182,15 @@ class Codegen {
     body();
     llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1), "", /*HasNUW=*/true, /*HasNSW=*/true);
     llvm::BranchInst* latch = b_.CreateBr(header);
-    if (keep_loop) {
+    if (keep_loop || no_vectorize) {
       // A loop ID is a distinct node whose first operand is itself.
-      llvm::MDNode* disable = llvm::MDNode::get(ctx_, llvm::MDString::get(ctx_, "llvm.loop.unroll.disable"));
-      llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, {nullptr, disable});
+      std::vector<llvm::Metadata*> properties = {nullptr};
+      if (keep_loop) properties.push_back(llvm::MDNode::get(ctx_, llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")));
+      if (no_vectorize) {
+        properties.push_back(llvm::MDNode::get(
+            ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"), llvm::ConstantAsMetadata::get(b_.getFalse())}));
+      }
+      llvm::MDNode* id = llvm::MDNode::getDistinct(ctx_, properties);
       id->replaceOperandWith(0, id);
       latch->setMetadata(llvm::LLVMContext::MD_loop, id);
     }
@@ -1321,7 +1387,8 @@ class Codegen {
     bool outermost_fill = !in_large_fill_ && OnlyStoresConstants(n.body) &&
                           StatementCount(n.body) * n.extent > kMaxUnrolledFillElements;
     if (outermost_fill) in_large_fill_ = true;
-    EmitCountedLoop(n.loop_var, b_.getInt64(0), b_.getInt64(n.extent), [&] { EmitStmt(n.body); }, in_large_fill_);
+    EmitCountedLoop(n.loop_var, b_.getInt64(0), b_.getInt64(n.extent), [&] { EmitStmt(n.body); }, in_large_fill_,
+                    !VectorizableByLLVM(n));
     if (outermost_fill) in_large_fill_ = false;
   }
 
@@ -1447,7 +1514,8 @@ class Codegen {
       loop->getArg(arg)->addAttr(llvm::Attribute::NoAlias);
       buffers_.Bind(buf, loop->getArg(arg++));
     }
-    EmitCountedLoop(n.loop_var, loop->getArg(arg), loop->getArg(arg + 1), [&] { EmitStmt(n.body); });
+    EmitCountedLoop(n.loop_var, loop->getArg(arg), loop->getArg(arg + 1), [&] { EmitStmt(n.body); },
+                    /*keep_loop=*/false, !VectorizableByLLVM(n));
     b_.CreateRetVoid();
     in_parallel_ = false;
     fn_ = saved_fn;
