@@ -84,7 +84,15 @@ void DecomposeReductions(Schedule& sch) {
 // Fuses the outer spatial loops of each nest while their extent product
 // stays within max_jobs, and runs the fused loop in parallel. The first loop
 // of more than one iteration is taken whatever its extent: loops of one
-// iteration before it (a batch of one) must not leave the nest serial.
+// iteration before it (a batch of one) must not leave the nest serial. So
+// is the next one while the jobs are odd and fewer than a quarter of
+// max_jobs (4 a core at TVM's 16 a core): the runtime gives each thread one
+// contiguous chunk, and 3 jobs on 2 threads left one idle a third of the
+// time, where 3 x 37 shares evenly (a plane reduction of 3 x 37 x 29 x 29:
+// 9.1-9.4 us, 6.9-7.8 with the next loop fused; bench/RESULTS.md, session
+// 74). An even count shares evenly already; fusing more there changed
+// which loops the unroll pragma reaches, and a padded matmul 127 design
+// with 4 jobs went from 21 to 36 us.
 void ParallelizeOuterLoops(Schedule& sch, std::int64_t max_jobs) {
   for (const std::string& rep : NestRepresentatives(sch)) {
     std::vector<LoopRV> loops = sch.GetLoops(sch.GetBlock(rep));
@@ -93,7 +101,8 @@ void ParallelizeOuterLoops(Schedule& sch, std::int64_t max_jobs) {
     for (std::size_t i = 0; i < loops.size(); ++i) {
       const ForNode& f = sch.Get(loops[i]);
       if (f.for_kind != ir::ForKind::kSerial || !IsSpatialLoop(f)) break;
-      if (jobs > 1 && jobs * f.extent > max_jobs) break;
+      const bool too_few_to_share = jobs % 2 == 1 && jobs * 4 < max_jobs;
+      if (jobs > 1 && jobs * f.extent > max_jobs && !too_few_to_share) break;
       jobs *= f.extent;
       ++n;
       bool only_child = i + 1 < loops.size() && f.body.get() == &sch.Get(loops[i + 1]);

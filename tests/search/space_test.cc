@@ -1143,6 +1143,28 @@ TEST(DesignSpace, PostprocessorsMakeParallelVectorizedUnrolledLoops) {
   EXPECT_TRUE(unroll);
 }
 
+// The parallel loop fuses the outer loops within the job limit (32 jobs on
+// 2 cores), and past it while the jobs are odd and fewer than a quarter of
+// it: 3 jobs on 2 threads would leave one idle a third of the time.
+TEST(DesignSpace, TooFewParallelJobsTakeTheNextLoopToo) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"input X: f32[3, 37, 4, 8]\nY[n, c, h, w] = X[n, c, h, w] * 2.0\n", "in T.parallel(111,"},
+      {"input X: f32[8, 37, 4, 8]\nY[n, c, h, w] = X[n, c, h, w] * 2.0\n", "in T.parallel(8,"},
+      {"input X: f32[4, 8, 4, 8]\nY[n, c, h, w] = X[n, c, h, w] * 2.0\n", "in T.parallel(32,"},
+      {"input X: f32[4, 37, 4, 8]\nY[n, c, h, w] = X[n, c, h, w] * 2.0\n", "in T.parallel(4,"},
+  };
+  for (const auto& [text, parallel] : cases) {
+    ir::PrimFunc workload = ir::ParseWorkloadText(text);
+    std::vector<ir::Trace> spaces = DefaultDesignSpace(workload, SpaceOptionsFor(2, 512));
+    ASSERT_FALSE(spaces.empty());
+    std::optional<Candidate> c = Realize(workload, spaces[0], 0);
+    ASSERT_TRUE(c);
+    std::string program = ir::PrintProgram(c->program);
+    EXPECT_NE(program.find(parallel), std::string::npos) << parallel << "\n" << program;
+    EXPECT_EQ(ir::testing::SameResult(workload, c->program, 1), "");
+  }
+}
+
 // A row longer than the vectorize limit (an elementwise output's, which
 // no rule tiles) is vectorized in parts: split by its largest divisor up
 // to the limit, when that is at least 8 lanes; otherwise left whole.
