@@ -83,6 +83,20 @@ bool EmitsALoop(const Stmt& s) {
   return found;
 }
 
+// Calls fn(buffer, flat index) for each store under `s` and each load in
+// a stored value.
+template <typename Fn>
+void VisitAccesses(const Stmt& s, Fn&& fn) {
+  VisitStmt(s, [&](const Stmt& st) {
+    if (st->kind != StmtKind::kStore) return;
+    const auto& store = static_cast<const StoreNode&>(*st);
+    fn(store.buffer, store.indices[0]);
+    VisitExpr(store.value, [&](const Expr& e) {
+      if (e->kind == ExprKind::kLoad) fn(e->buffer, e->operands[0]);
+    });
+  });
+}
+
 // Whether some element `loop` stores or loads moves with its variable by
 // more than one element a step (a row apart, or through a division): the
 // loop that LLVM's loop vectorizer, once O3 has unrolled the loops inside
@@ -91,23 +105,11 @@ bool EmitsALoop(const Stmt& s) {
 bool AccessesStrideAcross(const ForNode& loop) {
   const ExprNode* var = loop.loop_var.get();
   bool strided = false;
-  auto check = [&](const Expr& index) {
+  VisitAccesses(loop.body, [&](const Buffer&, const Expr& index) {
     if (strided || !UsesVar(index, var)) return;
     auto coefficients = LinearCoefficients(index, {var}, {});
     strided = !coefficients || coefficients->size() != 1 || (*coefficients)[0].second > 1 ||
               (*coefficients)[0].second < -1;
-  };
-  VisitStmt(loop.body, [&](const Stmt& s) {
-    if (s->kind == StmtKind::kStore) {
-      for (const Expr& index : static_cast<const StoreNode&>(*s).indices) check(index);
-    }
-  });
-  VisitStmtExprs(loop.body, [&](const Expr& e) {
-    VisitExpr(e, [&](const Expr& x) {
-      if (x->kind == ExprKind::kLoad) {
-        for (const Expr& index : x->operands) check(index);
-      }
-    });
   });
   return strided;
 }
@@ -1406,18 +1408,10 @@ class Codegen {
     if (options_.vector_bits < 512 || mask_ || guard_ || MayTrap(body)) return false;
     const auto wide = static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(rest)));
     bool ok = true;
-    auto access = [&](const Buffer& buf, const Expr& index) {
+    VisitAccesses(body, [&](const Buffer& buf, const Expr& index) {
       const std::int64_t bits = static_cast<std::int64_t>(StorageType(buf->dtype)->getPrimitiveSizeInBits());
       const std::int64_t stride = LaneStride(index);
       ok = ok && wide * bits <= options_.vector_bits && (stride == 0 || stride == 1);
-    };
-    VisitStmt(body, [&](const Stmt& st) {
-      if (st->kind != StmtKind::kStore) return;
-      const auto& store = static_cast<const StoreNode&>(*st);
-      access(store.buffer, store.indices[0]);
-      VisitExpr(store.value, [&](const Expr& e) {
-        if (e->kind == ExprKind::kLoad) access(e->buffer, e->operands[0]);
-      });
     });
     return ok;
   }
