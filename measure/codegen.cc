@@ -7,9 +7,11 @@
 #include <functional>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include <llvm/Analysis/VectorUtils.h>
 #include <llvm/IR/BasicBlock.h>
@@ -33,9 +35,10 @@ constexpr std::int64_t kMaxUnrolledStatements = 4096;
 constexpr std::int64_t kMaxStackBytes = 1 << 20;
 // The widest vectorized loop emitted as vector operations.
 constexpr std::int64_t kMaxLanes = 64;
-// The largest constant stride between lanes loaded as contiguous vectors
-// and a shuffle (EmitStridedLoad); larger ones are loaded lane by lane.
-constexpr std::int64_t kMaxShuffledStride = 4;
+// The most vectors that lanes at constant offsets load their elements in
+// before a shuffle (EmitLoadOfRuns): four covers every fourth element
+// (strides up to 4); lanes spread wider are loaded lane by lane.
+constexpr std::int64_t kMaxRunVectors = 4;
 
 // A generated value: scalar, or a vector of the current lanes.
 struct Val {
@@ -865,13 +868,6 @@ class Codegen {
     if (!coeffs || coeffs->size() != 1) return kUnknownStride;
     return (*coeffs)[0].second;
   }
-  // Whether lanes `stride` apart are loaded as contiguous vectors and a
-  // shuffle (EmitStridedLoad).
-  bool ShufflesStride(std::int64_t stride) const {
-    return stride != kUnknownStride && stride != 0 && stride != 1 && stride >= -kMaxShuffledStride &&
-           stride <= kMaxShuffledStride && lanes_ > 1 && !guard_;
-  }
-
   Val EmitLoad(const Expr& e) {
     const Buffer& buf = e->buffer;
     for (const auto& [load, row] : transposed_rows_) {
@@ -893,11 +889,10 @@ class Codegen {
       llvm::LoadInst* load = b_.CreateAlignedLoad(vt, address, llvm::Align(st->getPrimitiveSizeInBits() / 8));
       return {FromStorage(load, buf->dtype), true};
     }
-    if (ShufflesStride(stride)) {
-      return {FromStorage(EmitStridedLoad(buf, index, stride), buf->dtype), true};
-    }
-    if (const std::int64_t repeats = LaneRepeats(index); repeats > 1 && !guard_) {
-      return {FromStorage(EmitRepeatedLoad(buf, index, repeats), buf->dtype), true};
+    if (!guard_) {
+      if (auto offsets = LaneOffsets(index)) {
+        if (llvm::Value* v = EmitLoadOfRuns(buf, index, *offsets)) return {FromStorage(v, buf->dtype), true};
+      }
     }
     // Gather, lane by lane.
     Val idx = EmitIndex(index);
@@ -909,75 +904,101 @@ class Codegen {
     return {FromStorage(out, buf->dtype), true};
   }
 
-  // Lanes a small constant stride apart (a 2 x 2 pooling window along a
-  // row, a stride-2 convolution in NCHW, a row read backwards): |stride|
-  // contiguous vector loads over the run between lane 0's element and the
-  // last lane's, and one shuffle that keeps every |stride|-th element, in
-  // reverse for a negative stride. The last load is masked at the run's
-  // end, so nothing outside the lanes' elements is read. Loaded lane by
-  // lane, LLVM made gathers of them: a vectorized 2 x 2 max pooling ran no
-  // faster than the unscheduled loop (bench/RESULTS.md, session 64), and a
-  // row reversal 4x slower than a copy (session 67).
-  llvm::Value* EmitStridedLoad(const Buffer& buf, const Expr& index, std::int64_t stride) {
+  // The offset of each lane's element from lane 0's, when every one is a
+  // constant: the lane variable is bound to where the emitted vector starts
+  // (a constant), so each part of the index that moves with it and with no
+  // other variable (w, w / 2, w % 2, (q % 9) / 3) is evaluated lane by
+  // lane. nullopt when some part also moves with another variable or with
+  // loaded data, or an offset would overflow.
+  std::optional<std::vector<std::int64_t>> LaneOffsets(const Expr& index) {
+    const auto* start = llvm::dyn_cast_or_null<llvm::ConstantInt>(lane_var_ ? vars_.Find(lane_var_) : nullptr);
+    if (!start || lanes_ < 2) return std::nullopt;
+    std::vector<std::int64_t> offsets(static_cast<std::size_t>(lanes_), 0);
+    for (const auto& [atom, coefficient] : ToLinearForm(index, {}).terms) {
+      if (!DependsOnLane(atom)) continue;
+      std::int64_t at_lane0 = 0;
+      for (int i = 0; i < lanes_; ++i) {
+        const Expr lane = IntImm(lane_var_->dtype, start->getSExtValue() + i);
+        std::int64_t value = 0;
+        if (!AsConstInt(Simplify(Substitute(atom, {{lane_var_, lane}})), &value)) return std::nullopt;
+        if (i == 0) at_lane0 = value;
+        std::int64_t moved = 0;
+        if (__builtin_sub_overflow(value, at_lane0, &moved) || __builtin_mul_overflow(moved, coefficient, &moved) ||
+            __builtin_add_overflow(offsets[i], moved, &offsets[i])) {
+          return std::nullopt;
+        }
+      }
+    }
+    return offsets;
+  }
+
+  // Lanes whose elements lie at constant offsets from lane 0's, in a few
+  // runs (a 2 x 2 pooling window along a row: every second element; a row
+  // read backwards; 2x upsampling, X[w / 2]: each element twice; a pixel
+  // shuffle, X[c * 4 + w % 2, w / 2]: two rows interleaved): each run
+  // loaded as contiguous vectors, the last of them masked at the run's end
+  // (or as long as the rest of the run when that is a power of two, which
+  // LLVM keeps a plain load), and one shuffle that puts each lane's
+  // element in place. A run
+  // spans the lanes' elements with gaps of at most a vector, so nothing
+  // outside the buffer is read: every element loaded lies between two that
+  // lanes read. Loaded lane by lane, LLVM made gathers of them: a
+  // vectorized 2 x 2 max pooling and 2x upsampling ran no faster than the
+  // scalar loops (bench/RESULTS.md, sessions 64 and 65), a row reversal 4x
+  // slower than a copy (session 67), and a pixel shuffle 4x slower than a
+  // copy (session 75). nullptr (gather them) when the runs take more than
+  // kMaxRunVectors vectors.
+  llvm::Value* EmitLoadOfRuns(const Buffer& buf, const Expr& index, const std::vector<std::int64_t>& offsets) {
+    struct Run {
+      std::int64_t first, last;
+      std::int64_t position = 0;  // where its first element lands among the loaded vectors
+    };
+    std::vector<std::int64_t> sorted(offsets);
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<Run> runs;
+    std::int64_t vectors = 0;
+    for (std::int64_t offset : sorted) {
+      if (runs.empty() || offset - runs.back().last > lanes_) {
+        if (!runs.empty()) vectors += (runs.back().last - runs.back().first) / lanes_ + 1;
+        runs.push_back({offset, offset, vectors * lanes_});
+      }
+      runs.back().last = offset;
+    }
+    vectors += (runs.back().last - runs.back().first) / lanes_ + 1;
+    if (vectors > kMaxRunVectors) return nullptr;
+
     llvm::Type* st = StorageType(buf->dtype);
     auto* vt = llvm::FixedVectorType::get(st, lanes_);
     llvm::Align align(st->getPrimitiveSizeInBits() / 8);
-    const std::int64_t step = stride < 0 ? -stride : stride;
-    llvm::Value* first = EmitIndexAtLane0(index);
-    // Backwards, the run starts at the last lane's element.
-    if (stride < 0) first = b_.CreateSub(first, b_.getInt64((lanes_ - 1) * step));
-    const std::int64_t run = (lanes_ - 1) * step + 1;
+    llvm::Value* lane0 = EmitIndexAtLane0(index);
     std::vector<llvm::Value*> parts;
-    for (std::int64_t k = 0; k < step; ++k) {
-      llvm::Value* address = LoadAddress(buf, b_.CreateAdd(first, b_.getInt64(k * lanes_)));
-      const std::int64_t in_run = run - k * lanes_;
-      if (in_run >= lanes_) {
-        parts.push_back(b_.CreateAlignedLoad(vt, address, align));
-        continue;
+    for (const Run& run : runs) {
+      for (std::int64_t from = run.first; from <= run.last; from += lanes_) {
+        llvm::Value* address = LoadAddress(buf, b_.CreateAdd(lane0, b_.getInt64(from)));
+        const std::int64_t in_run = run.last - from + 1;
+        if (in_run >= lanes_) {
+          parts.push_back(b_.CreateAlignedLoad(vt, address, align));
+        } else if (std::has_single_bit(static_cast<std::uint64_t>(in_run))) {
+          // Exactly the run's elements, widened for the shuffle.
+          auto* narrow = llvm::FixedVectorType::get(st, static_cast<unsigned>(in_run));
+          std::vector<int> widened;
+          for (int i = 0; i < lanes_; ++i) widened.push_back(i < in_run ? i : -1);
+          parts.push_back(b_.CreateShuffleVector(b_.CreateAlignedLoad(narrow, address, align), widened));
+        } else {
+          std::vector<llvm::Constant*> on;
+          for (int i = 0; i < lanes_; ++i) on.push_back(b_.getInt1(i < in_run));
+          parts.push_back(
+              b_.CreateMaskedLoad(vt, address, align, llvm::ConstantVector::get(on), llvm::PoisonValue::get(vt)));
+        }
       }
-      std::vector<llvm::Constant*> on;
-      for (int i = 0; i < lanes_; ++i) on.push_back(b_.getInt1(i < in_run));
-      parts.push_back(b_.CreateMaskedLoad(vt, address, align, llvm::ConstantVector::get(on),
-                                          llvm::PoisonValue::get(vt)));
     }
-    std::vector<int> every_step;
-    for (int i = 0; i < lanes_; ++i) every_step.push_back(static_cast<int>((stride < 0 ? lanes_ - 1 - i : i) * step));
-    return b_.CreateShuffleVector(llvm::concatenateVectors(b_, parts), every_step);
-  }
-
-  // How many lanes in a row read the same element when the index is lane
-  // 0's plus floordiv(lane, k) (nearest-neighbour upsampling along a row:
-  // X[w / 2] with w vectorized): k, or 0 for any other index. The lanes
-  // start where the emitted vector does, so k must divide that start for
-  // floordiv(start + i, k) to be floordiv(start, k) + floordiv(i, k).
-  std::int64_t LaneRepeats(const Expr& index) {
-    const auto* start = llvm::dyn_cast_or_null<llvm::ConstantInt>(lane_var_ ? vars_.Find(lane_var_) : nullptr);
-    if (!start) return 0;
-    std::int64_t repeats = 0;
-    for (const auto& [atom, coefficient] : ToLinearForm(index, {}).terms) {
-      if (!DependsOnLane(atom)) continue;
-      const bool lane_over_constant = atom->kind == ExprKind::kFloorDiv && atom->operands[0].get() == lane_var_ &&
-                                      atom->operands[1]->kind == ExprKind::kIntImm;
-      if (repeats != 0 || coefficient != 1 || !lane_over_constant) return 0;
-      repeats = atom->operands[1]->int_value;
+    std::vector<int> positions;
+    for (std::int64_t offset : offsets) {
+      const Run& run = *std::prev(std::upper_bound(runs.begin(), runs.end(), offset,
+                                                   [](std::int64_t o, const Run& r) { return o < r.first; }));
+      positions.push_back(static_cast<int>(run.position + offset - run.first));
     }
-    if (repeats < 2 || start->getSExtValue() % repeats != 0) return 0;
-    return repeats;
-  }
-
-  // Lanes that repeat each element `repeats` times: one contiguous load of
-  // exactly the elements they read, and a shuffle that repeats them. Loaded
-  // lane by lane, LLVM made gathers of them, and a vectorized 2x upsampling
-  // ran no faster than the scalar loop (bench/RESULTS.md, session 65).
-  llvm::Value* EmitRepeatedLoad(const Buffer& buf, const Expr& index, std::int64_t repeats) {
-    llvm::Type* st = StorageType(buf->dtype);
-    const auto elements = static_cast<unsigned>((lanes_ - 1) / repeats + 1);
-    llvm::Value* address = LoadAddress(buf, EmitIndexAtLane0(index));
-    llvm::Value* run = b_.CreateAlignedLoad(llvm::FixedVectorType::get(st, elements), address,
-                                            llvm::Align(st->getPrimitiveSizeInBits() / 8));
-    std::vector<int> each_repeated;
-    for (int i = 0; i < lanes_; ++i) each_repeated.push_back(static_cast<int>(i / repeats));
-    return b_.CreateShuffleVector(run, each_repeated);
+    return b_.CreateShuffleVector(llvm::concatenateVectors(b_, parts), positions);
   }
 
   // A load in a masked tail (EmitMaskedTail), under no lane condition: a

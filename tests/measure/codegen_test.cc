@@ -540,9 +540,10 @@ TEST(CodegenTest, StridedLanesLoadAsVectorsAndReadNothingPastTheLastLane) {
 
 // Lanes that repeat each element k times (X[w / k], nearest-neighbour
 // upsampling along a row) load the elements they read as one vector and
-// repeat them in a shuffle, where k divides where each emitted vector
-// starts; lane by lane otherwise. Either way nothing past the last lane's
-// element is read: the input sits flush against a fence.
+// repeat them in a shuffle, wherever each emitted vector starts (29 lanes
+// go as 16 + 8 + 4 + 1 from 0, 16, 24 and 28, which 3 does not all
+// divide). Nothing past the last lane's element is read: the input sits
+// flush against a fence.
 TEST(CodegenTest, RepeatedLanesLoadOnceAndReadNothingPastTheLastLane) {
   for (int repeats : {2, 3, 4}) {
     for (int width : {16, 29, 64}) {
@@ -550,9 +551,7 @@ TEST(CodegenTest, RepeatedLanesLoadOnceAndReadNothingPastTheLastLane) {
       std::string ir = IRWithTheRowVectorized("input X: f32[3, " + std::to_string((width - 1) / repeats + 1) +
                                               "]\nY[i, w in " + std::to_string(width) + "] = X[i, w / " +
                                               std::to_string(repeats) + "] + f32(w)\n");
-      // 29 lanes go as 16 + 8 + 4 + 1 from 0, 16, 24 and 28: 3 does not
-      // divide 16 and 28, whose pieces are gathered.
-      if (repeats != 3 || width != 29) ExpectAShuffleAndNoGather(ir);
+      ExpectAShuffleAndNoGather(ir);
     }
   }
   // The same within a longer row, from a split loop's inner part: lane 0's
@@ -564,6 +563,31 @@ w0, w1 = sch.split(w, factors=[None, 16])
 sch.vectorize(w1)
 )", 5);
   ExpectAShuffleAndNoGather(ir);
+}
+
+// Lanes whose elements lie at other constant offsets from lane 0's, in a
+// few runs: a pixel shuffle (two rows of X interleaved, X[c * 2 + w % 2,
+// w / 2]), lanes that wrap around a short row (X[w % 8]), and a row of a
+// 3 x 3 window's patches (X[w / 3 + w % 3]). Each is loaded as its runs
+// and shuffled; none reads past the last element a lane reads (the input
+// ends at a fence), and the results match the interpreter's. Two runs far
+// apart are two loads (X[(w % 2) * 512 + w / 2]); lanes in more runs than
+// four vectors hold (X[(w % 8) * 128 + w / 8], eight) are gathered.
+TEST(CodegenTest, LanesAtConstantOffsetsLoadTheirRunsAndShuffle) {
+  for (const char* text : {"input X: f32[2, 6, 32]\nY[c in 3, w in 64] = X[c / 3, c * 2 % 6 + w % 2, w / 2]\n",
+                           "input X: f32[3, 8]\nY[i, w in 64] = X[i, w % 8] * f32(w)\n",
+                           "input X: f32[3, 23]\nY[i, w in 63] = X[i, w / 3 + w % 3]\n"}) {
+    SCOPED_TRACE(text);
+    std::string ir = IRAfterAFencedRun(ParseWorkloadText(text), R"(
+loops = sch.get_loops(sch.get_block("Y"))
+sch.vectorize(loops[1])
+)", 6);
+    ExpectAShuffleAndNoGather(ir);
+  }
+  ExpectAShuffleAndNoGather(
+      IRWithTheRowVectorized("input X: f32[3, 544]\nY[i, w in 64] = X[i, (w % 2) * 512 + w / 2]\n"));
+  std::string spread = IRWithTheRowVectorized("input X: f32[3, 904]\nY[i, w in 64] = X[i, (w % 8) * 128 + w / 8]\n");
+  EXPECT_NE(spread.find("gather"), std::string::npos) << spread;
 }
 
 // The last lanes of a vectorized loop, fewer than a 512-bit register holds
