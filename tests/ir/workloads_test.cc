@@ -162,6 +162,7 @@ TEST(WorkloadsTest, EveryShippedWorkloadFileLoads) {
       {"max_pool_nchw", 64LL * 56 * 56 * 2 * 2},
       {"avg_pool_nchw", 64LL * 56 * 56 * (2 * 2 + 1)},
       {"upsample_nchw", 0},
+      {"pixel_shuffle", 0},
       // A multiply and an add per element into the sum; a multiply, a
       // division, an add and a reciprocal square root per output.
       {"channel_rms_norm", 3LL * 37 * 29 * 29 * (2 + 4)},
