@@ -955,6 +955,8 @@ class Codegen {
     };
     std::vector<std::int64_t> sorted(offsets);
     std::sort(sorted.begin(), sorted.end());
+    std::int64_t spread = 0;  // bounds every difference taken below
+    if (__builtin_sub_overflow(sorted.back(), sorted.front(), &spread)) return nullptr;
     std::vector<Run> runs;
     std::int64_t vectors = 0;
     for (std::int64_t offset : sorted) {
