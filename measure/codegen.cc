@@ -891,7 +891,8 @@ class Codegen {
     }
     if (!guard_) {
       if (auto offsets = LaneOffsets(index)) {
-        if (llvm::Value* v = EmitLoadOfRuns(buf, index, *offsets)) return {FromStorage(v, buf->dtype), true};
+        const std::vector<bool> every_lane(static_cast<std::size_t>(lanes_), true);
+        if (llvm::Value* v = EmitLoadOfRuns(buf, index, *offsets, every_lane)) return {FromStorage(v, buf->dtype), true};
       }
     }
     // Gather, lane by lane.
@@ -939,21 +940,30 @@ class Codegen {
   // loaded as contiguous vectors, the last of them masked at the run's end
   // (or as long as the rest of the run when that is a power of two, which
   // LLVM keeps a plain load), and one shuffle that puts each lane's
-  // element in place. A run
-  // spans the lanes' elements with gaps of at most a vector, so nothing
-  // outside the buffer is read: every element loaded lies between two that
-  // lanes read. Loaded lane by lane, LLVM made gathers of them: a
+  // element in place. Only the lanes marked in `reads` read (under a
+  // constant mask, the lanes that are on: one side of
+  // `k % 2 == 0 ? A[k / 2] : B[k / 2]`); the others get zero. A run spans
+  // the reading lanes' elements with gaps of at most a vector, so nothing
+  // outside the buffer is read: every element loaded lies between two
+  // that such lanes read. Loaded lane by lane, LLVM made gathers of them: a
   // vectorized 2 x 2 max pooling and 2x upsampling ran no faster than the
   // scalar loops (bench/RESULTS.md, sessions 64 and 65), a row reversal 4x
-  // slower than a copy (session 67), and a pixel shuffle 4x slower than a
-  // copy (session 75). nullptr (gather them) when the runs take more than
-  // kMaxRunVectors vectors.
-  llvm::Value* EmitLoadOfRuns(const Buffer& buf, const Expr& index, const std::vector<std::int64_t>& offsets) {
+  // slower than a copy (session 67), a pixel shuffle 4x and an interleave
+  // 9x slower than a copy (session 75). nullptr (gather them) when the
+  // runs take more than kMaxRunVectors vectors.
+  llvm::Value* EmitLoadOfRuns(const Buffer& buf, const Expr& index, const std::vector<std::int64_t>& offsets,
+                              const std::vector<bool>& reads) {
     struct Run {
       std::int64_t first, last;
       std::int64_t position = 0;  // where its first element lands among the loaded vectors
     };
-    std::vector<std::int64_t> sorted(offsets);
+    llvm::Type* st = StorageType(buf->dtype);
+    auto* vt = llvm::FixedVectorType::get(st, lanes_);
+    std::vector<std::int64_t> sorted;
+    for (int i = 0; i < lanes_; ++i) {
+      if (reads[i]) sorted.push_back(offsets[i]);
+    }
+    if (sorted.empty()) return llvm::Constant::getNullValue(vt);
     std::sort(sorted.begin(), sorted.end());
     std::int64_t spread = 0;  // bounds every difference taken below
     if (__builtin_sub_overflow(sorted.back(), sorted.front(), &spread)) return nullptr;
@@ -969,8 +979,6 @@ class Codegen {
     vectors += (runs.back().last - runs.back().first) / lanes_ + 1;
     if (vectors > kMaxRunVectors) return nullptr;
 
-    llvm::Type* st = StorageType(buf->dtype);
-    auto* vt = llvm::FixedVectorType::get(st, lanes_);
     llvm::Align align(st->getPrimitiveSizeInBits() / 8);
     llvm::Value* lane0 = EmitIndexAtLane0(index);
     std::vector<llvm::Value*> parts;
@@ -994,11 +1002,18 @@ class Codegen {
         }
       }
     }
+    // The lanes that do not read take a zero from a vector after the runs.
+    const auto zero_position = static_cast<int>(parts.size()) * lanes_;
+    if (static_cast<std::int64_t>(sorted.size()) < lanes_) parts.push_back(llvm::Constant::getNullValue(vt));
     std::vector<int> positions;
-    for (std::int64_t offset : offsets) {
-      const Run& run = *std::prev(std::upper_bound(runs.begin(), runs.end(), offset,
+    for (int i = 0; i < lanes_; ++i) {
+      if (!reads[i]) {
+        positions.push_back(zero_position);
+        continue;
+      }
+      const Run& run = *std::prev(std::upper_bound(runs.begin(), runs.end(), offsets[i],
                                                    [](std::int64_t o, const Run& r) { return o < r.first; }));
-      positions.push_back(static_cast<int>(run.position + offset - run.first));
+      positions.push_back(static_cast<int>(run.position + offsets[i] - run.first));
     }
     return b_.CreateShuffleVector(llvm::concatenateVectors(b_, parts), positions);
   }
@@ -1017,9 +1032,26 @@ class Codegen {
     return b_.CreateMaskedLoad(vt, address, align, mask_, llvm::Constant::getNullValue(vt));
   }
 
+  // Which lanes a mask turns on, when that is known here: the mask is a
+  // constant (a condition on the lane variable alone, `k % 2 == 0`, or a
+  // masked tail's).
+  std::optional<std::vector<bool>> ConstantLanes(llvm::Value* mask) {
+    auto* constant = llvm::dyn_cast<llvm::Constant>(mask);
+    if (!constant) return std::nullopt;
+    std::vector<bool> on;
+    for (int i = 0; i < lanes_; ++i) {
+      auto* lane = llvm::dyn_cast_or_null<llvm::ConstantInt>(constant->getAggregateElement(static_cast<unsigned>(i)));
+      if (!lane) return std::nullopt;
+      on.push_back(!lane->isZero());
+    }
+    return on;
+  }
+
   // A load under mask_ (and guard_, when a guarded select sits inside a
   // masked one): lanes that are off read nothing and get zero. A broadcast
-  // reads its element when any lane is on, else the zero cell.
+  // reads its element when any lane is on, else the zero cell. Under a
+  // constant mask, lanes at constant offsets load the runs that the lanes
+  // that are on read (EmitLoadOfRuns).
   llvm::Value* EmitMaskedLoad(const Buffer& buf, const Expr& index, std::int64_t stride) {
     llvm::Type* st = StorageType(buf->dtype);
     llvm::Align align(st->getPrimitiveSizeInBits() / 8);
@@ -1031,6 +1063,11 @@ class Codegen {
     auto* vt = llvm::FixedVectorType::get(st, lanes_);
     llvm::Value* zeros = llvm::Constant::getNullValue(vt);
     if (stride == 1) return b_.CreateMaskedLoad(vt, Address(buf, EmitIndexAtLane0(index)), align, on, zeros);
+    if (auto reads = ConstantLanes(on)) {
+      if (auto offsets = LaneOffsets(index)) {
+        if (llvm::Value* v = EmitLoadOfRuns(buf, index, *offsets, *reads)) return v;
+      }
+    }
     return b_.CreateMaskedGather(vt, Address(buf, AsVec(EmitIndex(index)).v), align, on, zeros);
   }
 

@@ -570,13 +570,19 @@ sch.vectorize(w1)
 // w / 2]), lanes that wrap around a short row (X[w % 8]), and a row of a
 // 3 x 3 window's patches (X[w / 3 + w % 3]). Each is loaded as its runs
 // and shuffled; none reads past the last element a lane reads (the input
-// ends at a fence), and the results match the interpreter's. Two runs far
-// apart are two loads (X[(w % 2) * 512 + w / 2]); lanes in more runs than
-// four vectors hold (X[(w % 8) * 128 + w / 8], eight) are gathered.
+// ends at a fence), and the results match the interpreter's. Under a
+// condition on the lane alone, a constant mask, only the lanes that are on
+// read: an interleave of two rows (k % 2 == 0 ? A[k / 2] : B[k / 2]), and
+// a row whose lanes past 40 would read past X's end. Two runs far apart
+// are two loads (X[(w % 2) * 512 + w / 2]); lanes in more runs than four
+// vectors hold (X[(w % 8) * 128 + w / 8], eight) are gathered.
 TEST(CodegenTest, LanesAtConstantOffsetsLoadTheirRunsAndShuffle) {
   for (const char* text : {"input X: f32[2, 6, 32]\nY[c in 3, w in 64] = X[c / 3, c * 2 % 6 + w % 2, w / 2]\n",
                            "input X: f32[3, 8]\nY[i, w in 64] = X[i, w % 8] * f32(w)\n",
-                           "input X: f32[3, 23]\nY[i, w in 63] = X[i, w / 3 + w % 3]\n"}) {
+                           "input X: f32[3, 23]\nY[i, w in 63] = X[i, w / 3 + w % 3]\n",
+                           "input X: f32[3, 32]\ninput B: f32[3, 32]\n"
+                           "Y[i, k in 64] = k % 2 == 0 ? X[i, k / 2] : B[i, k / 2]\n",
+                           "input X: f32[3, 20]\nY[i, w in 64] = w < 40 ? X[i, w / 2] : 0.5\n"}) {
     SCOPED_TRACE(text);
     std::string ir = IRAfterAFencedRun(ParseWorkloadText(text), R"(
 loops = sch.get_loops(sch.get_block("Y"))
