@@ -163,6 +163,9 @@ TEST(WorkloadsTest, EveryShippedWorkloadFileLoads) {
       {"avg_pool_nchw", 64LL * 56 * 56 * (2 * 2 + 1)},
       {"upsample_nchw", 0},
       {"pixel_shuffle", 0},
+      // Two multiplies and an add or a subtraction on each side, and the
+      // select.
+      {"rope", 32LL * 128 * 128 * 7},
       // A multiply and an add per element into the sum; a multiply, a
       // division, an add and a reciprocal square root per output.
       {"channel_rms_norm", 3LL * 37 * 29 * 29 * (2 + 4)},
