@@ -894,15 +894,73 @@ class Codegen {
         const std::vector<bool> every_lane(static_cast<std::size_t>(lanes_), true);
         if (llvm::Value* v = EmitLoadOfRuns(buf, index, *offsets, every_lane)) return {FromStorage(v, buf->dtype), true};
       }
+      if (Expr wrap = WrappingLanes(index)) {
+        return {FromStorage(EmitWrappingLoad(buf, index, wrap), buf->dtype), true};
+      }
     }
-    // Gather, lane by lane.
+    return {FromStorage(EmitGather(buf, index), buf->dtype), true};
+  }
+
+  // Lane by lane (LLVM makes a gather of it).
+  llvm::Value* EmitGather(const Buffer& buf, const Expr& index) {
+    llvm::Type* st = StorageType(buf->dtype);
     Val idx = EmitIndex(index);
     llvm::Value* out = llvm::UndefValue::get(llvm::FixedVectorType::get(st, lanes_));
     for (int i = 0; i < lanes_; ++i) {
       llvm::Value* lane_index = b_.CreateExtractElement(idx.v, b_.getInt64(i));
       out = b_.CreateInsertElement(out, b_.CreateLoad(st, Address(buf, lane_index)), b_.getInt64(i));
     }
-    return {FromStorage(out, buf->dtype), true};
+    return out;
+  }
+
+  // The part floormod(e + lane, N) of an index c + floormod(e + lane, N),
+  // e free of the lane variable, N at least a vector's lanes: a row read
+  // from a rotated start (X[(j + 509) % 512], a roll; circular padding).
+  // nullptr for any other index.
+  Expr WrappingLanes(const Expr& index) {
+    Expr wrap;
+    for (const auto& [atom, coefficient] : ToLinearForm(index, {}).terms) {
+      if (!DependsOnLane(atom)) continue;
+      if (wrap || coefficient != 1 || atom->kind != ExprKind::kFloorMod) return nullptr;
+      wrap = atom;
+    }
+    // Over data (I[b] + lane), e could wrap in int32 where it is held in 64 bits here.
+    if (!wrap || HasLoad(wrap) || wrap->operands[1]->kind != ExprKind::kIntImm || wrap->operands[1]->int_value < lanes_) {
+      return nullptr;
+    }
+    const PartialCoefficients by_var = LinearCoefficientsByVar(wrap->operands[0], {lane_var_}, {});
+    if (!by_var.nonlinear.empty() || by_var.linear.size() != 1 || by_var.linear[0].second != 1) return nullptr;
+    return wrap;
+  }
+
+  // Such lanes' elements are contiguous unless the row wraps inside this
+  // vector: one vector load when lane 0 sits at most N - lanes into the
+  // row, else a gather. Gathered throughout, a roll of 1024 rows of 512
+  // ran 5x slower than a copy (bench/RESULTS.md, session 75); branched, all
+  // but one vector of a row's N / lanes take the load.
+  llvm::Value* EmitWrappingLoad(const Buffer& buf, const Expr& index, const Expr& wrap) {
+    llvm::Type* st = StorageType(buf->dtype);
+    llvm::Value* position = EmitIndexAtLane0(wrap);
+    llvm::Value* fits = b_.CreateICmpSLE(
+        position, llvm::ConstantInt::get(position->getType(), wrap->operands[1]->int_value - lanes_));
+    llvm::BasicBlock* run_bb = llvm::BasicBlock::Create(ctx_, "wrap.run", fn_);
+    llvm::BasicBlock* gather_bb = llvm::BasicBlock::Create(ctx_, "wrap.gather", fn_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "wrap.done", fn_);
+    b_.CreateCondBr(fits, run_bb, gather_bb);
+    b_.SetInsertPoint(run_bb);
+    llvm::Value* run = b_.CreateAlignedLoad(llvm::FixedVectorType::get(st, lanes_), Address(buf, EmitIndexAtLane0(index)),
+                                            llvm::Align(st->getPrimitiveSizeInBits() / 8));
+    llvm::BasicBlock* run_end = b_.GetInsertBlock();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(gather_bb);
+    llvm::Value* gathered = EmitGather(buf, index);
+    llvm::BasicBlock* gather_end = b_.GetInsertBlock();
+    b_.CreateBr(done);
+    b_.SetInsertPoint(done);
+    llvm::PHINode* phi = b_.CreatePHI(run->getType(), 2);
+    phi->addIncoming(run, run_end);
+    phi->addIncoming(gathered, gather_end);
+    return phi;
   }
 
   // The offset of each lane's element from lane 0's, when every one is a

@@ -596,6 +596,23 @@ sch.vectorize(loops[1])
   EXPECT_NE(spread.find("gather"), std::string::npos) << spread;
 }
 
+// A row read from a rotated start (a roll, circular padding): each vector
+// of lanes is one contiguous load unless the row wraps inside it, and that
+// vector is gathered. The results match the interpreter's, and nothing
+// past X's end is read (it sits against a fence).
+TEST(CodegenTest, ARolledRowLoadsWholeVectorsWhereItDoesNotWrap) {
+  for (const char* text : {"input X: f32[3, 40]\nY[i, j in 40] = X[i, (j + 37) % 40]\n",
+                           "input X: f32[3, 40]\nY[i, j in 88] = X[i, (j + 38) % 40] * 2.0\n"}) {
+    SCOPED_TRACE(text);
+    std::string ir = IRAfterAFencedRun(ParseWorkloadText(text), R"(
+i, j = sch.get_loops(sch.get_block("Y"))
+j0, j1 = sch.split(j, factors=[None, 8])
+sch.vectorize(j1)
+)", 7);
+    EXPECT_NE(ir.find("load <8 x float>"), std::string::npos) << ir;
+  }
+}
+
 // The last lanes of a vectorized loop, fewer than a 512-bit register holds
 // and not a power of two, go as one vector of the next power of two whose
 // extra lanes are off: masked loads and stores of parameters, which read
