@@ -9,6 +9,7 @@
 #include <limits>
 #include <optional>
 #include <stdexcept>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -563,23 +564,31 @@ class Codegen {
     if (lane_var_ && DependsOnLane(e)) return EmitMaskedSelect(e);
     // Only the chosen branch runs: a load never reads out of bounds.
     Val c = Emit(e->operands[0]);
-    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, "sel.then", fn_);
-    llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx_, "sel.else", fn_);
-    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "sel.done", fn_);
-    b_.CreateCondBr(c.v, then_bb, else_bb);
+    return {EmitBranches(c.v, "sel", [&] { return Emit(e->operands[1]).v; }, [&] { return Emit(e->operands[2]).v; }),
+            false};
+  }
+
+  // `chosen` ? then() : otherwise(), with only the chosen side run: a
+  // branch to each, joined by a phi.
+  template <typename Then, typename Otherwise>
+  llvm::Value* EmitBranches(llvm::Value* chosen, const std::string& name, Then then, Otherwise otherwise) {
+    llvm::BasicBlock* then_bb = llvm::BasicBlock::Create(ctx_, name + ".then", fn_);
+    llvm::BasicBlock* else_bb = llvm::BasicBlock::Create(ctx_, name + ".else", fn_);
+    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, name + ".done", fn_);
+    b_.CreateCondBr(chosen, then_bb, else_bb);
     b_.SetInsertPoint(then_bb);
-    Val t = Emit(e->operands[1]);
+    llvm::Value* t = then();
     llvm::BasicBlock* then_end = b_.GetInsertBlock();
     b_.CreateBr(done);
     b_.SetInsertPoint(else_bb);
-    Val f = Emit(e->operands[2]);
+    llvm::Value* f = otherwise();
     llvm::BasicBlock* else_end = b_.GetInsertBlock();
     b_.CreateBr(done);
     b_.SetInsertPoint(done);
-    llvm::PHINode* phi = b_.CreatePHI(t.v->getType(), 2);
-    phi->addIncoming(t.v, then_end);
-    phi->addIncoming(f.v, else_end);
-    return {phi, false};
+    llvm::PHINode* phi = b_.CreatePHI(t->getType(), 2);
+    phi->addIncoming(t, then_end);
+    phi->addIncoming(f, else_end);
+    return phi;
   }
 
   // A select whose loads all run, without a branch: under the guard (the
@@ -890,11 +899,12 @@ class Codegen {
       return {FromStorage(load, buf->dtype), true};
     }
     if (!guard_) {
-      if (auto offsets = LaneOffsets(index)) {
+      const LinearForm form = ToLinearForm(index, {});
+      if (auto offsets = LaneOffsets(form)) {
         const std::vector<bool> every_lane(static_cast<std::size_t>(lanes_), true);
         if (llvm::Value* v = EmitLoadOfRuns(buf, index, *offsets, every_lane)) return {FromStorage(v, buf->dtype), true};
       }
-      if (Expr wrap = WrappingLanes(index)) {
+      if (Expr wrap = WrappingLanes(form)) {
         return {FromStorage(EmitWrappingLoad(buf, index, wrap), buf->dtype), true};
       }
     }
@@ -913,13 +923,13 @@ class Codegen {
     return out;
   }
 
-  // The part floormod(e + lane, N) of an index c + floormod(e + lane, N),
-  // e free of the lane variable, N at least a vector's lanes: a row read
-  // from a rotated start (X[(j + 509) % 512], a roll; circular padding).
-  // nullptr for any other index.
-  Expr WrappingLanes(const Expr& index) {
+  // The part floormod(e + lane, N) of an index c + floormod(e + lane, N)
+  // (given as its linear form), e free of the lane variable, N at least a
+  // vector's lanes: a row read from a rotated start (X[(j + 509) % 512], a
+  // roll; circular padding). nullptr for any other index.
+  Expr WrappingLanes(const LinearForm& index) {
     Expr wrap;
-    for (const auto& [atom, coefficient] : ToLinearForm(index, {}).terms) {
+    for (const auto& [atom, coefficient] : index.terms) {
       if (!DependsOnLane(atom)) continue;
       if (wrap || coefficient != 1 || atom->kind != ExprKind::kFloorMod) return nullptr;
       wrap = atom;
@@ -943,24 +953,13 @@ class Codegen {
     llvm::Value* position = EmitIndexAtLane0(wrap);
     llvm::Value* fits = b_.CreateICmpSLE(
         position, llvm::ConstantInt::get(position->getType(), wrap->operands[1]->int_value - lanes_));
-    llvm::BasicBlock* run_bb = llvm::BasicBlock::Create(ctx_, "wrap.run", fn_);
-    llvm::BasicBlock* gather_bb = llvm::BasicBlock::Create(ctx_, "wrap.gather", fn_);
-    llvm::BasicBlock* done = llvm::BasicBlock::Create(ctx_, "wrap.done", fn_);
-    b_.CreateCondBr(fits, run_bb, gather_bb);
-    b_.SetInsertPoint(run_bb);
-    llvm::Value* run = b_.CreateAlignedLoad(llvm::FixedVectorType::get(st, lanes_), Address(buf, EmitIndexAtLane0(index)),
-                                            llvm::Align(st->getPrimitiveSizeInBits() / 8));
-    llvm::BasicBlock* run_end = b_.GetInsertBlock();
-    b_.CreateBr(done);
-    b_.SetInsertPoint(gather_bb);
-    llvm::Value* gathered = EmitGather(buf, index);
-    llvm::BasicBlock* gather_end = b_.GetInsertBlock();
-    b_.CreateBr(done);
-    b_.SetInsertPoint(done);
-    llvm::PHINode* phi = b_.CreatePHI(run->getType(), 2);
-    phi->addIncoming(run, run_end);
-    phi->addIncoming(gathered, gather_end);
-    return phi;
+    return EmitBranches(
+        fits, "wrap",
+        [&]() -> llvm::Value* {
+          return b_.CreateAlignedLoad(llvm::FixedVectorType::get(st, lanes_), Address(buf, EmitIndexAtLane0(index)),
+                                      llvm::Align(st->getPrimitiveSizeInBits() / 8));
+        },
+        [&] { return EmitGather(buf, index); });
   }
 
   // The offset of each lane's element from lane 0's, when every one is a
@@ -968,12 +967,13 @@ class Codegen {
   // (a constant), so each part of the index that moves with it and with no
   // other variable (w, w / 2, w % 2, (q % 9) / 3) is evaluated lane by
   // lane. nullopt when some part also moves with another variable or with
-  // loaded data, or an offset would overflow.
-  std::optional<std::vector<std::int64_t>> LaneOffsets(const Expr& index) {
+  // loaded data, or an offset would overflow. `index` is the index's
+  // linear form.
+  std::optional<std::vector<std::int64_t>> LaneOffsets(const LinearForm& index) {
     const auto* start = llvm::dyn_cast_or_null<llvm::ConstantInt>(lane_var_ ? vars_.Find(lane_var_) : nullptr);
     if (!start || lanes_ < 2) return std::nullopt;
     std::vector<std::int64_t> offsets(static_cast<std::size_t>(lanes_), 0);
-    for (const auto& [atom, coefficient] : ToLinearForm(index, {}).terms) {
+    for (const auto& [atom, coefficient] : index.terms) {
       if (!DependsOnLane(atom)) continue;
       std::int64_t at_lane0 = 0;
       for (int i = 0; i < lanes_; ++i) {
@@ -1122,7 +1122,7 @@ class Codegen {
     llvm::Value* zeros = llvm::Constant::getNullValue(vt);
     if (stride == 1) return b_.CreateMaskedLoad(vt, Address(buf, EmitIndexAtLane0(index)), align, on, zeros);
     if (auto reads = ConstantLanes(on)) {
-      if (auto offsets = LaneOffsets(index)) {
+      if (auto offsets = LaneOffsets(ToLinearForm(index, {}))) {
         if (llvm::Value* v = EmitLoadOfRuns(buf, index, *offsets, *reads)) return v;
       }
     }
