@@ -497,6 +497,186 @@ class Versioner {
   }
 };
 
+// Splits serial loops' ranges where their checks change (TVM's
+// LoopPartition), before the versioning above. Versioning makes one copy
+// where every check holds, which serves checks that hold on most of a
+// loop's range; but reflect padding reads row `h < 3 ? 3 - h : (h >= 131 ?
+// 257 - h : h - 3)`, whose two checks never hold together, so its one
+// clean copy was dead and every row ran checked, and the checks on a row's
+// own elements, with no loop inside to version, were never versioned at all
+// (0.44 ms where a copy of that size takes 45 us; bench/RESULTS.md, session
+// 76). A check whose break points on the loop's variable are constants
+// (its other variables all inside the loop) is instead decided range by
+// range: h in [0, 3), [3, 131) and [131, 134), each loop with its checks
+// folded, and the middle one a plain copy for LLVM to vectorize.
+class RangeSplitter {
+ public:
+  RangeSplitter(const Stmt& root, int vector_bits) : vector_bits_(vector_bits) {
+    VisitStmt(root, [&](const Stmt& s) {
+      if (s->kind != StmtKind::kFor) return;
+      const auto& n = static_cast<const ForNode&>(*s);
+      std::int64_t& extent = ranges_[n.loop_var.get()];
+      extent = std::max(extent, n.extent);
+    });
+  }
+
+  // `depth`: splits around s already.
+  Stmt Visit(const Stmt& s, int depth) {
+    if (!s) return s;
+    switch (s->kind) {
+      case StmtKind::kFor: {
+        auto& n = static_cast<ForNode&>(*s);
+        if (n.for_kind == ForKind::kVectorized) return s;
+        if (n.for_kind == ForKind::kSerial && depth < kMaxSplitDepth) {
+          if (std::optional<Stmt> split = Split(n, depth)) return *split;
+        }
+        n.body = Visit(n.body, depth);
+        return s;
+      }
+      case StmtKind::kSeq:
+        for (Stmt& c : static_cast<SeqNode&>(*s).stmts) c = Visit(c, depth);
+        return s;
+      case StmtKind::kIf: {
+        auto& n = static_cast<IfNode&>(*s);
+        n.then_case = Visit(n.then_case, depth);
+        n.else_case = Visit(n.else_case, depth);
+        return s;
+      }
+      case StmtKind::kStore: return s;
+      case StmtKind::kBlock: {
+        auto& n = static_cast<BlockNode&>(*s);
+        n.body = Visit(n.body, depth);
+        return s;
+      }
+    }
+    return s;
+  }
+
+ private:
+  // Each split copies the loop's body once a range: at most this many
+  // ranges a loop (a concatenation of four along it), and splits nested at
+  // most this deep (a padded plane's rows, then each row's elements).
+  static constexpr std::size_t kMaxRanges = 4;
+  static constexpr int kMaxSplitDepth = 2;
+
+  enum class State : std::uint8_t { kHolds, kFails, kMixed };
+
+  // A check of the loop's body as a function of the loop's variable x:
+  // lhs - rhs = coefficient * x + constant + (inner), with (inner), the
+  // part that the loops inside move, in [free.min, free.max].
+  struct Line {
+    Expr check;
+    std::int64_t coefficient;
+    std::int64_t constant;
+    IntBound free;
+
+    static bool Satisfies(ExprKind kind, __int128 v) {
+      switch (kind) {
+        case ExprKind::kLt: return v < 0;
+        case ExprKind::kLe: return v <= 0;
+        case ExprKind::kGt: return v > 0;
+        default: return v >= 0;  // kGe
+      }
+    }
+    State At(std::int64_t x) const {
+      __int128 base = static_cast<__int128>(coefficient) * x + constant;
+      bool low = Satisfies(check->kind, base + free.min), high = Satisfies(check->kind, base + free.max);
+      if (low && high) return State::kHolds;
+      if (!low && !high) return State::kFails;
+      return State::kMixed;
+    }
+    // The x in (0, extent) where the state differs from the state at x - 1.
+    // Along x the state runs holds, mixed, fails (or back), so
+    // |rank(x) - rank(0)| grows with x, and the x where it first reaches 1
+    // and 2 are found by bisection.
+    void Changes(std::int64_t extent, std::set<std::int64_t>& out) const {
+      auto rank = [&](std::int64_t x) {
+        State s = At(x);
+        return s == State::kHolds ? 0 : s == State::kMixed ? 1 : 2;
+      };
+      const int first = rank(0);
+      for (int distance = 1; distance <= 2; ++distance) {
+        std::int64_t lo = 1, hi = extent;  // the first x with the distance is in [lo, hi]; extent: none
+        while (lo < hi) {
+          std::int64_t mid = lo + (hi - lo) / 2;
+          if (std::abs(rank(mid) - first) >= distance) hi = mid; else lo = mid + 1;
+        }
+        if (lo < extent) out.insert(lo);
+      }
+    }
+  };
+
+  int vector_bits_;
+  VarRanges ranges_;
+
+  std::optional<Line> LineOf(const Expr& check, const ExprNode* x, const std::set<const ExprNode*>& inner) const {
+    std::optional<AffineSplit> split = SplitAffine(check->operands[0] - check->operands[1], inner, ranges_);
+    if (!split || !OnlyArithmetic(split->fixed)) return std::nullopt;
+    LinearForm form = ToLinearForm(split->fixed, ranges_);
+    if (form.terms.size() != 1 || form.terms[0].first.get() != x || form.terms[0].second == 0) return std::nullopt;
+    return Line{check, form.terms[0].second, form.constant, split->free};
+  }
+
+  // The loop split into ranges, each with the checks that are decided
+  // there folded; nullopt when no hot check changes within the loop.
+  std::optional<Stmt> Split(const ForNode& loop, int depth) {
+    const ExprNode* x = loop.loop_var.get();
+    Weights weights(vector_bits_);
+    weights.Add(loop.body, 1);
+    CheckCollector collector;
+    collector.Collect(loop.body);
+    std::set<const ExprNode*> inner = LoopVarsIn(loop.body);
+    std::vector<Line> lines;
+    for (const Expr& c : collector.checks) {
+      if (!UsesVar(c, x) || !weights.Hot(c)) continue;
+      if (std::optional<Line> line = LineOf(c, x, inner)) lines.push_back(*line);
+    }
+    if (lines.empty()) return std::nullopt;
+    std::set<std::int64_t> changes{0};
+    for (const Line& line : lines) line.Changes(loop.extent, changes);
+    if (changes.size() < 2 || changes.size() > kMaxRanges) return std::nullopt;
+    const std::vector<std::int64_t> starts(changes.begin(), changes.end());
+    // Where every check holds or is mixed, versioning's copy where they hold
+    // serves as well, without a copy per range (a padded matmul's last tile
+    // of rows, a convolution's border rows).
+    bool fails_somewhere = false;
+    for (const Line& line : lines) {
+      for (std::int64_t begin : starts) fails_somewhere = fails_somewhere || line.At(begin) == State::kFails;
+    }
+    if (!fails_somewhere) return std::nullopt;
+    std::vector<Stmt> pieces;
+    for (std::size_t r = 0; r < starts.size(); ++r) {
+      const std::int64_t begin = starts[r], end = r + 1 < starts.size() ? starts[r + 1] : loop.extent;
+      std::set<const ExprNode*> holds, fails;
+      for (const Line& line : lines) {
+        State state = line.At(begin);
+        if (state == State::kHolds) holds.insert(line.check.get());
+        if (state == State::kFails) fails.insert(line.check.get());
+      }
+      Stmt body = Clone(loop.body);
+      RewriteExprs(body, [&](const Expr& e) { return WithChecks(WithChecks(e, holds, true), fails, false); });
+      // A range of one iteration is its body at that x: the vector across a
+      // concatenation's seam then selects by its lanes alone, a constant
+      // mask (codegen.h).
+      const bool single = end - begin == 1;
+      Expr var = MakeVar(loop.loop_var->name, loop.loop_var->dtype);
+      ranges_[var.get()] = end - begin;
+      const Expr start = IntImm(loop.loop_var->dtype, begin);
+      SubstituteInPlace(body, {{x, single ? start : var + start}});
+      RewriteExprs(body, [&](const Expr& e) { return Simplify(e, ranges_); });
+      body = Visit(FoldConstantIfs(body), depth + 1);
+      if (single) {
+        pieces.push_back(body);
+        continue;
+      }
+      Stmt piece = MakeFor(var, end - begin, body, loop.for_kind);
+      static_cast<ForNode&>(*piece).annotations = loop.annotations;
+      pieces.push_back(piece);
+    }
+    return MakeSeq(std::move(pieces));
+  }
+};
+
 }  // namespace
 
 PrimFunc VersionBoundsChecks(const PrimFunc& lowered, int vector_bits) {
@@ -506,6 +686,7 @@ PrimFunc VersionBoundsChecks(const PrimFunc& lowered, int vector_bits) {
   collector.Collect(lowered.body);
   if (collector.checks.empty()) return lowered;
   PrimFunc f = Clone(lowered);
+  f.body = RangeSplitter(f.body, vector_bits).Visit(f.body, 0);
   f.body = Versioner(f.body, vector_bits).Visit(f.body, {}, 0);
   return f;
 }

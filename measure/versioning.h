@@ -26,6 +26,13 @@
 // not versioned again, and versions nest at most kMaxVersionDepth deep. A
 // check versioned around vector lanes alone (a concatenation's seam) gets a
 // third copy, where it fails throughout.
+//
+// Before versioning, a serial loop whose hot checks change at constant
+// points of its range, and fail throughout part of it, is split there into
+// loops over each range, the checks decided in each folded (TVM's
+// LoopPartition): reflect padding's `h < 3 ? 3 - h : (h >= 131 ? 257 - h :
+// h - 3)` leaves no copy where both checks hold, and three ranges need no
+// check at all.
 #pragma once
 
 #include "ir/stmt.h"

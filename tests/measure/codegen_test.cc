@@ -675,6 +675,8 @@ sch.vectorize(c)
 // Selects over loads in vectorized loops keep their lazy meaning: a
 // guarded select with loads on both sides and one nested in the other, and
 // a select whose division may not run (D is 0 there), which keeps its branch.
+// Y's rows run in parallel: a serial loop of them would be split where its
+// checks change (versioning.h), and no select would be left.
 TEST(CodegenTest, ASelectReadsAndDividesOnlyWhereItIsChosen) {
   PrimFunc f = ParseWorkloadText(R"(
 input X: f32[16, 4]
@@ -685,6 +687,7 @@ Z[i, j in 8] = (D[i] != 0 ? f32(i32(X[i, 0] * 8) / D[i]) : X[i, 1]) + f32(j)
   Schedule sch(f, 0);
   RunScheduleScript(sch, R"(
 i, j = sch.get_loops(sch.get_block("Y"))
+sch.parallel(i)
 sch.vectorize(j)
 i, j = sch.get_loops(sch.get_block("Z"))
 sch.vectorize(j)

@@ -147,11 +147,11 @@ TEST(VersioningTest, AConvolutionsBorderFromBothSides) {
   }
 }
 
-// A concatenation along rows of 8 lanes: its check differs between the
-// lanes and no loop but theirs lies under the loop of vectors, which gets
-// three copies: A alone where every lane takes A, B alone where every lane
-// takes B, and both sides masked in the one vector across the seam.
-TEST(VersioningTest, AConcatenationGetsACopyForEachSide) {
+// A concatenation along rows of 8 lanes: its check's break point on the
+// loop of vectors is a constant, and the loop's range is split there: A
+// alone where every lane takes A, B alone where every lane takes B, and
+// both sides masked in the one vector across the seam.
+TEST(VersioningTest, AConcatenationGetsARangeForEachSide) {
   PrimFunc f = ParseWorkloadText("input A: f32[4, 20]\ninput B: f32[4, 28]\n"
                                  "Y[i, j in 48] = j < 20 ? A[i, j] : B[i, j - 20]\n");
   Schedule sch(f, 0);
@@ -161,13 +161,89 @@ j0, j1 = sch.split(j, factors=[None, 8])
 sch.vectorize(j1)
 )");
   std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), 512));
-  EXPECT_NE(text.find("if j_0 * 8 - 20 < -7:"), std::string::npos) << text;
-  EXPECT_NE(text.find("if j_0 * 8 - 20 >= 0:"), std::string::npos) << text;
   EXPECT_NE(text.find("Y[i * 48 + j_0 * 8 + j_1] = A[i * 20 + j_0 * 8 + j_1]"), std::string::npos) << text;
-  EXPECT_NE(text.find("Y[i * 48 + j_0 * 8 + j_1] = B["), std::string::npos) << text;
+  EXPECT_NE(text.find("Y[i * 48 + j_0 * 8 + j_1 + 24] = B[i * 28 + j_0 * 8 + j_1 + 4]"), std::string::npos) << text;
+  // The vector across the seam, a range of one, selects by its lanes alone.
+  EXPECT_NE(text.find("Y[i * 48 + j_1 + 16] = T.if_then_else(j_1 + 16 < 20,"), std::string::npos) << text;
   for (std::uint64_t seed : {1, 2}) {
     EXPECT_EQ(VersionedKeepsTheResult(f, sch.func(), seed, 512), "") << seed;
     EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), seed), "") << seed;
+  }
+}
+
+// The same seam under a parallel loop of vectors, whose range stays whole
+// (its iterations are the threads' jobs): that loop is versioned around its
+// lanes instead, with a copy for each side.
+TEST(VersioningTest, AParallelConcatenationGetsACopyForEachSide) {
+  PrimFunc f = ParseWorkloadText("input A: f32[20]\ninput B: f32[28]\n"
+                                 "Y[j in 48] = j < 20 ? A[j] : B[j - 20]\n");
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+j, = sch.get_loops(sch.get_block("Y"))
+j0, j1 = sch.split(j, factors=[None, 8])
+sch.parallel(j0)
+sch.vectorize(j1)
+)");
+  std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), 512));
+  EXPECT_NE(text.find("if j_0 * 8 - 20 < -7:"), std::string::npos) << text;
+  EXPECT_NE(text.find("if j_0 * 8 - 20 >= 0:"), std::string::npos) << text;
+  EXPECT_NE(text.find("Y[j_0 * 8 + j_1] = A[j_0 * 8 + j_1]"), std::string::npos) << text;
+  EXPECT_NE(text.find("Y[j_0 * 8 + j_1] = B[j_0 * 8 + j_1 - 20]"), std::string::npos) << text;
+  for (std::uint64_t seed : {1, 2}) {
+    EXPECT_EQ(VersionedKeepsTheResult(f, sch.func(), seed, 512), "") << seed;
+    EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), seed), "") << seed;
+  }
+}
+
+// Reflect padding checks each row and each element from both sides, and no
+// copy holds both checks of one side: the loops' ranges are split where the
+// checks change instead, each range with its checks decided, and no select
+// is left (rows of 5 + 3 + 3: 2 x 3 ranges of rows, each of 3 ranges).
+TEST(VersioningTest, ReflectPaddingSplitsTheRangesWhereItsChecksChange) {
+  PrimFunc f = ParseWorkloadText(
+      "input X: f32[2, 6, 5]\n"
+      "Y[c, h in 12, w in 11] = X[c, h < 3 ? 3 - h : (h >= 9 ? 13 - h : h - 3),"
+      " w < 3 ? 3 - w : (w >= 8 ? 11 - w : w - 3)]\n");
+  Schedule sch(f, 0);
+  PrimFunc lowered = Lower(sch.func());
+  std::string before = PrintProgram(lowered), text = PrintProgram(VersionBoundsChecks(lowered, 512));
+  EXPECT_NE(before.find("if_then_else"), std::string::npos) << before;
+  EXPECT_EQ(text.find("if_then_else"), std::string::npos) << text;
+  EXPECT_EQ(text.find("if "), std::string::npos) << text;
+  // The rows in the middle read X's row h, their middle elements X's w.
+  EXPECT_NE(text.find("for h in range(6):"), std::string::npos) << text;
+  EXPECT_NE(text.find("for w in range(5):"), std::string::npos) << text;
+  for (std::uint64_t seed : {1, 2}) {
+    EXPECT_EQ(VersionedKeepsTheResult(f, sch.func(), seed, 512), "") << seed;
+    EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), seed), "") << seed;
+  }
+}
+
+// Checks of each comparison, with the loop's variable on either side and a
+// negative coefficient, change at 5, 9 and 13: four ranges. A fifth would be
+// one copy too many, and the loop stays checked.
+TEST(VersioningTest, ALoopSplitsAtTheBreakPointsOfEachComparison) {
+  const std::string four = "input A: f32[16]\n"
+                           "Y[i in 16] = i <= 4 ? A[i] : (15 - i > 6 ? A[i] * 2 : (13 <= i ? A[i] + 1 : A[i] - 1))\n";
+  const std::string five = "input A: f32[16]\n"
+                           "Y[i in 16] = i <= 4 ? A[i] : (15 - i > 6 ? A[i] * 2 : (13 <= i ? A[i] + 1 : "
+                           "(i < 11 ? A[i] - 1 : A[i] * 3)))\n";
+  for (const std::string& source : {four, five}) {
+    PrimFunc f = ParseWorkloadText(source);
+    Schedule sch(f, 0);
+    std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), 512));
+    if (source == four) {
+      EXPECT_EQ(text.find("if_then_else"), std::string::npos) << text;
+      for (const char* range : {"for i in range(5):", "for i in range(4):"}) {
+        EXPECT_NE(text.find(range), std::string::npos) << range << "\n" << text;
+      }
+    } else {
+      EXPECT_NE(text.find("for i in range(16):"), std::string::npos) << text;
+    }
+    for (std::uint64_t seed : {3, 4}) {
+      EXPECT_EQ(VersionedKeepsTheResult(f, sch.func(), seed, 512), "") << seed;
+      EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), seed), "") << seed;
+    }
   }
 }
 
