@@ -139,6 +139,21 @@ Stmt FoldConstantIfs(const Stmt& s) {
   return s;
 }
 
+// The range of each loop variable under root. A variable of two loops
+// (none that lowering makes, but nothing forbids it) gets the larger range:
+// a check that holds throughout a larger range holds throughout the smaller
+// one.
+VarRanges LoopRanges(const Stmt& root) {
+  VarRanges ranges;
+  VisitStmt(root, [&](const Stmt& s) {
+    if (s->kind != StmtKind::kFor) return;
+    const auto& n = static_cast<const ForNode&>(*s);
+    std::int64_t& extent = ranges[n.loop_var.get()];
+    extent = std::max(extent, n.extent);
+  });
+  return ranges;
+}
+
 // How often each statement runs per iteration of a loop: the checks that
 // run about as often as the loop's busiest store are the ones worth a
 // version (a padded matmul's register block: yes; its write-back, 1/100 as
@@ -227,16 +242,7 @@ struct Weights {
 
 class Versioner {
  public:
-  Versioner(const Stmt& root, int vector_bits) : vector_bits_(vector_bits) {
-    // A variable of two loops (none that lowering makes, but nothing
-    // forbids it) gets the larger range: a check that holds throughout a
-    // larger range holds throughout the smaller one.
-    VisitStmt(root, [&](const Stmt& s) {
-      if (s->kind != StmtKind::kFor) return;
-      const auto& n = static_cast<const ForNode&>(*s);
-      std::int64_t& extent = ranges_[n.loop_var.get()];
-      extent = std::max(extent, n.extent);
-    });
+  Versioner(const Stmt& root, int vector_bits) : vector_bits_(vector_bits), ranges_(LoopRanges(root)) {
     std::vector<const ForNode*> loops;
     PlanLevels(root, loops);
   }
@@ -511,14 +517,7 @@ class Versioner {
 // folded, and the middle one a plain copy for LLVM to vectorize.
 class RangeSplitter {
  public:
-  RangeSplitter(const Stmt& root, int vector_bits) : vector_bits_(vector_bits) {
-    VisitStmt(root, [&](const Stmt& s) {
-      if (s->kind != StmtKind::kFor) return;
-      const auto& n = static_cast<const ForNode&>(*s);
-      std::int64_t& extent = ranges_[n.loop_var.get()];
-      extent = std::max(extent, n.extent);
-    });
-  }
+  RangeSplitter(const Stmt& root, int vector_bits) : vector_bits_(vector_bits), ranges_(LoopRanges(root)) {}
 
   // `depth`: splits around s already.
   Stmt Visit(const Stmt& s, int depth) {
