@@ -32,7 +32,9 @@
 // loops over each range, the checks decided in each folded (TVM's
 // LoopPartition): reflect padding's `h < 3 ? 3 - h : (h >= 131 ? 257 - h :
 // h - 3)` leaves no copy where both checks hold, and three ranges need no
-// check at all.
+// check at all. And a loop whose body only adds masked terms to sums skips
+// the iterations where the mask fails throughout (a triangular matrix's
+// product: the steps of k past the block's last row).
 #pragma once
 
 #include "ir/stmt.h"
