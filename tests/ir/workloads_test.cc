@@ -164,6 +164,8 @@ TEST(WorkloadsTest, EveryShippedWorkloadFileLoads) {
       {"upsample_nchw", 0},
       {"pixel_shuffle", 0},
       {"reflect_pad", 0},  // its selects pick indices, not values
+      // The select, the multiply and the add of every term, masked or not.
+      {"trmm", 3LL * 512 * 512 * 512},
       // Two multiplies and an add or a subtraction on each side, and the
       // select.
       {"rope", 32LL * 128 * 128 * 7},

@@ -283,9 +283,17 @@ TEST(VersioningTest, RandomSchedulesComputeTheSame) {
                          "conv2d_nhwc:N=1,H=6,W=5,CI=3,CO=4,KH=3,KW=3,stride=1,pad=1",
                          "depthwise_conv2d_nhwc:N=1,H=7,W=6,C=3,KH=3,KW=3,stride=2,pad=1", "softmax:M=5,N=12",
                          "batch_matmul:B=2,M=6,N=5,K=5"};
+  std::vector<std::pair<std::string, PrimFunc>> workloads;
+  for (const char* spec : specs) workloads.emplace_back(spec, BuildWorkload(spec).func);
+  // Loops whose ranges split (reflect padding) and masked sums that skip
+  // steps (a triangular product).
+  workloads.emplace_back("reflect", ParseWorkloadText("input X: f32[2, 6, 5]\n"
+                                                      "Y[c, h in 10, w in 9] = X[c, h < 2 ? 2 - h : (h >= 8 ? 12 - h : "
+                                                      "h - 2), w < 2 ? 2 - w : (w >= 7 ? 10 - w : w - 2)]\n"));
+  workloads.emplace_back("trmm", ParseWorkloadText("input A: f32[12, 12]\ninput B: f32[12, 6]\n"
+                                                   "C[i, j] = sum(k in 12) k <= i ? A[i, k] * B[k, j] : 0.0\n"));
   int versioned = 0, programs = 0;
-  for (const char* spec : specs) {
-    PrimFunc f = BuildWorkload(spec).func;
+  for (const auto& [spec, f] : workloads) {
     for (std::uint64_t seed = 0; seed < 16; ++seed) {
       Schedule sch(f, seed);
       ir::testing::RandomScheduler random(sch, seed);
