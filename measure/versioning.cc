@@ -181,7 +181,9 @@ bool AddsZeroToItself(const StoreNode& store, const Expr& value) {
                       (other->kind == ExprKind::kFloatImm && other->float_value == 0.0);
     if (!zero || self->kind != ExprKind::kLoad || self->buffer != store.buffer) continue;
     bool same = self->operands.size() == store.indices.size();
-    for (std::size_t i = 0; same && i < store.indices.size(); ++i) same = ExprEqual(self->operands[i], store.indices[i]);
+    for (std::size_t i = 0; same && i < store.indices.size(); ++i) {
+      same = ExprEqual(self->operands[i], store.indices[i]);
+    }
     if (same) return true;
   }
   return false;
@@ -554,7 +556,9 @@ class Versioner {
     // it fails throughout (PlanCheck).
     if (removed.size() == 1 && two_sided_.count(*removed.begin())) {
       auto check = std::find_if(checks.begin(), checks.end(), [&](const Expr& c) { return removed.count(c.get()); });
-      if (std::optional<Expr> fails = FailsThroughout(*check, inner, ranges_)) checked = MakeIf(*fails, copy_with(false), checked);
+      if (std::optional<Expr> fails = FailsThroughout(*check, inner, ranges_)) {
+        checked = MakeIf(*fails, copy_with(false), checked);
+      }
     }
     return MakeIf(condition, clean, checked);
   }
@@ -748,13 +752,17 @@ class MaskSkipper {
       CheckCollector collector;
       collector.Collect(n.body);
       const std::set<const ExprNode*> inner = LoopVarsIn(n.body);
+      // Each mask judged on the body as it was (a band's two sides both),
+      // then the guards put around it.
+      std::vector<Expr> guards;
       for (const Expr& c : collector.checks) {
         if (inside.count(c.get()) || !UsesVar(c, n.loop_var.get()) || !NothingWhereItFails(n.body, c)) continue;
         if (std::optional<Expr> fails = FailsThroughout(c, inner, ranges_)) {
-          n.body = MakeIf(Not(*fails), n.body);
+          guards.push_back(Not(*fails));
           inside.insert(c.get());
         }
       }
+      for (const Expr& g : guards) n.body = MakeIf(g, n.body);
     }
     RewriteChildren(s, [&](const Stmt& c) { return Visit(c, inside); });
     return s;

@@ -250,7 +250,7 @@ TEST(VersioningTest, ALoopSplitsAtTheBreakPointsOfEachComparison) {
 // A triangular matrix's product adds masked terms, zero above the
 // diagonal: a step of the reduction's outer loop whose k are all past the
 // block's last row is skipped, without a copy. A mask whose other side is
-// not zero does work there, and stays.
+// not zero does work there, and stays; a band's two sides are both skipped.
 TEST(VersioningTest, AMaskedSumSkipsTheStepsWhereItsMaskFails) {
   const char* schedule = R"(
 b = sch.get_block("C")
@@ -273,6 +273,19 @@ sch.decompose_reduction(b, k0)
       EXPECT_EQ(VersionedKeepsTheResult(f, sch.func(), seed, 512), "") << seed;
       EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), seed), "") << seed;
     }
+  }
+  // A band: the steps before it and those after it are both skipped.
+  PrimFunc band = ParseWorkloadText("input A: f32[24, 24]\ninput B: f32[24, 8]\n"
+                                    "C[i, j] = sum(k in 24) k >= i - 4 && k <= i + 4 ? A[i, k] * B[k, j] : 0.0\n");
+  Schedule sch(band, 0);
+  RunScheduleScript(sch, schedule);
+  std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), 512));
+  std::size_t guards = 0;
+  for (std::size_t at = text.find("if not "); at != std::string::npos; at = text.find("if not ", at + 1)) ++guards;
+  EXPECT_EQ(guards, 2u) << text;
+  for (std::uint64_t seed : {1, 2}) {
+    EXPECT_EQ(VersionedKeepsTheResult(band, sch.func(), seed, 512), "") << seed;
+    EXPECT_EQ(CompiledKeepsTheResult(band, sch.func(), seed), "") << seed;
   }
 }
 
