@@ -2,6 +2,8 @@
 // program on its own) and through the JIT (which versions every program).
 #include "measure/versioning.h"
 
+#include <initializer_list>
+
 #include <gtest/gtest.h>
 
 #include "ir/printer.h"
@@ -36,6 +38,21 @@ std::string CompiledKeepsTheResult(const PrimFunc& workload, const PrimFunc& sch
   k.fn(pointers.data());
   SharedJit().Release(k);
   return testing::CompareOutputs(workload, expected, args);
+}
+
+// Expects each of `parts` in the printed program `text`.
+void ExpectParts(const std::string& text, std::initializer_list<const char*> parts) {
+  for (const char* part : parts) EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
+}
+
+// Both of the above, for each seed: the versioned program in the
+// interpreter, and the program through the JIT.
+void ExpectTheSameResults(const PrimFunc& workload, const PrimFunc& scheduled,
+                          std::initializer_list<std::uint64_t> seeds, int vector_bits = 512) {
+  for (std::uint64_t seed : seeds) {
+    EXPECT_EQ(VersionedKeepsTheResult(workload, scheduled, seed, vector_bits), "") << seed;
+    EXPECT_EQ(CompiledKeepsTheResult(workload, scheduled, seed), "") << seed;
+  }
 }
 
 // The register block of a matmul padded from 31 x 33 x 35 to 32 x 48 x 36
@@ -82,10 +99,7 @@ TEST(VersioningTest, APaddedRegisterBlockGetsACopyWithoutChecks) {
   EXPECT_EQ(text.find("if k_0 * 4 - 35 < -3:", k_check + 1), std::string::npos) << text;
   // The copy for the inside of the matrices reads A without a check.
   EXPECT_NE(text.find("= C_pad_local[i_2 * 256 + i_3 * 16 + j_2 * 16 + j_3] + A["), std::string::npos) << text;
-  for (std::uint64_t seed : {1, 2, 3}) {
-    EXPECT_EQ(VersionedKeepsTheResult(f, sch.func(), seed, 512), "") << seed;
-    EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), seed), "") << seed;
-  }
+  ExpectTheSameResults(f, sch.func(), {1, 2, 3});
 }
 
 // Four rows by 64 lanes: one check of a row serves four vector registers'
@@ -141,10 +155,7 @@ TEST(VersioningTest, AConvolutionsBorderFromBothSides) {
   RunScheduleScript(sch, testing::kPaddedConvRegisterBlock);
   std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), kVersionEverything));
   EXPECT_NE(text.find("if yy + ry - 1 >= 0 and yy + ry - 8 < 0:"), std::string::npos) << text;
-  for (std::uint64_t seed : {5, 6}) {
-    EXPECT_EQ(VersionedKeepsTheResult(f, sch.func(), seed, kVersionEverything), "") << seed;
-    EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), seed), "") << seed;
-  }
+  ExpectTheSameResults(f, sch.func(), {5, 6}, kVersionEverything);
 }
 
 // A concatenation along rows of 8 lanes: its check's break point on the
@@ -161,14 +172,11 @@ j0, j1 = sch.split(j, factors=[None, 8])
 sch.vectorize(j1)
 )");
   std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), 512));
-  EXPECT_NE(text.find("Y[i * 48 + j_0 * 8 + j_1] = A[i * 20 + j_0 * 8 + j_1]"), std::string::npos) << text;
-  EXPECT_NE(text.find("Y[i * 48 + j_0 * 8 + j_1 + 24] = B[i * 28 + j_0 * 8 + j_1 + 4]"), std::string::npos) << text;
+  ExpectParts(text, {"Y[i * 48 + j_0 * 8 + j_1] = A[i * 20 + j_0 * 8 + j_1]",
+                     "Y[i * 48 + j_0 * 8 + j_1 + 24] = B[i * 28 + j_0 * 8 + j_1 + 4]"});
   // The vector across the seam, a range of one, selects by its lanes alone.
   EXPECT_NE(text.find("Y[i * 48 + j_1 + 16] = T.if_then_else(j_1 + 16 < 20,"), std::string::npos) << text;
-  for (std::uint64_t seed : {1, 2}) {
-    EXPECT_EQ(VersionedKeepsTheResult(f, sch.func(), seed, 512), "") << seed;
-    EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), seed), "") << seed;
-  }
+  ExpectTheSameResults(f, sch.func(), {1, 2});
 }
 
 // The same seam under a parallel loop of vectors, whose range stays whole
@@ -185,14 +193,11 @@ sch.parallel(j0)
 sch.vectorize(j1)
 )");
   std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), 512));
-  EXPECT_NE(text.find("if j_0 * 8 - 20 < -7:"), std::string::npos) << text;
-  EXPECT_NE(text.find("if j_0 * 8 - 20 >= 0:"), std::string::npos) << text;
-  EXPECT_NE(text.find("Y[j_0 * 8 + j_1] = A[j_0 * 8 + j_1]"), std::string::npos) << text;
-  EXPECT_NE(text.find("Y[j_0 * 8 + j_1] = B[j_0 * 8 + j_1 - 20]"), std::string::npos) << text;
-  for (std::uint64_t seed : {1, 2}) {
-    EXPECT_EQ(VersionedKeepsTheResult(f, sch.func(), seed, 512), "") << seed;
-    EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), seed), "") << seed;
-  }
+  ExpectParts(text, {"if j_0 * 8 - 20 < -7:",
+                     "if j_0 * 8 - 20 >= 0:",
+                     "Y[j_0 * 8 + j_1] = A[j_0 * 8 + j_1]",
+                     "Y[j_0 * 8 + j_1] = B[j_0 * 8 + j_1 - 20]"});
+  ExpectTheSameResults(f, sch.func(), {1, 2});
 }
 
 // Reflect padding checks each row and each element from both sides, and no
@@ -211,12 +216,8 @@ TEST(VersioningTest, ReflectPaddingSplitsTheRangesWhereItsChecksChange) {
   EXPECT_EQ(text.find("if_then_else"), std::string::npos) << text;
   EXPECT_EQ(text.find("if "), std::string::npos) << text;
   // The rows in the middle read X's row h, their middle elements X's w.
-  EXPECT_NE(text.find("for h in range(6):"), std::string::npos) << text;
-  EXPECT_NE(text.find("for w in range(5):"), std::string::npos) << text;
-  for (std::uint64_t seed : {1, 2}) {
-    EXPECT_EQ(VersionedKeepsTheResult(f, sch.func(), seed, 512), "") << seed;
-    EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), seed), "") << seed;
-  }
+  ExpectParts(text, {"for h in range(6):", "for w in range(5):"});
+  ExpectTheSameResults(f, sch.func(), {1, 2});
 }
 
 // Checks of each comparison, with the loop's variable on either side and a
@@ -240,10 +241,7 @@ TEST(VersioningTest, ALoopSplitsAtTheBreakPointsOfEachComparison) {
     } else {
       EXPECT_NE(text.find("for i in range(16):"), std::string::npos) << text;
     }
-    for (std::uint64_t seed : {3, 4}) {
-      EXPECT_EQ(VersionedKeepsTheResult(f, sch.func(), seed, 512), "") << seed;
-      EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), seed), "") << seed;
-    }
+    ExpectTheSameResults(f, sch.func(), {3, 4});
   }
 }
 
@@ -269,10 +267,7 @@ sch.decompose_reduction(b, k0)
     std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), 512));
     const bool skipped = text.find("if not k_0 * 4 - i_0 * 8 > 7:") != std::string::npos;
     EXPECT_EQ(skipped, std::string(masked) == "0.0") << text;
-    for (std::uint64_t seed : {1, 2}) {
-      EXPECT_EQ(VersionedKeepsTheResult(f, sch.func(), seed, 512), "") << seed;
-      EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), seed), "") << seed;
-    }
+    ExpectTheSameResults(f, sch.func(), {1, 2});
   }
   // A band: the steps before it and those after it are both skipped.
   PrimFunc band = ParseWorkloadText("input A: f32[24, 24]\ninput B: f32[24, 8]\n"
@@ -283,10 +278,7 @@ sch.decompose_reduction(b, k0)
   std::size_t guards = 0;
   for (std::size_t at = text.find("if not "); at != std::string::npos; at = text.find("if not ", at + 1)) ++guards;
   EXPECT_EQ(guards, 2u) << text;
-  for (std::uint64_t seed : {1, 2}) {
-    EXPECT_EQ(VersionedKeepsTheResult(band, sch.func(), seed, 512), "") << seed;
-    EXPECT_EQ(CompiledKeepsTheResult(band, sch.func(), seed), "") << seed;
-  }
+  ExpectTheSameResults(band, sch.func(), {1, 2});
 }
 
 // Random schedules leave checks of every kind (split predicates, inlined
