@@ -36,10 +36,47 @@ bool OnlyArithmetic(const Expr& e) {
   return ok;
 }
 
+// The largest modulus of a residue test: a loop unrolled by it is that
+// many copies of its body.
+constexpr std::int64_t kMaxModulus = 4;
+
+// The modulus m of a residue test of `x`: c compares `(a * x + rest) % m`
+// (m a constant in [2, kMaxModulus], a not a multiple of m), so that in a
+// loop over x unrolled by m each copy sees one residue. 0 when c has none.
+std::int64_t ResidueModulus(const Expr& c, const ExprNode* x, const VarRanges& ranges) {
+  std::int64_t modulus = 0;
+  VisitExpr(c, [&](const Expr& e) {
+    std::int64_t m = 0;
+    if (modulus || e->kind != ExprKind::kFloorMod || !AsConstInt(e->operands[1], &m)) return;
+    if (m < 2 || m > kMaxModulus || !UsesVar(e->operands[0], x)) return;
+    auto coefficients = LinearCoefficients(e->operands[0], {x}, ranges);
+    if (coefficients && coefficients->size() == 1 && coefficients->front().second % m != 0) modulus = m;
+  });
+  return modulus;
+}
+
+// Bound checks are the comparisons that versioning and range splits read;
+// residue tests, comparisons of a floormod by a small constant, are the
+// ones a loop is unrolled for (ResidueUnroller).
+enum class Tests : std::uint8_t { kBounds, kResidues };
+
+bool IsResidueTest(const Expr& e) {
+  if (!IsComparison(e->kind) || !IsInt(e->operands[0]->dtype) || !OnlyArithmetic(e)) return false;
+  bool residue = false;
+  VisitExpr(e, [&](const Expr& x) {
+    std::int64_t m = 0;
+    residue = residue || (x->kind == ExprKind::kFloorMod && AsConstInt(x->operands[1], &m) && m >= 2 &&
+                          m <= kMaxModulus);
+  });
+  return residue;
+}
+
 // The checks of a statement, in order of appearance, each node once: the
 // comparisons of if-conditions and select conditions, alone or under `and`.
 class CheckCollector {
  public:
+  explicit CheckCollector(Tests tests = Tests::kBounds) : tests_(tests) {}
+
   std::vector<Expr> checks;
 
   void Collect(const Stmt& s) {
@@ -59,12 +96,13 @@ class CheckCollector {
   void Condition(const Expr& c) {
     if (c->kind == ExprKind::kAnd) {
       for (const Expr& operand : c->operands) Condition(operand);
-    } else if (IsBoundCheck(c) && seen_.insert(c.get()).second) {
+    } else if ((tests_ == Tests::kBounds ? IsBoundCheck(c) : IsResidueTest(c)) && seen_.insert(c.get()).second) {
       checks.push_back(c);
     }
   }
 
  private:
+  Tests tests_;
   std::set<const ExprNode*> seen_;
 
   void Selects(const Expr& e) {
@@ -108,6 +146,21 @@ Expr WithChecks(const Expr& e, const std::set<const ExprNode*>& checks, bool val
   if (e->kind == ExprKind::kSelect && IsTrue(operands[0])) return operands[1];
   if (e->kind == ExprKind::kSelect && IsFalse(operands[0])) return operands[2];
   return WithOperands(*e, std::move(operands));
+}
+
+// e with each select whose condition is a constant replaced by the side
+// it takes (simplification decides conditions, not selects).
+Expr FoldConstantSelects(const Expr& e) {
+  if (e->operands.empty()) return e;
+  std::vector<Expr> operands;
+  bool changed = false;
+  for (const Expr& o : e->operands) {
+    operands.push_back(FoldConstantSelects(o));
+    changed = changed || operands.back() != o;
+  }
+  if (e->kind == ExprKind::kSelect && IsTrue(operands[0])) return operands[1];
+  if (e->kind == ExprKind::kSelect && IsFalse(operands[0])) return operands[2];
+  return changed ? WithOperands(*e, std::move(operands)) : e;
 }
 
 // Replaces each statement directly under s by fn(statement), in place: a
@@ -232,7 +285,7 @@ VarRanges LoopRanges(const Stmt& root) {
 // in blocks of 4 x 64 lanes, cost nothing measurable, and versions of them
 // added half to its compile time (bench/RESULTS.md, session 39).
 struct Weights {
-  explicit Weights(int vector_bits) : vector_bits_(vector_bits) {}
+  explicit Weights(int vector_bits, Tests tests = Tests::kBounds) : vector_bits_(vector_bits), tests_(tests) {}
 
   std::int64_t busiest_store = 0;
   std::unordered_map<const ExprNode*, std::int64_t> check_runs;
@@ -253,7 +306,7 @@ struct Weights {
         return;
       case StmtKind::kIf: {
         const auto& n = static_cast<const IfNode&>(*s);
-        CheckCollector collector;
+        CheckCollector collector(tests_);
         collector.Condition(n.condition);
         Count(collector.checks, runs, n.then_case);
         Add(n.then_case, runs);
@@ -262,7 +315,7 @@ struct Weights {
       }
       case StmtKind::kStore: {
         busiest_store = std::max(busiest_store, runs);
-        CheckCollector collector;
+        CheckCollector collector(tests_);
         collector.Collect(s);
         Count(collector.checks, runs, s);
         return;
@@ -279,6 +332,7 @@ struct Weights {
 
  private:
   int vector_bits_;
+  Tests tests_;
   std::vector<const ForNode*> lanes_;  // the vectorized loops around
 
   // `guarded`: the statement the checks guard (an if's then-branch, or the
@@ -289,8 +343,9 @@ struct Weights {
       for (const ForNode* lane : lanes_) differs = differs || UsesVar(c, lane->loop_var.get());
       if (differs) {
         per_lane.insert(c.get());
-      } else if (!lanes_.empty() && lanes_.back()->extent * ElementBits(guarded) > vector_bits_) {
-        continue;  // shared by the registers of a wide vector
+      } else if (tests_ == Tests::kBounds && !lanes_.empty() &&
+                 lanes_.back()->extent * ElementBits(guarded) > vector_bits_) {
+        continue;  // shared by the registers of a wide vector (a residue test's work is not)
       }
       std::int64_t& n = check_runs[c.get()];
       n = std::max(n, runs);
@@ -573,6 +628,157 @@ class Versioner {
   }
 };
 
+// s without the stores that add zero to their own element (a copy whose
+// mask folded to false: AddsZeroToItself) and the loops, ifs, sequences
+// and blocks they leave empty; nullptr when nothing is left.
+Stmt DropNoOps(const Stmt& s) {
+  if (!s) return s;
+  switch (s->kind) {
+    case StmtKind::kFor: {
+      auto& n = static_cast<ForNode&>(*s);
+      n.body = DropNoOps(n.body);
+      return n.body ? s : nullptr;
+    }
+    case StmtKind::kSeq: {
+      std::vector<Stmt> kept;
+      for (const Stmt& c : static_cast<SeqNode&>(*s).stmts) {
+        if (Stmt k = DropNoOps(c)) kept.push_back(k);
+      }
+      if (kept.empty()) return nullptr;
+      return kept.size() == 1 ? kept[0] : MakeSeq(std::move(kept));
+    }
+    case StmtKind::kIf: {
+      auto& n = static_cast<IfNode&>(*s);
+      n.then_case = DropNoOps(n.then_case);
+      n.else_case = DropNoOps(n.else_case);
+      if (!n.then_case && !n.else_case) return nullptr;
+      if (!n.then_case) return MakeIf(Not(n.condition), n.else_case);
+      return s;
+    }
+    case StmtKind::kStore: {
+      const auto& n = static_cast<const StoreNode&>(*s);
+      return AddsZeroToItself(n, n.value) ? nullptr : s;
+    }
+    case StmtKind::kBlock: {
+      auto& n = static_cast<BlockNode&>(*s);
+      n.body = DropNoOps(n.body);
+      return n.body ? s : nullptr;
+    }
+  }
+  return s;
+}
+
+// Unrolls a loop by the modulus of its body's residue tests, so that each
+// copy sees one residue of the loop's variable and the tests fold (before
+// the range splits and versioning below, which then see each copy). A
+// transposed convolution of stride 2 written as a gather reads input row
+// `(h + 1 - kh) / 2` where `(h + 1 - kh) % 2 == 0`: three quarters of its
+// multiply-adds were masked to zero (1.73 ms, about 30 GFLOP/s of useful
+// work; bench/RESULTS.md, session 77). With the loops of h's and kh's
+// last factors unrolled by 2, the tests are constants: the copies where
+// they fail add zero to sums and are dropped (DropNoOps), and the input
+// index `(2 * kh' + 1 - 2 * kh'' ...) / 2` is affine again. Unlike a split
+// into residue classes, an unroll keeps the order of the iterations, so
+// it needs no look at what they depend on. A copy whose test no longer
+// depends on a loop inside it (the rest of the test is outside, a parallel
+// loop's variable) is guarded by the test where its masked sums do nothing
+// else. The copies of one path multiply: at most kMaxCopies.
+class ResidueUnroller {
+ public:
+  ResidueUnroller(const Stmt& root, int vector_bits) : vector_bits_(vector_bits), ranges_(LoopRanges(root)) {}
+
+  // `copies`: the copies that unrolls around s made of it.
+  Stmt Visit(const Stmt& s, std::int64_t copies) {
+    if (!s) return s;
+    if (s->kind == StmtKind::kFor) {
+      auto& n = static_cast<ForNode&>(*s);
+      if (n.for_kind == ForKind::kVectorized) return s;
+      if (n.for_kind == ForKind::kSerial || n.for_kind == ForKind::kUnrolled) {
+        if (std::optional<Stmt> unrolled = Unroll(n, copies)) return *unrolled;
+      }
+    }
+    RewriteChildren(s, [&](const Stmt& c) { return Visit(c, copies); });
+    return s;
+  }
+
+ private:
+  static constexpr std::int64_t kMaxCopies = 16;
+
+  int vector_bits_;
+  VarRanges ranges_;
+
+  // The loop unrolled by the modulus of its hot residue tests; nullopt when
+  // it has none, or too few iterations, or the copies would be too many.
+  std::optional<Stmt> Unroll(const ForNode& loop, std::int64_t copies) {
+    const ExprNode* x = loop.loop_var.get();
+    Weights weights(vector_bits_, Tests::kResidues);
+    weights.Add(loop.body, 1);
+    CheckCollector collector(Tests::kResidues);
+    collector.Collect(loop.body);
+    std::int64_t m = 0;
+    std::vector<Expr> tests;
+    for (const Expr& c : collector.checks) {
+      if (!weights.Hot(c)) continue;
+      const std::int64_t modulus = ResidueModulus(c, x, ranges_);
+      if (modulus == 0 || (m != 0 && modulus != m)) continue;
+      m = modulus;
+      tests.push_back(c);
+    }
+    if (tests.empty() || loop.extent < m || copies * m > kMaxCopies) return std::nullopt;
+    const std::set<const ExprNode*> inner = LoopVarsIn(loop.body);
+    const std::int64_t groups = loop.extent / m;
+    Expr group = MakeVar(loop.loop_var->name, loop.loop_var->dtype);
+    ranges_[group.get()] = groups;
+    // The body where x is `at`: each test decided there folded, or guarding
+    // the copy when only variables outside the loop decide it.
+    auto copy_at = [&](const Expr& at) -> Stmt {
+      std::set<const ExprNode*> holds, fails;
+      std::vector<Expr> guards;
+      for (const Expr& t : tests) {
+        Expr value = Simplify(Substitute(t, {{x, at}}), ranges_);
+        bool varies = UsesVar(value, group.get());
+        for (const ExprNode* v : inner) varies = varies || UsesVar(value, v);
+        if (IsTrue(value)) {
+          holds.insert(t.get());
+        } else if (IsFalse(value)) {
+          fails.insert(t.get());
+        } else if (!varies && NothingWhereItFails(loop.body, t)) {
+          holds.insert(t.get());
+          guards.push_back(value);
+        }
+      }
+      Stmt body = Clone(loop.body);
+      RewriteExprs(body, [&](const Expr& e) { return WithChecks(WithChecks(e, holds, true), fails, false); });
+      SubstituteInPlace(body, {{x, at}});
+      RewriteExprs(body, [&](const Expr& e) { return FoldConstantSelects(Simplify(e, ranges_)); });
+      body = DropNoOps(FoldConstantIfs(body));
+      if (!body) return nullptr;
+      body = Visit(body, copies * m);
+      for (const Expr& g : guards) body = MakeIf(g, body);
+      return body;
+    };
+    std::vector<Stmt> pieces, group_body;
+    for (std::int64_t r = 0; r < m; ++r) {
+      const Expr residue = IntImm(loop.loop_var->dtype, r);
+      if (Stmt c = copy_at(groups == 1 ? residue : group * IntImm(loop.loop_var->dtype, m) + residue)) {
+        group_body.push_back(c);
+      }
+    }
+    if (!group_body.empty() && groups == 1) {
+      pieces = std::move(group_body);
+    } else if (!group_body.empty()) {
+      Stmt unrolled = MakeFor(group, groups, MakeSeq(std::move(group_body)), loop.for_kind);
+      static_cast<ForNode&>(*unrolled).annotations = loop.annotations;
+      pieces.push_back(unrolled);
+    }
+    // The iterations past the last whole group, one copy each.
+    for (std::int64_t x_at = groups * m; x_at < loop.extent; ++x_at) {
+      if (Stmt c = copy_at(IntImm(loop.loop_var->dtype, x_at))) pieces.push_back(c);
+    }
+    return MakeSeq(std::move(pieces));
+  }
+};
+
 // Splits serial loops' ranges where their checks change (TVM's
 // LoopPartition), before the versioning above. Versioning makes one copy
 // where every check holds, which serves checks that hold on most of a
@@ -777,10 +983,12 @@ class MaskSkipper {
 PrimFunc VersionBoundsChecks(const PrimFunc& lowered, int vector_bits) {
   // Most candidates (every unpadded matmul's) have no check: they are
   // compiled as they are, without a copy or a look at each loop.
-  CheckCollector collector;
+  CheckCollector collector, residues(Tests::kResidues);
   collector.Collect(lowered.body);
-  if (collector.checks.empty()) return lowered;
+  residues.Collect(lowered.body);
+  if (collector.checks.empty() && residues.checks.empty()) return lowered;
   PrimFunc f = Clone(lowered);
+  if (!residues.checks.empty()) f.body = ResidueUnroller(f.body, vector_bits).Visit(f.body, 1);
   f.body = RangeSplitter(f.body, vector_bits).Visit(f.body, 0);
   f.body = MaskSkipper(f.body).Visit(f.body, {});
   f.body = Versioner(f.body, vector_bits).Visit(f.body, {}, 0);

@@ -45,6 +45,13 @@ void ExpectParts(const std::string& text, std::initializer_list<const char*> par
   for (const char* part : parts) EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
 }
 
+// How often `what` occurs in `text`.
+std::size_t Count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 // Both of the above, for each seed: the versioned program in the
 // interpreter, and the program through the JIT.
 void ExpectTheSameResults(const PrimFunc& workload, const PrimFunc& scheduled,
@@ -130,20 +137,15 @@ sch.vectorize(w3)
 )");
   PrimFunc lowered = Lower(sch.func());
   std::string before = PrintProgram(lowered), after = PrintProgram(VersionBoundsChecks(lowered, 512));
-  auto count = [](const std::string& text, const std::string& what) {
-    std::size_t n = 0;
-    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  };
   const std::string unchecked_a = "+ A[i_0 * 140 + i_1 * 35 + k] *";
-  EXPECT_EQ(count(before, "C[i_0 * 508"), 1u) << before;
-  EXPECT_EQ(count(after, "C[i_0 * 508"), 2u) << after;  // the last 64 columns apart
-  EXPECT_EQ(count(after, unchecked_a), 0u) << after;
+  EXPECT_EQ(Count(before, "C[i_0 * 508"), 1u) << before;
+  EXPECT_EQ(Count(after, "C[i_0 * 508"), 2u) << after;  // the last 64 columns apart
+  EXPECT_EQ(Count(after, unchecked_a), 0u) << after;
   EXPECT_EQ(VersionedKeepsTheResult(f, sch.func(), 4, 512), "");
   // With registers as wide as the loop, the rows and the reduction are
   // versioned too.
   std::string wide = PrintProgram(VersionBoundsChecks(lowered, 2048));
-  EXPECT_NE(count(wide, unchecked_a), 0u) << wide;
+  EXPECT_NE(Count(wide, unchecked_a), 0u) << wide;
   EXPECT_EQ(VersionedKeepsTheResult(f, sch.func(), 4, 2048), "");
 }
 
@@ -281,6 +283,76 @@ sch.decompose_reduction(b, k0)
   ExpectTheSameResults(band, sch.func(), {1, 2});
 }
 
+// A transposed 4 x 4 convolution of stride 2, written as a gather: an
+// output row reads input row (h + 1 - kh) / 2 where (h + 1 - kh) % 2 == 0,
+// so three quarters of its terms are masked to zero.
+const char* kTransposedConvolution =
+    "input X: f32[3, 5, 5]\n"
+    "input W: f32[3, 4, 4, 4]\n"
+    "Y[co in 4, h in 10, w in 10] = sum(ci in 3, kh in 4, kw in 4) (h + 1 - kh) % 2 == 0 && (w + 1 - kw) % 2 == 0"
+    " && h + 1 - kh >= 0 && h + 1 - kh < 10 && w + 1 - kw >= 0 && w + 1 - kw < 10"
+    " ? X[ci, (h + 1 - kh) / 2, (w + 1 - kw) / 2] * W[ci, co, kh, kw] : 0.0\n";
+
+// Unrolled by 2, the loops of h, w, kh and kw each see one parity: the
+// tests fold, the copies where they fail add zero and are gone, and the
+// input is read at affine rows and columns. Each of the 16 parities of (h,
+// w, kh, kw) is a copy, 4 of them are left, and versioning then makes two
+// of each (where its column's checks hold, and checked).
+TEST(VersioningTest, AStridedGatherIsUnrolledByItsStrideAndItsMaskedCopiesDropped) {
+  PrimFunc f = ParseWorkloadText(kTransposedConvolution);
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+b = sch.get_block("Y")
+co, h, w, ci, kh, kw = sch.get_loops(b)
+sch.reorder(co, h, w, ci, kh, kw)
+sch.decompose_reduction(b, ci)
+)");
+  PrimFunc lowered = Lower(sch.func());
+  std::string before = PrintProgram(lowered), text = PrintProgram(VersionBoundsChecks(lowered, 512));
+  EXPECT_EQ(Count(before, "% 2"), 2u) << before;
+  EXPECT_EQ(Count(text, "% 2"), 0u) << text;
+  EXPECT_EQ(Count(text, "//"), 0u) << text;
+  EXPECT_EQ(Count(text, "] + T.if_then_else("), 8u) << text;
+  ExpectParts(text, {"for h in range(5):", "for kh in range(2):"});
+  ExpectTheSameResults(f, sch.func(), {1, 2});
+}
+
+// Where a parity is a parallel loop's, a copy of the loop inside is
+// guarded by it: the copy runs for the rows whose parity it needs. An odd
+// extent leaves its last iteration a copy of its own.
+TEST(VersioningTest, AParityOfAnOuterLoopGuardsTheCopiesAndAnOddExtentKeepsItsLast) {
+  PrimFunc f = ParseWorkloadText(
+      "input X: f32[3, 5, 5]\n"
+      "input W: f32[3, 4, 3, 3]\n"
+      "Y[co in 4, h in 9, w in 9] = sum(ci in 3, kh in 3, kw in 3) (h + 1 - kh) % 2 == 0 && (w + 1 - kw) % 2 == 0"
+      " && h + 1 - kh >= 0 && h + 1 - kh < 10 && w + 1 - kw >= 0 && w + 1 - kw < 10"
+      " ? X[ci, (h + 1 - kh) / 2, (w + 1 - kw) / 2] * W[ci, co, kh, kw] : 0.0\n");
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+b = sch.get_block("Y")
+co, h, w, ci, kh, kw = sch.get_loops(b)
+sch.reorder(h, co, ci, kh, w, kw)
+sch.parallel(h)
+sch.decompose_reduction(b, ci)
+)");
+  std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), 512));
+  ExpectParts(text, {"if (h + 1) % 2 == 0:", "if h % 2 == 0:"});
+  EXPECT_EQ(text.find("T.if_then_else((h"), std::string::npos) << text;
+  EXPECT_EQ(text.find("T.bool(True)"), std::string::npos) << text;  // the checks decided are folded
+  ExpectTheSameResults(f, sch.func(), {1, 2});
+}
+
+// Not only sums: an interleave's select folds in each copy.
+TEST(VersioningTest, AnInterleaveUnrolledByTwoSelectsNothing) {
+  PrimFunc f = ParseWorkloadText("input A: f32[4, 7]\ninput B: f32[4, 7]\n"
+                                 "Y[i, k in 13] = k % 2 == 0 ? A[i, k / 2] : B[i, k / 2]\n");
+  Schedule sch(f, 0);
+  std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), 512));
+  EXPECT_EQ(text.find("if_then_else"), std::string::npos) << text;
+  ExpectParts(text, {"for k in range(6):", "Y[i * 13 + 12] = A[i * 7 + 6]"});
+  ExpectTheSameResults(f, sch.func(), {1, 2});
+}
+
 // Random schedules leave checks of every kind (split predicates, inlined
 // padding, reductions of uneven tiles); every one that can be versioned is.
 TEST(VersioningTest, RandomSchedulesComputeTheSame) {
@@ -297,6 +369,8 @@ TEST(VersioningTest, RandomSchedulesComputeTheSame) {
                                                       "h - 2), w < 2 ? 2 - w : (w >= 7 ? 10 - w : w - 2)]\n"));
   workloads.emplace_back("trmm", ParseWorkloadText("input A: f32[12, 12]\ninput B: f32[12, 6]\n"
                                                    "C[i, j] = sum(k in 12) k <= i ? A[i, k] * B[k, j] : 0.0\n"));
+  // Loops unrolled by a residue test's modulus (a strided gather).
+  workloads.emplace_back("transposed convolution", ParseWorkloadText(kTransposedConvolution));
   int versioned = 0, programs = 0;
   for (const auto& [spec, f] : workloads) {
     for (std::uint64_t seed = 0; seed < 16; ++seed) {
