@@ -668,21 +668,24 @@ Stmt DropNoOps(const Stmt& s) {
   return s;
 }
 
-// Unrolls a loop by the modulus of its body's residue tests, so that each
-// copy sees one residue of the loop's variable and the tests fold (before
-// the range splits and versioning below, which then see each copy). A
-// transposed convolution of stride 2 written as a gather reads input row
-// `(h + 1 - kh) / 2` where `(h + 1 - kh) % 2 == 0`: three quarters of its
-// multiply-adds were masked to zero (1.73 ms, about 30 GFLOP/s of useful
-// work; bench/RESULTS.md, session 77). With the loops of h's and kh's
-// last factors unrolled by 2, the tests are constants: the copies where
-// they fail add zero to sums and are dropped (DropNoOps), and the input
-// index `(2 * kh' + 1 - 2 * kh'' ...) / 2` is affine again. Unlike a split
-// into residue classes, an unroll keeps the order of the iterations, so
-// it needs no look at what they depend on. A copy whose test no longer
-// depends on a loop inside it (the rest of the test is outside, a parallel
-// loop's variable) is guarded by the test where its masked sums do nothing
-// else. The copies of one path multiply: at most kMaxCopies.
+// Unrolls a loop by the modulus of its body's residue tests, where they
+// mask the terms of sums, so that each copy sees one residue of the loop's
+// variable (before the range splits and versioning below, which then see
+// each copy). A transposed convolution of stride 2 written as a gather
+// reads input row `(h + 1 - kh) / 2` where `(h + 1 - kh) % 2 == 0`: three
+// quarters of its multiply-adds were masked to zero (1.73 ms, about 30
+// GFLOP/s of useful work; bench/RESULTS.md, session 77). With the loop of
+// kh unrolled by 2, a copy's test is decided by h alone: where a loop
+// inside still moves it (the tile's rows, unrolled next), it folds there,
+// the copies where it fails add zero and are dropped (DropNoOps), and the
+// input index is affine again; where only loops outside decide it (h's
+// parallel loop), it guards the copy, `if (h + 1) % 2 == 0: <copy>`. An
+// unroll keeps the order of the iterations, so it needs no look at what
+// they depend on. A test that masks no sum's term is left alone: a copy
+// would drop no work, and LLVM's own unrolling folds such selects where it
+// pays (unrolled here, a zero insertion inlined into a convolution,
+// `select(m, X, 0) * W`, ran 0.41 ms, 0.36 ms as it was). The copies of
+// one path multiply: at most kMaxCopies.
 class ResidueUnroller {
  public:
   ResidueUnroller(const Stmt& root, int vector_bits) : vector_bits_(vector_bits), ranges_(LoopRanges(root)) {}
@@ -707,8 +710,9 @@ class ResidueUnroller {
   int vector_bits_;
   VarRanges ranges_;
 
-  // The loop unrolled by the modulus of its hot residue tests; nullopt when
-  // it has none, or too few iterations, or the copies would be too many.
+  // The loop unrolled by the modulus of its hot residue tests that mask
+  // every term its body adds (NothingWhereItFails); nullopt when it has
+  // none, or too few iterations, or the copies would be too many.
   std::optional<Stmt> Unroll(const ForNode& loop, std::int64_t copies) {
     const ExprNode* x = loop.loop_var.get();
     Weights weights(vector_bits_, Tests::kResidues);
@@ -718,7 +722,7 @@ class ResidueUnroller {
     std::int64_t m = 0;
     std::vector<Expr> tests;
     for (const Expr& c : collector.checks) {
-      if (!weights.Hot(c)) continue;
+      if (!weights.Hot(c) || !NothingWhereItFails(loop.body, c)) continue;
       const std::int64_t modulus = ResidueModulus(c, x, ranges_);
       if (modulus == 0 || (m != 0 && modulus != m)) continue;
       m = modulus;
@@ -730,19 +734,26 @@ class ResidueUnroller {
     Expr group = MakeVar(loop.loop_var->name, loop.loop_var->dtype);
     ranges_[group.get()] = groups;
     // The body where x is `at`: each test decided there folded, or guarding
-    // the copy when only variables outside the loop decide it.
+    // the copy when only variables outside the loop decide it (where it
+    // fails, the copy adds zero to its sums: nothing).
     auto copy_at = [&](const Expr& at) -> Stmt {
       std::set<const ExprNode*> holds, fails;
       std::vector<Expr> guards;
       for (const Expr& t : tests) {
-        Expr value = Simplify(Substitute(t, {{x, at}}), ranges_);
+        // Unit loops inside are at 0 throughout, so they decide nothing
+        // (a split's unit factors: h_2 in range(1)).
+        VarMap at_x{{x, at}};
+        for (const ExprNode* v : inner) {
+          if (ranges_.at(v) == 1) at_x[v] = IntImm(v->dtype, 0);
+        }
+        Expr value = Simplify(Substitute(t, at_x), ranges_);
         bool varies = UsesVar(value, group.get());
         for (const ExprNode* v : inner) varies = varies || UsesVar(value, v);
         if (IsTrue(value)) {
           holds.insert(t.get());
         } else if (IsFalse(value)) {
           fails.insert(t.get());
-        } else if (!varies && NothingWhereItFails(loop.body, t)) {
+        } else if (!varies) {
           holds.insert(t.get());
           guards.push_back(value);
         }

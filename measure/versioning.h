@@ -35,6 +35,15 @@
 // check at all. And a loop whose body only adds masked terms to sums skips
 // the iterations where the mask fails throughout (a triangular matrix's
 // product: the steps of k past the block's last row).
+//
+// First of all, a serial or unrolled loop whose body only adds terms to
+// sums, masked by a hot test of `(a * x + rest) % m` (m a constant up to
+// 4, a not a multiple of it), is unrolled by m: each copy sees one residue
+// of x, so a strided gather's parity tests (a transposed convolution's `(h
+// + 1 - kh) % 2 == 0`) fold, and the copies that then add only zero are
+// dropped; a test that only loops outside still decide guards its copy.
+// Unrolling keeps the iterations' order; at most 16 copies of a statement
+// along one path.
 #pragma once
 
 #include "ir/stmt.h"
