@@ -40,15 +40,21 @@ bool OnlyArithmetic(const Expr& e) {
 // many copies of its body.
 constexpr std::int64_t kMaxModulus = 4;
 
+// m when e is a floormod by a constant m in [2, kMaxModulus], else 0.
+std::int64_t SmallModulus(const Expr& e) {
+  std::int64_t m = 0;
+  if (e->kind != ExprKind::kFloorMod || !AsConstInt(e->operands[1], &m)) return 0;
+  return m >= 2 && m <= kMaxModulus ? m : 0;
+}
+
 // The modulus m of a residue test of `x`: c compares `(a * x + rest) % m`
-// (m a constant in [2, kMaxModulus], a not a multiple of m), so that in a
-// loop over x unrolled by m each copy sees one residue. 0 when c has none.
+// (a SmallModulus, a not a multiple of m), so that in a loop over x
+// unrolled by m each copy sees one residue. 0 when c has none.
 std::int64_t ResidueModulus(const Expr& c, const ExprNode* x, const VarRanges& ranges) {
   std::int64_t modulus = 0;
   VisitExpr(c, [&](const Expr& e) {
-    std::int64_t m = 0;
-    if (modulus || e->kind != ExprKind::kFloorMod || !AsConstInt(e->operands[1], &m)) return;
-    if (m < 2 || m > kMaxModulus || !UsesVar(e->operands[0], x)) return;
+    const std::int64_t m = modulus ? 0 : SmallModulus(e);
+    if (m == 0 || !UsesVar(e->operands[0], x)) return;
     auto coefficients = LinearCoefficients(e->operands[0], {x}, ranges);
     if (coefficients && coefficients->size() == 1 && coefficients->front().second % m != 0) modulus = m;
   });
@@ -63,11 +69,7 @@ enum class Tests : std::uint8_t { kBounds, kResidues };
 bool IsResidueTest(const Expr& e) {
   if (!IsComparison(e->kind) || !IsInt(e->operands[0]->dtype) || !OnlyArithmetic(e)) return false;
   bool residue = false;
-  VisitExpr(e, [&](const Expr& x) {
-    std::int64_t m = 0;
-    residue = residue || (x->kind == ExprKind::kFloorMod && AsConstInt(x->operands[1], &m) && m >= 2 &&
-                          m <= kMaxModulus);
-  });
+  VisitExpr(e, [&](const Expr& x) { residue = residue || SmallModulus(x) != 0; });
   return residue;
 }
 
@@ -722,9 +724,11 @@ class ResidueUnroller {
     std::int64_t m = 0;
     std::vector<Expr> tests;
     for (const Expr& c : collector.checks) {
-      if (!weights.Hot(c) || !NothingWhereItFails(loop.body, c)) continue;
+      // The cheap questions first: a walk of c, then of the body.
       const std::int64_t modulus = ResidueModulus(c, x, ranges_);
-      if (modulus == 0 || (m != 0 && modulus != m)) continue;
+      if (modulus == 0 || (m != 0 && modulus != m) || !weights.Hot(c) || !NothingWhereItFails(loop.body, c)) {
+        continue;
+      }
       m = modulus;
       tests.push_back(c);
     }
@@ -739,13 +743,13 @@ class ResidueUnroller {
     auto copy_at = [&](const Expr& at) -> Stmt {
       std::set<const ExprNode*> holds, fails;
       std::vector<Expr> guards;
+      // Unit loops inside are at 0 throughout, so they decide nothing (a
+      // split's unit factors: h_2 in range(1)).
+      VarMap at_x{{x, at}};
+      for (const ExprNode* v : inner) {
+        if (ranges_.at(v) == 1) at_x[v] = IntImm(v->dtype, 0);
+      }
       for (const Expr& t : tests) {
-        // Unit loops inside are at 0 throughout, so they decide nothing
-        // (a split's unit factors: h_2 in range(1)).
-        VarMap at_x{{x, at}};
-        for (const ExprNode* v : inner) {
-          if (ranges_.at(v) == 1) at_x[v] = IntImm(v->dtype, 0);
-        }
         Expr value = Simplify(Substitute(t, at_x), ranges_);
         bool varies = UsesVar(value, group.get());
         for (const ExprNode* v : inner) varies = varies || UsesVar(value, v);
