@@ -122,6 +122,11 @@ std::set<const ExprNode*> LoopVarsIn(const Stmt& s) {
   return vars;
 }
 
+bool IsZero(const Expr& e) {
+  return (e->kind == ExprKind::kIntImm && e->int_value == 0) ||
+         (e->kind == ExprKind::kFloatImm && e->float_value == 0.0);
+}
+
 bool IsFalse(const Expr& e) {
   std::int64_t v = 1;
   return AsConstInt(e, &v) && v == 0;
@@ -231,10 +236,7 @@ bool AddsZeroToItself(const StoreNode& store, const Expr& value) {
   if (value->kind != ExprKind::kAdd) return false;
   for (std::size_t side = 0; side < 2; ++side) {
     const Expr& self = value->operands[side];
-    const Expr& other = value->operands[1 - side];
-    const bool zero = (other->kind == ExprKind::kIntImm && other->int_value == 0) ||
-                      (other->kind == ExprKind::kFloatImm && other->float_value == 0.0);
-    if (!zero || self->kind != ExprKind::kLoad || self->buffer != store.buffer) continue;
+    if (!IsZero(value->operands[1 - side]) || self->kind != ExprKind::kLoad || self->buffer != store.buffer) continue;
     bool same = self->operands.size() == store.indices.size();
     for (std::size_t i = 0; same && i < store.indices.size(); ++i) {
       same = ExprEqual(self->operands[i], store.indices[i]);
@@ -260,6 +262,31 @@ bool NothingWhereItFails(const Stmt& s, const Expr& check) {
   return stores && nothing;
 }
 
+// Whether an if in s sits inside one of its loops (`in_loop`: s itself
+// does). A masked product's version pays only where its copy leaves the
+// register block without branches: a transposed convolution's copies still
+// held the skips of their masked steps (MaskSkipper) around the loop of
+// its columns; LLVM kept the accumulators in memory, and the kernel ran
+// 0.55 ms where it ran 0.26 unversioned (bench/RESULTS.md, session 78).
+bool BranchInALoop(const Stmt& s, bool in_loop = false) {
+  if (!s) return false;
+  switch (s->kind) {
+    case StmtKind::kFor: return BranchInALoop(static_cast<const ForNode&>(*s).body, true);
+    case StmtKind::kSeq:
+      for (const Stmt& c : static_cast<const SeqNode&>(*s).stmts) {
+        if (BranchInALoop(c, in_loop)) return true;
+      }
+      return false;
+    case StmtKind::kIf: {
+      const auto& n = static_cast<const IfNode&>(*s);
+      return in_loop || BranchInALoop(n.then_case, in_loop) || BranchInALoop(n.else_case, in_loop);
+    }
+    case StmtKind::kStore: return false;
+    case StmtKind::kBlock: return BranchInALoop(static_cast<const BlockNode&>(*s).body, in_loop);
+  }
+  return false;
+}
+
 // The range of each loop variable under root. A variable of two loops
 // (none that lowering makes, but nothing forbids it) gets the larger range:
 // a check that holds throughout a larger range holds throughout the smaller
@@ -275,6 +302,26 @@ VarRanges LoopRanges(const Stmt& root) {
   return ranges;
 }
 
+// The checks that mask a product in a store's selects, `c ? a * b : 0`.
+// LLVM fuses a multiply into the add that takes its result, never across a
+// select, so each vector register of such a term costs a multiply, a blend
+// and an add where an unmasked one costs one multiply-add (a triangular
+// matrix's product: 0.79 ms, 0.64 ms versioned; bench/RESULTS.md, session
+// 78). A mask on a factor, `(c ? a : 0) * b`, still fuses.
+std::set<const ExprNode*> MaskedProductChecks(const Stmt& s) {
+  if (s->kind != StmtKind::kStore) return {};
+  CheckCollector collector;
+  VisitExpr(static_cast<const StoreNode&>(*s).value, [&](const Expr& x) {
+    if (x->kind != ExprKind::kSelect) return;
+    for (int side = 1; side <= 2; ++side) {
+      if (x->operands[side]->kind == ExprKind::kMul && IsZero(x->operands[3 - side])) collector.Condition(x->operands[0]);
+    }
+  });
+  std::set<const ExprNode*> checks;
+  for (const Expr& c : collector.checks) checks.insert(c.get());
+  return checks;
+}
+
 // How often each statement runs per iteration of a loop: the checks that
 // run about as often as the loop's busiest store are the ones worth a
 // version (a padded matmul's register block: yes; its write-back, 1/100 as
@@ -285,7 +332,8 @@ VarRanges LoopRanges(const Stmt& root) {
 // check the same for all lanes of a loop wider than one vector register is
 // shared by several multiply-adds: a 3 x 3 convolution's input checks,
 // in blocks of 4 x 64 lanes, cost nothing measurable, and versions of them
-// added half to its compile time (bench/RESULTS.md, session 39).
+// added half to its compile time (bench/RESULTS.md, session 39); unless it
+// masks a product, which costs every register (MaskedProductChecks).
 struct Weights {
   explicit Weights(int vector_bits, Tests tests = Tests::kBounds) : vector_bits_(vector_bits), tests_(tests) {}
 
@@ -331,15 +379,24 @@ struct Weights {
     return it == check_runs.end() ? 0 : it->second;
   }
   bool Hot(const Expr& check) const { return per_lane.count(check.get()) || Runs(check) * 8 >= busiest_store; }
+  // A check shared by a wide vector's registers that masks a product
+  // (MaskedProductChecks), as often as the busiest store.
+  bool HotMaskOfAProduct(const Expr& check) const { return RunsAsMaskOfAProduct(check) * 8 >= busiest_store; }
+  std::int64_t RunsAsMaskOfAProduct(const Expr& check) const {
+    auto it = masked_product_runs_.find(check.get());
+    return it == masked_product_runs_.end() ? 0 : it->second;
+  }
 
  private:
   int vector_bits_;
   Tests tests_;
   std::vector<const ForNode*> lanes_;  // the vectorized loops around
+  std::unordered_map<const ExprNode*, std::int64_t> masked_product_runs_;
 
   // `guarded`: the statement the checks guard (an if's then-branch, or the
   // store whose selects they are).
   void Count(const std::vector<Expr>& checks, std::int64_t runs, const Stmt& guarded) {
+    const std::set<const ExprNode*> masked_products = MaskedProductChecks(guarded);
     for (const Expr& c : checks) {
       bool differs = false;
       for (const ForNode* lane : lanes_) differs = differs || UsesVar(c, lane->loop_var.get());
@@ -347,7 +404,13 @@ struct Weights {
         per_lane.insert(c.get());
       } else if (tests_ == Tests::kBounds && !lanes_.empty() &&
                  lanes_.back()->extent * ElementBits(guarded) > vector_bits_) {
-        continue;  // shared by the registers of a wide vector (a residue test's work is not)
+        // Shared by the registers of a wide vector (a residue test's work is
+        // not), unless it masks a product.
+        if (masked_products.count(c.get())) {
+          std::int64_t& n = masked_product_runs_[c.get()];
+          n = std::max(n, runs);
+        }
+        continue;
       }
       std::int64_t& n = check_runs[c.get()];
       n = std::max(n, runs);
@@ -437,7 +500,8 @@ class Versioner {
           collector.Collect(n.body);
           for (const Expr& c : collector.checks) {
             auto level = level_.find(c.get());
-            if (level != level_.end() && level->second == n.loop_var.get() && weights.Hot(c)) hot.insert(c.get());
+            if (level == level_.end() || level->second != n.loop_var.get()) continue;
+            if (weights.Hot(c) || (weights.HotMaskOfAProduct(c) && !BranchInALoop(n.body))) hot.insert(c.get());
           }
         }
         n.body = Place(n.body, hot, depth);
@@ -552,8 +616,10 @@ class Versioner {
   }
 
   // Versions the statements of a loop body for the `hot` checks, each
-  // statement on its own (through sequences and allocation scopes), so that
-  // the multiply-adds' checks do not duplicate a packing copy beside them.
+  // statement on its own (through sequences, allocation scopes and ifs), so
+  // that the multiply-adds' checks do not duplicate a packing copy beside
+  // them, and an if around a loop (a masked sum's skip, MaskSkipper) hides
+  // none of the loop's checks.
   // A loop whose `hot` checks run far less often than its busiest store is
   // entered, and the version made closer to them: a write-back's column
   // check, versioned around the write-back's loop and not around the
@@ -567,6 +633,12 @@ class Versioner {
     if (s->kind == StmtKind::kBlock) {
       auto& n = static_cast<BlockNode&>(*s);
       n.body = Place(n.body, hot, depth);
+      return s;
+    }
+    if (s->kind == StmtKind::kIf) {
+      auto& n = static_cast<IfNode&>(*s);
+      n.then_case = Place(n.then_case, hot, depth);
+      n.else_case = Place(n.else_case, hot, depth);
       return s;
     }
     CheckCollector collector;
@@ -625,7 +697,7 @@ class Versioner {
     Weights weights(vector_bits_);
     weights.Add(s, 1);
     std::int64_t runs = 0;
-    for (const Expr& c : checks) runs = std::max(runs, weights.Runs(c));
+    for (const Expr& c : checks) runs = std::max({runs, weights.Runs(c), weights.RunsAsMaskOfAProduct(c)});
     return runs * 8 < weights.busiest_store;
   }
 };

@@ -23,9 +23,15 @@
 // under `and`, affine in the loop variables with the loops inside the
 // versioned one bounded. The copies cost compile time, so only the checks
 // worth it are versioned (versioning.cc says which), the checked copy is
-// not versioned again, and versions nest at most kMaxVersionDepth deep. A
-// check versioned around vector lanes alone (a concatenation's seam) gets a
-// third copy, where it fails throughout.
+// not versioned again, and versions nest at most kMaxVersionDepth deep.
+// A check the same for all lanes of a vector wider than one register is
+// shared by its registers and not worth a copy, unless it masks a product
+// (`k <= i ? A[i, k] * B[k, j] : 0`): the select keeps each register's
+// multiply from fusing into its add. Such a check is versioned where its
+// copy leaves no branch inside its loops (where one was left, LLVM kept
+// the register block's accumulators in memory). A check versioned around
+// vector lanes alone (a concatenation's seam) gets a third copy, where it
+// fails throughout.
 //
 // Before versioning, a serial loop whose hot checks change at constant
 // points of its range, and fail throughout part of it, is split there into

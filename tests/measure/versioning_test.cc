@@ -283,6 +283,49 @@ sch.decompose_reduction(b, k0)
   ExpectTheSameResults(band, sch.func(), {1, 2});
 }
 
+// A triangular matrix's product in register blocks of 4 rows by 64 lanes,
+// four vector registers: one check of `k <= i` serves them all, but as a
+// mask of the product it keeps each register's multiply from fusing into
+// its add. So the steps of k at or below the block's first row get a copy
+// without it, inside the guard that skips the steps past its last row; a
+// mask of a factor, which fuses, stays shared (and skips nothing: zero
+// times an infinite B is not zero).
+TEST(VersioningTest, AMaskedProductInWideVectorsGetsACopyWithoutItsMask) {
+  const char* schedule = R"(
+b = sch.get_block("C")
+i, j, k = sch.get_loops(b)
+i0, i1 = sch.split(i, factors=[16, 4])
+k0, k1 = sch.split(k, factors=[16, 4])
+sch.reorder(i0, k0, k1, i1, j)
+sch.decompose_reduction(b, k0)
+sch.vectorize(j)
+)";
+  const char* kInputs = "input A: f32[64, 64]\ninput B: f32[64, 64]\n";
+  PrimFunc product = ParseWorkloadText(std::string(kInputs) + "C[i, j] = sum(k in 64) k <= i ? A[i, k] * B[k, j] : 0.0\n");
+  PrimFunc factor = ParseWorkloadText(std::string(kInputs) + "C[i, j] = sum(k in 64) (k <= i ? A[i, k] : 0.0) * B[k, j]\n");
+  for (const bool masked_product : {true, false}) {
+    const PrimFunc& f = masked_product ? product : factor;
+    Schedule sch(f, 0);
+    RunScheduleScript(sch, schedule);
+    std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), 512));
+    EXPECT_EQ(Count(text, "if not k_0 * 4 - i_0 * 4 > 3:"), masked_product ? 1u : 0u) << text;
+    EXPECT_EQ(Count(text, "if k_0 * 4 - i_0 * 4 <= -3:"), masked_product ? 1u : 0u) << text;
+    EXPECT_EQ(Count(text, "] + A[i_0 * 256 + i_1 * 64 + k_0 * 4 + k_1] * B["), masked_product ? 1u : 0u) << text;
+    ExpectTheSameResults(f, sch.func(), {1, 2});
+  }
+  // With 62 steps of k in 16 x 4, a predicate on k stays in the register
+  // block's loops, and would stay in the copy too: a branch there kept a
+  // transposed convolution's accumulators in memory. No copy is made.
+  PrimFunc uneven = ParseWorkloadText("input A: f32[64, 62]\ninput B: f32[62, 64]\n"
+                                      "C[i, j] = sum(k in 62) k <= i ? A[i, k] * B[k, j] : 0.0\n");
+  Schedule sch(uneven, 0);
+  RunScheduleScript(sch, schedule);
+  std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), 512));
+  EXPECT_EQ(Count(text, "if_then_else(k_0 * 4 + k_1 <= i_0 * 4 + i_1, A["), 1u) << text;
+  EXPECT_EQ(Count(text, "if k_0 * 4 - i_0 * 4 <= -3:"), 0u) << text;
+  ExpectTheSameResults(uneven, sch.func(), {1, 2});
+}
+
 // A transposed 4 x 4 convolution of stride 2, written as a gather: an
 // output row reads input row (h + 1 - kh) / 2 where (h + 1 - kh) % 2 == 0,
 // so three quarters of its terms are masked to zero.
