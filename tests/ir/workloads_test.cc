@@ -166,6 +166,7 @@ TEST(WorkloadsTest, EveryShippedWorkloadFileLoads) {
       {"reflect_pad", 0},  // its selects pick indices, not values
       // The select, the multiply and the add of every term, masked or not.
       {"trmm", 3LL * 512 * 512 * 512},
+      {"causal_attention_pv", 3LL * 8 * 256 * 256 * 64},
       {"conv_transpose", 3LL * 32 * 56 * 56 * 64 * 4 * 4},
       // Two multiplies and an add or a subtraction on each side, and the
       // select.
