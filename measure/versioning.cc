@@ -1039,26 +1039,34 @@ class MaskSkipper {
   Stmt Visit(const Stmt& s, const std::set<const ExprNode*>& skipped) {
     if (!s) return s;
     std::set<const ExprNode*> inside = skipped;
+    Stmt result = s;
     if (s->kind == StmtKind::kFor) {
       auto& n = static_cast<ForNode&>(*s);
       if (n.for_kind == ForKind::kVectorized) return s;
       CheckCollector collector;
       collector.Collect(n.body);
-      const std::set<const ExprNode*> inner = LoopVarsIn(n.body);
-      // Each mask judged on the body as it was (a band's two sides both),
-      // then the guards put around it.
-      std::vector<Expr> guards;
+      const std::set<const ExprNode*> inner = LoopVarsIn(n.body), all = LoopVarsIn(s);
+      // Each mask judged on the loop as it was (a band's two sides both),
+      // then the guards put around it: around the whole loop where its
+      // variable does not move the mask (no step of a symmetric product's
+      // reduction moves `j <= i`, and its blocks above the diagonal are
+      // skipped whole; a guard per row inside the reduction's steps kept
+      // the accumulators in memory), else around its body.
+      std::vector<Expr> whole, steps;
       for (const Expr& c : collector.checks) {
-        if (inside.count(c.get()) || !UsesVar(c, n.loop_var.get()) || !NothingWhereItFails(n.body, c)) continue;
-        if (std::optional<Expr> fails = FailsThroughout(c, inner, ranges_)) {
-          guards.push_back(Not(*fails));
+        if (inside.count(c.get())) continue;
+        const bool moves = UsesVar(c, n.loop_var.get());
+        if (!NothingWhereItFails(moves ? n.body : s, c)) continue;
+        if (std::optional<Expr> fails = FailsThroughout(c, moves ? inner : all, ranges_)) {
+          (moves ? steps : whole).push_back(Not(*fails));
           inside.insert(c.get());
         }
       }
-      for (const Expr& g : guards) n.body = MakeIf(g, n.body);
+      for (const Expr& g : steps) n.body = MakeIf(g, n.body);
+      for (const Expr& g : whole) result = MakeIf(g, result);
     }
     RewriteChildren(s, [&](const Stmt& c) { return Visit(c, inside); });
-    return s;
+    return result;
   }
 
  private:

@@ -40,7 +40,9 @@
 // h - 3)` leaves no copy where both checks hold, and three ranges need no
 // check at all. And a loop whose body only adds masked terms to sums skips
 // the iterations where the mask fails throughout (a triangular matrix's
-// product: the steps of k past the block's last row).
+// product: the steps of k past the block's last row), or, where its
+// variable does not move the mask, is skipped whole (a symmetric
+// product's `j <= i`: the blocks above the diagonal).
 //
 // First of all, a serial or unrolled loop whose body only adds terms to
 // sums, masked by a hot test of `(a * x + rest) % m` (m a constant up to
