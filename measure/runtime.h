@@ -2,8 +2,9 @@
 // parallel loops.
 //
 // One pool per process, created on first use with one thread per target
-// core (the calling thread included), static partition of the iterations,
-// no thread creation per call. Idle workers spin briefly, then yield the
+// core (the calling thread included), a static partition of the
+// iterations that balances work growing along them (runtime.cc), no
+// thread creation per call. Idle workers spin briefly, then yield the
 // core between looks, then sleep, so a kernel that runs a parallel loop
 // every few microseconds does not pay a wake-up each time, and a machine
 // with more runnable threads than cores still makes progress. Nested parallel loops never reach the pool: code
@@ -13,8 +14,9 @@
 #include <cstdint>
 
 extern "C" {
-// Runs task(closure, begin, end) over [0, extent) split into one contiguous
-// chunk per thread, and returns when every chunk is done.
+// Runs task(closure, begin, end) over [0, extent): each thread one part
+// from the front and its mirror from the back (one chunk each where the
+// extent is under twice the threads). Returns when every part is done.
 void tunedb_parallel_for(void (*task)(void* closure, std::int64_t begin, std::int64_t end), void* closure,
                          std::int64_t extent);
 }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -24,13 +26,32 @@ TEST(RuntimeTest, EveryIterationRunsExactlyOnce) {
   for (int threads : {1, 2, 3}) {
     SetParallelThreads(threads);
     EXPECT_EQ(ParallelThreads(), threads);
-    for (std::int64_t extent : {0, 1, 2, 7, 64, 1001}) {
+    for (std::int64_t extent : {0, 1, 2, 3, 4, 5, 6, 7, 64, 1001}) {
       std::vector<std::atomic<int>> hits(static_cast<std::size_t>(extent));
       Closure c{&hits};
       for (int round = 0; round < 20; ++round) tunedb_parallel_for(Task, &c, extent);
       for (auto& h : hits) EXPECT_EQ(h.load(), 20);
     }
   }
+}
+
+// Work that grows along the iterations (row i of a triangular result has
+// i terms) is split evenly: each thread's rows add up to the same.
+TEST(RuntimeTest, WorkGrowingAlongTheIterationsIsSplitEvenly) {
+  SetParallelThreads(2);
+  struct Rows {
+    std::mutex mutex;
+    std::map<std::thread::id, std::int64_t> work;
+  } rows;
+  auto task = [](void* closure, std::int64_t begin, std::int64_t end) {
+    auto* r = static_cast<Rows*>(closure);
+    std::lock_guard<std::mutex> lock(r->mutex);
+    for (std::int64_t i = begin; i < end; ++i) r->work[std::this_thread::get_id()] += i;
+  };
+  tunedb_parallel_for(task, &rows, 64);
+  ASSERT_EQ(rows.work.size(), 2u);
+  EXPECT_EQ(rows.work.begin()->second, 63 * 64 / 4);
+  EXPECT_EQ(std::next(rows.work.begin())->second, 63 * 64 / 4);
 }
 
 TEST(RuntimeTest, ParkedThreadsWakeForTheNextLoop) {
