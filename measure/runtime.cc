@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -54,7 +55,9 @@ constexpr std::chrono::microseconds kIdleBeforeSleep(500);
 // taken on every dispatch, a worker started 0.5-0.7 us after the caller.)
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads) : threads_(threads), done_(static_cast<std::size_t>(threads)) {
+  explicit ThreadPool(int threads)
+      : threads_(threads), parts_(std::int64_t{threads} * threads * threads), runs_(Runs(threads)),
+        done_(static_cast<std::size_t>(threads)) {
     for (int t = 1; t < threads_; ++t) workers_.emplace_back([this, t] { WorkerLoop(t); });
   }
 
@@ -99,26 +102,48 @@ class ThreadPool {
   }
 
  private:
-  // Thread t runs part t of 2 x threads equal parts, and part 2 x threads
-  // - 1 - t: a loop whose work grows along its iterations, as the rows of
-  // a triangular result do, gives each thread the same share. (In one
-  // contiguous chunk each, the second of two threads did three quarters of
-  // a symmetric product's work: 1.36 ms against 1.05 ms split so.) Work
-  // light at both ends (a convolution's border rows) now gives the first
-  // thread both ends: about 1% on a transposed convolution's kernel
-  // (bench/RESULTS.md, session 78). A loop of fewer iterations gets a
-  // chunk each.
+  // The iterations in threads^3 equal parts, part p to the thread numbered
+  // by the sum of p's base-threads digits modulo threads: for two threads
+  // the Thue-Morse sequence, parts 0, 3, 5, 6 and 1, 2, 4, 7. Each thread
+  // then does an equal share of work that grows along the iterations (a
+  // triangular result's rows: in one contiguous chunk each, the second of
+  // two threads did three quarters of a symmetric product's work, 1.35 ms
+  // against 1.04 ms so), and the two ends of work light at both (a
+  // convolution's border rows) go to different threads, which a part from
+  // each end per thread did not do (1.7% slower on a transposed
+  // convolution; bench/RESULTS.md, session 78). A loop of fewer
+  // iterations gets one contiguous chunk per thread: it keeps neighbouring
+  // tiles together (a 128 matmul's 4 tiles ran 0.5-1% slower as parts 0
+  // and 3, 1 and 2).
   void RunChunk(int t, Task task, void* closure, std::int64_t extent) const {
-    if (extent >= 2 * threads_) {
-      const std::int64_t parts = 2 * threads_;
-      auto bound = [&](std::int64_t part) { return part * extent / parts; };
-      task(closure, bound(t), bound(t + 1));
-      task(closure, bound(parts - 1 - t), bound(parts - t));
+    if (extent < parts_) {
+      std::int64_t chunk = (extent + threads_ - 1) / threads_;
+      std::int64_t begin = std::min(extent, chunk * t), end = std::min(extent, begin + chunk);
+      if (begin < end) task(closure, begin, end);
       return;
     }
-    std::int64_t chunk = (extent + threads_ - 1) / threads_;
-    std::int64_t begin = std::min(extent, chunk * t), end = std::min(extent, begin + chunk);
-    if (begin < end) task(closure, begin, end);
+    auto bound = [&](std::int64_t part) {
+      return static_cast<std::int64_t>(static_cast<__int128>(part) * extent / parts_);
+    };
+    for (const auto& [first, last] : runs_[static_cast<std::size_t>(t)]) task(closure, bound(first), bound(last));
+  }
+
+  // Each thread's parts as runs [first, last) of consecutive parts, one
+  // call each.
+  static std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> Runs(int threads) {
+    const std::int64_t parts = std::int64_t{threads} * threads * threads;
+    std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> runs(static_cast<std::size_t>(threads));
+    for (std::int64_t p = 0; p < parts; ++p) {
+      std::int64_t digits = 0;
+      for (std::int64_t q = p; q > 0; q /= threads) digits += q % threads;
+      auto& mine = runs[static_cast<std::size_t>(digits % threads)];
+      if (!mine.empty() && mine.back().second == p) {
+        mine.back().second = p + 1;
+      } else {
+        mine.emplace_back(p, p + 1);
+      }
+    }
+    return runs;
   }
 
   // Spins, then yields. Where the machine has more runnable threads than
@@ -191,6 +216,8 @@ class ThreadPool {
   };
 
   const int threads_;
+  const std::int64_t parts_;  // threads^3 (RunChunk)
+  const std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> runs_;
   std::vector<std::thread> workers_;
   Loop loop_;
   std::vector<Done> done_;

@@ -14,9 +14,10 @@
 #include <cstdint>
 
 extern "C" {
-// Runs task(closure, begin, end) over [0, extent): each thread one part
-// from the front and its mirror from the back (one chunk each where the
-// extent is under twice the threads). Returns when every part is done.
+// Runs task(closure, begin, end) over [0, extent), each thread over its
+// parts of it (runtime.cc: threads^3 parts, spread so that work growing
+// along the iterations is shared evenly; one chunk each for a shorter
+// loop), and returns when every part is done.
 void tunedb_parallel_for(void (*task)(void* closure, std::int64_t begin, std::int64_t end), void* closure,
                          std::int64_t extent);
 }

@@ -1045,20 +1045,18 @@ class MaskSkipper {
       if (n.for_kind == ForKind::kVectorized) return s;
       CheckCollector collector;
       collector.Collect(n.body);
-      const std::set<const ExprNode*> inner = LoopVarsIn(n.body), all = LoopVarsIn(s);
-      // Each mask judged on the loop as it was (a band's two sides both),
-      // then the guards put around it: around the whole loop where its
-      // variable does not move the mask (no step of a symmetric product's
-      // reduction moves `j <= i`, and its blocks above the diagonal are
-      // skipped whole; a guard per row inside the reduction's steps kept
-      // the accumulators in memory), else around its body.
+      const std::set<const ExprNode*> inner = LoopVarsIn(n.body);
+      // Each mask judged on the body as it was (a band's two sides both),
+      // then the guards put around it, or around the whole loop where its
+      // variable does not move the mask: no step of a symmetric product's
+      // reduction moves `j <= i`, and its blocks above the diagonal skip
+      // their loop of k (the guard went to the rows inside each step of k,
+      // and the accumulators to memory).
       std::vector<Expr> whole, steps;
       for (const Expr& c : collector.checks) {
-        if (inside.count(c.get())) continue;
-        const bool moves = UsesVar(c, n.loop_var.get());
-        if (!NothingWhereItFails(moves ? n.body : s, c)) continue;
-        if (std::optional<Expr> fails = FailsThroughout(c, moves ? inner : all, ranges_)) {
-          (moves ? steps : whole).push_back(Not(*fails));
+        if (inside.count(c.get()) || !NothingWhereItFails(n.body, c)) continue;
+        if (std::optional<Expr> fails = FailsThroughout(c, inner, ranges_)) {
+          (UsesVar(c, n.loop_var.get()) ? steps : whole).push_back(Not(*fails));
           inside.insert(c.get());
         }
       }
