@@ -9,6 +9,9 @@
 // recomputing more), a written region that cannot be analysed is an error
 // (consuming more than is produced would read unfinished data).
 #include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
 
 #include "ir/printer.h"
 #include "ir/region.h"
@@ -276,6 +279,9 @@ void ReverseComputeAtImpl(Schedule::State& s, BlockRV block_rv, LoopRV loop_rv, 
   std::vector<Expr> mins(block->iter_vars.size());
   std::vector<std::int64_t> extents(block->iter_vars.size(), 0);
   std::vector<BlockNode*> producers;
+  // The iteration variable that reads each dimension of each buffer whose
+  // region moves with the loop.
+  std::map<std::pair<const BufferNode*, std::size_t>, int> reader_of;
   for (const BufferNode* buf : sched::LoadedBuffers(*block)) {
     std::vector<BlockNode*> writers = WritersOf(s.func, buf, block.get());
     std::vector<BlockNode*> inside;
@@ -351,6 +357,19 @@ void ReverseComputeAtImpl(Schedule::State& s, BlockRV block_rv, LoopRV loop_rv, 
         if (c < 0 || block->iter_vars[k].extent > buffer->shape[d] - c) {
           Fail(p, where + ": some iterations of the block read no element of " + buf->name +
                       " (such as padding), so they would never run");
+        }
+        // Read along one dimension through two variables (A[i, k] * A[j,
+        // k], a symmetric product), the block would run only where they
+        // meet in one iteration's region: the pairs of rows from different
+        // iterations would never run.
+        if (region[d]->extent < buffer->shape[d]) {
+          auto [reader, first] = reader_of.emplace(std::make_pair(buf, d), k);
+          if (!first && reader->second != k) {
+            Fail(p, where + ": the block reads " + buf->name + " along dimension " + std::to_string(d) +
+                        " through both " + block->iter_vars[reader->second].var->name + " and " +
+                        block->iter_vars[k].var->name + ", and one iteration produces part of it: the pairs from "
+                        "different iterations would never run");
+          }
         }
         Expr min = Simplify(region[d]->min - IntImm(region[d]->min->dtype, c));
         if (extents[k] != 0 && (extents[k] != region[d]->extent || !ExprEqual(mins[k], min))) {

@@ -254,6 +254,22 @@ sch.reorder(i1, i0, k)
   EXPECT_SAME_RESULT(f, sch);
 }
 
+// A symmetric product reads the rows of one buffer twice, A[i, k] and
+// A[j, k]. Moved under the loop over a copy's rows, it would run only
+// where i and j are the row just copied: every element off the diagonal
+// would never be computed (found by fuzzing: an output left unwritten).
+TEST(BlockMotionTest, ReverseComputeAtRefusesTwoVariablesAlongOneDimension) {
+  PrimFunc f = ParseWorkloadText("input A: f32[16, 9]\nC[i, j in 16] = sum(k in 9) A[i, k] * A[j, k]\n");
+  Schedule sch(f, 0);
+  BlockRV c = sch.GetBlock("C");
+  BlockRV copy = sch.CacheRead(c, 0, "global");
+  std::vector<LoopRV> loops = sch.GetLoops(copy);
+  ExpectRefused(sch, [&] { sch.ReverseComputeAt(c, loops[0], true); },
+                "reverse_compute_at: block 'C' at loop ax0: the block reads A_global along dimension 0 through "
+                "both v_i and v_j, and one iteration produces part of it: the pairs from different iterations "
+                "would never run");
+}
+
 // After pad_einsum, inlining the copy back to the real shape leaves the
 // padded block writing B, whose 8 rows are fewer than the block's 9: its
 // domain narrows to 8. Moving the block builds its loops anew from the
