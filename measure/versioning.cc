@@ -396,7 +396,7 @@ struct Weights {
   // `guarded`: the statement the checks guard (an if's then-branch, or the
   // store whose selects they are).
   void Count(const std::vector<Expr>& checks, std::int64_t runs, const Stmt& guarded) {
-    const std::set<const ExprNode*> masked_products = MaskedProductChecks(guarded);
+    std::optional<std::set<const ExprNode*>> masked_products;  // looked for only where a vector is wide
     for (const Expr& c : checks) {
       bool differs = false;
       for (const ForNode* lane : lanes_) differs = differs || UsesVar(c, lane->loop_var.get());
@@ -406,7 +406,8 @@ struct Weights {
                  lanes_.back()->extent * ElementBits(guarded) > vector_bits_) {
         // Shared by the registers of a wide vector (a residue test's work is
         // not), unless it masks a product.
-        if (masked_products.count(c.get())) {
+        if (!masked_products) masked_products = MaskedProductChecks(guarded);
+        if (masked_products->count(c.get())) {
           std::int64_t& n = masked_product_runs_[c.get()];
           n = std::max(n, runs);
         }
