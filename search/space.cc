@@ -91,18 +91,24 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
       // cache first) and after: dense_bias_relu 128 x 784 x 128 38.0 ->
       // 201.7 GFLOP/s, matmul 1024 179.9 -> 208.7, matmul 127 x 129 x 131
       // 57.5 -> 91.3 (bench/RESULTS.md, session 38).
-      auto name_of = [&](int read) { return node.reads[static_cast<std::size_t>(read)].buffer->name; };
-      std::vector<std::string> vector_operands, other_inputs;
+      // A read as its buffer's name and which of that buffer's reads it is.
+      auto name_of = [&](int read) {
+        const std::string& name = node.reads[static_cast<std::size_t>(read)].buffer->name;
+        int nth = 0;
+        for (int r = 0; r < read; ++r) nth += node.reads[static_cast<std::size_t>(r)].buffer->name == name;
+        return std::make_pair(name, nth);
+      };
+      std::vector<std::pair<std::string, int>> vector_operands, other_inputs;
       for (int input : ReusedInputs(node)) {
         (IsVectorOperand(node, input) ? vector_operands : other_inputs).push_back(name_of(input));
       }
       std::vector<TilingVariant> variants;
       for (int level : {2, 1}) {
-        for (const std::string& input : vector_operands) variants.push_back({level, input});
+        for (const auto& [input, nth] : vector_operands) variants.push_back({level, input, false, -1, nth});
         variants.push_back({level, ""});
       }
       for (int level : {2, 1}) {
-        for (const std::string& input : other_inputs) variants.push_back({level, input});
+        for (const auto& [input, nth] : other_inputs) variants.push_back({level, input, false, -1, nth});
       }
       variants.push_back({0, ""});
       // With padding, the variants with a write cache again on the padded
@@ -126,7 +132,9 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
       if (!padding.empty()) {
         std::vector<TilingVariant> padded;
         for (const TilingVariant& v : variants) {
-          if (v.write_cache_level > 0) padded.push_back({v.write_cache_level, v.read_cache, true});
+          if (v.write_cache_level > 0) {
+            padded.push_back({v.write_cache_level, v.read_cache, true, -1, v.read_cache_nth});
+          }
         }
         variants.insert(variants.begin(), padded.begin(), padded.end());
       }
@@ -134,8 +142,9 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
       // packing most of what the block reads.
       const auto [lanes_loop, lanes_input] = BatchLanesLoop(node, options, padding);
       if (lanes_loop >= 0) {
-        const std::string input = name_of(lanes_input);
-        variants.insert(variants.begin(), {{1, input, false, lanes_loop}, {2, input, false, lanes_loop}});
+        const auto [input, nth] = name_of(lanes_input);
+        variants.insert(variants.begin(),
+                        {{1, input, false, lanes_loop, nth}, {2, input, false, lanes_loop, nth}});
       }
       // A matrix-vector product's vector rfactor (-1) goes first too, after
       // them, for the same reason.

@@ -78,6 +78,18 @@ const BlockNode* SharingTheNest(PrimFunc& f, const BlockNode& block, const Buffe
   return nullptr;
 }
 
+// For each dimension of an access of block b, the iteration variables it
+// moves with.
+std::vector<std::set<const ExprNode*>> MovesWith(const BlockNode& b, const std::vector<Expr>& indices) {
+  std::vector<std::set<const ExprNode*>> out(indices.size());
+  for (std::size_t d = 0; d < indices.size(); ++d) {
+    for (const IterVar& iv : b.iter_vars) {
+      if (UsesVar(indices[d], iv.var.get())) out[d].insert(iv.var.get());
+    }
+  }
+  return out;
+}
+
 Buffer StageBuffer(const Buffer& of, const std::string& scope) {
   return MakeBuffer(of->name + "_" + scope, of->shape, of->dtype, scope);
 }
@@ -107,9 +119,21 @@ BlockRV Schedule::CacheRead(BlockRV block_rv, int read_buffer_index, const std::
     }
     Buffer cache = StageBuffer(src, storage_scope);
     auto copy = CopyBlock(s.func, src, cache, cache);
+    // The loads staged are those that move with the same variables as the
+    // chosen read, dimension by dimension: a stencil's X[i - 1] and X[i + 1]
+    // share one copy, whose region under a loop is one window; a symmetric
+    // product's A[i, k] and A[j, k] do not, as the union of an i tile's rows
+    // and a j tile's would span the whole buffer. The other loads keep
+    // reading the buffer.
+    std::vector<Expr> chosen_indices;
+    for (const Range& r : block->reads[read_buffer_index].ranges) chosen_indices.push_back(r.min);
+    const auto chosen = MovesWith(*block, chosen_indices);
     for (const Stmt* part : {&block->init, &block->body}) {
       RewriteExprs(*part, [&](const Expr& e) {
-        return sched::ReplaceLoads(e, src.get(), [&](const Expr& load) { return Load(cache, load->operands); });
+        return sched::ReplaceLoads(e, src.get(), [&](const Expr& load) -> Expr {
+          if (MovesWith(*block, load->operands) != chosen) return nullptr;
+          return Load(cache, load->operands);
+        });
       });
     }
     sched::RecomputeRegions(*block);

@@ -52,12 +52,12 @@ void CopyInBlocks(Schedule& sch, BlockRV copy, bool columns_first) {
   sch.Unroll(c[1]);
 }
 
-// The index among b's reads of `input`, or of pad_einsum's padded copy of
-// it; a ScheduleError when b reads neither.
-std::size_t PackedRead(const BlockNode& b, const std::string& input) {
+// The index among b's reads of the nth read of `input`, or of pad_einsum's
+// padded copy of it; a ScheduleError when b reads neither.
+std::size_t PackedRead(const BlockNode& b, const std::string& input, int nth) {
   for (std::size_t i = 0; i < b.reads.size(); ++i) {
     const std::string& name = b.reads[i].buffer->name;
-    if (name == input || name == input + "_pad") return i;
+    if ((name == input || name == input + "_pad") && nth-- == 0) return i;
   }
   throw ScheduleError("multi-level tiling: block " + b.name + " does not read " + input);
 }
@@ -182,7 +182,7 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
   int packed_read = -1;  // the packed input's index among the block's reads
   if (packs) {
     const BlockNode& node = sch.Get(b);
-    packed_read = static_cast<int>(PackedRead(node, variant.read_cache));
+    packed_read = static_cast<int>(PackedRead(node, variant.read_cache, variant.read_cache_nth));
     const ir::BufferRegion& read = node.reads[static_cast<std::size_t>(packed_read)];
     for (std::size_t i = 0; i < loops.size(); ++i) {
       packed_moves[i] = ReadMovesWith(node, read, sch.Get(loops[i]).loop_var.get());
@@ -245,7 +245,7 @@ void MultiLevelTiling(Schedule& sch, const std::string& name, TilingVariant vari
   BlockRV cache = sch.CacheWrite(b, 0, "local");
   sch.ReverseComputeAt(cache, at_level.back(), /*preserve_unit_loops=*/true);
   if (packs) {
-    int read = static_cast<int>(PackedRead(sch.Get(b), variant.read_cache));
+    int read = static_cast<int>(PackedRead(sch.Get(b), variant.read_cache, variant.read_cache_nth));
     BlockRV packed = sch.CacheRead(b, read, "global");
     // With the lanes along the batch, the packed input is the small one: it
     // is copied whole, once, in a parallel loop of its own before the

@@ -59,6 +59,9 @@ struct TilingVariant {
   std::string read_cache;
   bool padded = false;        // pad_einsum first (RegisterBlockPadding)
   int vector_loop = -1;       // the loop to vectorize, -1: the last spatial one (BatchLanesLoop)
+  // Which of that buffer's reads, in the block's order: a symmetric
+  // product, sum_k A[i, k] * A[j, k], reads A twice, and packs A[j, k].
+  int read_cache_nth = 0;
 };
 
 // Tiles the block "SSRSRS" with the register block as the samples'

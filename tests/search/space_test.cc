@@ -271,6 +271,34 @@ TEST(DesignSpace, ATransposingPackIsCopiedInUnrolledBlocks) {
   EXPECT_EQ(plain, 2);
 }
 
+// A symmetric product, sum_k A[i, k] * A[j, k], reads A twice: the variants
+// that pack the operand read as vectors pack A[j, k] alone, under j_0,
+// and the ones that pack the other operand pack A[i, k] alone, under i_0.
+// Named by its buffer only, the vectors' variant packed A[i, k] (the
+// buffer's first read) and no space packed A[j, k]: 64-trial sessions of
+// 512 x 512 x 256 ended at 179.5 GFLOP/s, and 227.6 with this
+// (bench/RESULTS.md, session 79).
+TEST(DesignSpace, ASymmetricProductPacksEachOfItsReadsOfOneBuffer) {
+  ir::PrimFunc workload = ir::ParseWorkloadText("input A: f32[64, 32]\nC[i, j in 64] = sum(k in 32) A[i, k] * A[j, k]\n");
+  std::set<std::string> packed;
+  for (const ir::Trace& space : DefaultDesignSpace(workload, SpaceOptionsFor(2, 512))) {
+    std::string script = space.AsScript();
+    if (script.find("cache_read") == std::string::npos) continue;
+    SCOPED_TRACE(script);
+    std::optional<Candidate> c = Realize(workload, space, 0);
+    ASSERT_TRUE(c);
+    ir::Schedule sch = ir::ReplayTrace(workload, c->design, 0);
+    const bool vectors = script.find("read_buffer_index=1") != std::string::npos;
+    const std::string staged = vectors ? "A[v_i, v_k] * A_global[v_j, v_k]" : "A_global[v_i, v_k] * A[v_j, v_k]";
+    const std::string text = ir::PrintProgram(sch.func());
+    EXPECT_NE(text.find(staged), std::string::npos) << text;
+    EXPECT_EQ(LoopsOf(workload, c->design, "A_global").front(), vectors ? "j_0" : "i_0");
+    packed.insert(staged);
+    EXPECT_EQ(ir::testing::SameResult(workload, c->program, 5), "");
+  }
+  EXPECT_EQ(packed.size(), 2u);
+}
+
 std::int64_t ParallelLimit(const ir::Trace& design) {
   for (const ir::Instruction& inst : design.insts) {
     if (internal::IsAnnotateOf(inst, "meta_schedule.parallel")) return std::get<std::int64_t>(inst.inputs[1]);
@@ -749,6 +777,9 @@ const char* kSmallWrittenWorkloads[] = {
     // under the row; a maximum over 4 x 5 windows.
     "input X: f32[5, 17]\nS[i] = sum(k in 17) X[i, k]\nT[i] = S[i] * 2.0\nY[i] = T[i] + 1.0\noutput Y\n",
     "input X: f32[3, 8, 10]\nM[c, h in 2, w in 2] = max(rh in 4, rw in 5) X[c, 4 * h + rh, 5 * w + rw]\n",
+    // A symmetric product under its mask: one buffer read twice, each read
+    // packed in a variant of its own.
+    "input A: f32[19, 6]\nC[i, j in 19] = sum(k in 6) j <= i ? A[i, k] * A[j, k] : 0.0\n",
 };
 
 TEST(DesignSpace, SamplesOfWrittenWorkloadsMatchTheInterpreter) {

@@ -254,18 +254,19 @@ sch.reorder(i1, i0, k)
   EXPECT_SAME_RESULT(f, sch);
 }
 
-// A symmetric product reads the rows of one buffer twice, A[i, k] and
-// A[j, k]. Moved under the loop over a copy's rows, it would run only
-// where i and j are the row just copied: every element off the diagonal
-// would never be computed (found by fuzzing: an output left unwritten).
+// A symmetric product reads the rows of one buffer twice, B[i, k] and
+// B[j, k]. Moved under the loop over its producer's rows, it would run
+// only where i and j are the row just produced: every element off the
+// diagonal would never be computed (found by fuzzing, through a copy of
+// both reads that cache_read made then: an output left unwritten).
 TEST(BlockMotionTest, ReverseComputeAtRefusesTwoVariablesAlongOneDimension) {
-  PrimFunc f = ParseWorkloadText("input A: f32[16, 9]\nC[i, j in 16] = sum(k in 9) A[i, k] * A[j, k]\n");
+  PrimFunc f = ParseWorkloadText(
+      "input A: f32[16, 9]\nB[i, k] = A[i, k] * 2.0\nC[i, j in 16] = sum(k in 9) B[i, k] * B[j, k]\n");
   Schedule sch(f, 0);
   BlockRV c = sch.GetBlock("C");
-  BlockRV copy = sch.CacheRead(c, 0, "global");
-  std::vector<LoopRV> loops = sch.GetLoops(copy);
+  std::vector<LoopRV> loops = sch.GetLoops(sch.GetBlock("B"));
   ExpectRefused(sch, [&] { sch.ReverseComputeAt(c, loops[0], true); },
-                "reverse_compute_at: block 'C' at loop ax0: the block reads A_global along dimension 0 through "
+                "reverse_compute_at: block 'C' at loop i: the block reads B along dimension 0 through "
                 "both v_i and v_j, and one iteration produces part of it: the pairs from different iterations "
                 "would never run");
 }
@@ -437,6 +438,32 @@ TEST(CacheTest, CacheReadComputedAtATile) {
   sch.ComputeAt(a, loops[0]);
   EXPECT_NE(PrintProgram(sch.func()).find("for ax0 in range(8):"), std::string::npos) << PrintProgram(sch.func());
   EXPECT_SAME_RESULT(f, sch);
+}
+
+// A block that reads one buffer through several accesses: cache_read
+// stages those that move with the same variables as the chosen read, in
+// each dimension. A symmetric product's A[j, k] is staged alone, so the
+// copy computed under j's loop holds one row, not the rows of i too; a
+// stencil's X[i] and X[i + 1] share one copy.
+TEST(CacheTest, CacheReadStagesTheReadsThatMoveLikeTheChosenOne) {
+  PrimFunc product = ParseWorkloadText("input A: f32[8, 5]\nC[i, j in 8] = sum(k in 5) A[i, k] * A[j, k]\n");
+  Schedule sch(product, 0);
+  BlockRV c = sch.GetBlock("C");
+  ASSERT_EQ(sch.Get(c).reads.size(), 2u);
+  BlockRV copy = sch.CacheRead(c, 1, "global");
+  std::string text = PrintProgram(sch.func());
+  EXPECT_NE(text.find("A[v_i, v_k] * A_global[v_j, v_k]"), std::string::npos) << text;
+  sch.ComputeAt(copy, sch.GetLoops(c)[1]);
+  text = PrintProgram(sch.func());
+  EXPECT_NE(text.find("v0, v1 = T.axis.remap(\"SS\", [j, ax0])"), std::string::npos) << text;
+  EXPECT_SAME_RESULT(product, sch);
+
+  PrimFunc stencil = ParseWorkloadText("input X: f32[9]\nY[i in 8] = X[i] + X[i + 1]\n");
+  Schedule s2(stencil, 0);
+  s2.CacheRead(s2.GetBlock("Y"), 0, "global");
+  text = PrintProgram(s2.func());
+  EXPECT_NE(text.find("X_global[v_i] + X_global[v_i + 1]"), std::string::npos) << text;
+  EXPECT_SAME_RESULT(stencil, s2);
 }
 
 // The copies of cache_read and cache_write cover the whole buffer at the
