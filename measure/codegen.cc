@@ -21,6 +21,7 @@
 #include <llvm/IR/Function.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/Support/raw_ostream.h>
 
@@ -742,8 +743,8 @@ class Codegen {
   // intrinsic to a call of libm's expf per lane, which bounds softmax at
   // about 2 ns an element; inline, it vectorizes with the rest of the loop.
   // Cephes' expf: x = n ln2 + r with |r| <= ln2 / 2, e^r by a polynomial
-  // (1 + r + r^2 p(r)), then 2^n from exponent bits; within 2 ulp of the
-  // exact value where that is a normal float. Above 88.72 it is +inf, NaN
+  // (1 + r + r^2 p(r)), then times 2^n; within 2 ulp of the exact value
+  // where that is a normal float. Above 88.72 it is +inf, NaN
   // stays NaN, and far below 0 it underflows through the subnormals to 0.
   llvm::Value* EmitExpF32(llvm::Value* x) {
     llvm::Type* ty = x->getType();
@@ -759,18 +760,45 @@ class Codegen {
     llvm::Value* p = Polynomial(r, {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
                                     1.6666665459e-1, 5.0000001201e-1});
     llvm::Value* y = Fma(b_.CreateFMul(r, r), p, b_.CreateFAdd(r, c(1.0)));
-    // 2^n as 2^(n/2) * 2^(n - n/2): n runs from -150 to 128, beyond the
-    // normal exponents, but each half is a normal power of two, and the
-    // second product rounds into the subnormals as the exact result would.
+    llvm::Value* out = ScaleByPowerOfTwo(y, n);
+    out = b_.CreateSelect(b_.CreateFCmpOGT(x, c(hi)), llvm::ConstantFP::getInfinity(ty), out);
+    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, out);
+  }
+
+  // y * 2^n for an integral n from -150 to 128, beyond the normal
+  // exponents; the product rounds into the subnormals as the exact one
+  // would. With AVX-512 and whole 16-lane vectors, one vscalefps per 16
+  // lanes does it. Otherwise 2^n is built from exponent bits in two halves,
+  // 2^(n/2) * 2^(n - n/2), each a normal power of two: eight operations
+  // where scalef is one. exp of 2048 x 256 floats, the same kernel: 74.2 us
+  // with the bits, 60.5 with scalef (bench/RESULTS.md, session 79).
+  llvm::Value* ScaleByPowerOfTwo(llvm::Value* y, llvm::Value* n) {
+    llvm::Type* ty = y->getType();
+    auto* vty = llvm::dyn_cast<llvm::FixedVectorType>(ty);
+    constexpr int kZmmLanes = 16;
+    if (options_.vector_bits >= 512 && vty && vty->getNumElements() % kZmmLanes == 0) {
+      const int parts = static_cast<int>(vty->getNumElements()) / kZmmLanes;
+      auto* zmm = llvm::FixedVectorType::get(b_.getFloatTy(), kZmmLanes);
+      llvm::Function* scalef =
+          llvm::Intrinsic::getDeclaration(&mod_, llvm::Intrinsic::x86_avx512_mask_scalef_ps_512);
+      std::vector<llvm::Value*> scaled;
+      for (int k = 0; k < parts; ++k) {
+        auto part = [&](llvm::Value* v) {
+          return parts == 1 ? v : b_.CreateShuffleVector(v, llvm::createSequentialMask(k * kZmmLanes, kZmmLanes, 0));
+        };
+        // All lanes, the current rounding mode (4).
+        scaled.push_back(b_.CreateCall(scalef, {part(y), part(n), llvm::UndefValue::get(zmm),
+                                                b_.getInt16(0xFFFF), b_.getInt32(4)}));
+      }
+      return parts == 1 ? scaled[0] : llvm::concatenateVectors(b_, scaled);
+    }
     llvm::Type* ity = Int32Like(ty);
     llvm::Value* ni = b_.CreateFPToSI(n, ity);
     llvm::Value* n1 = b_.CreateAShr(ni, 1);
     auto pow2 = [&](llvm::Value* k) {
       return b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(k, llvm::ConstantInt::get(ity, 127)), 23), ty);
     };
-    llvm::Value* out = b_.CreateFMul(b_.CreateFMul(y, pow2(n1)), pow2(b_.CreateSub(ni, n1)));
-    out = b_.CreateSelect(b_.CreateFCmpOGT(x, c(hi)), llvm::ConstantFP::getInfinity(ty), out);
-    return b_.CreateSelect(b_.CreateFCmpUNO(x, x), x, out);
+    return b_.CreateFMul(b_.CreateFMul(y, pow2(n1)), pow2(b_.CreateSub(ni, n1)));
   }
 
   // log of a float or a vector of floats, inline for the same reason as exp.
