@@ -246,6 +246,18 @@ bool AddsZeroToItself(const StoreNode& store, const Expr& value) {
   return false;
 }
 
+// Whether a store reads the element it writes: an accumulator's update.
+bool ReadsItsOwnElement(const StoreNode& store) {
+  bool reads = false;
+  VisitExpr(store.value, [&](const Expr& x) {
+    if (reads || x->kind != ExprKind::kLoad || x->buffer != store.buffer) return;
+    bool same = x->operands.size() == store.indices.size();
+    for (std::size_t i = 0; same && i < store.indices.size(); ++i) same = ExprEqual(x->operands[i], store.indices[i]);
+    reads = same;
+  });
+  return reads;
+}
+
 // Whether s does nothing where `check` fails: it is stores alone (and the
 // loops around them), each adding to a sum a term that is zero there: a
 // masked term, `C[i, j] += k <= i ? A[i, k] * B[k, j] : 0`.
@@ -569,7 +581,7 @@ class Versioner {
         const auto& n = static_cast<const IfNode&>(*s);
         CheckCollector collector;
         collector.Condition(n.condition);
-        for (const Expr& c : collector.checks) PlanCheck(c, loops);
+        for (const Expr& c : collector.checks) PlanCheck(c, loops, /*in_a_plain_store=*/false);
         PlanLevels(n.then_case, loops);
         PlanLevels(n.else_case, loops);
         return;
@@ -577,20 +589,32 @@ class Versioner {
       case StmtKind::kStore: {
         CheckCollector collector;
         collector.Collect(s);
-        for (const Expr& c : collector.checks) PlanCheck(c, loops);
+        const bool plain = !ReadsItsOwnElement(static_cast<const StoreNode&>(*s));
+        for (const Expr& c : collector.checks) PlanCheck(c, loops, plain);
         return;
       }
       case StmtKind::kBlock: PlanLevels(static_cast<const BlockNode&>(*s).body, loops); return;
     }
   }
 
-  void PlanCheck(const Expr& check, const std::vector<const ForNode*>& loops) {
+  // Picks the loop of one check (PlanLevels). A check of a plain store
+  // (not an accumulator's update) whose every level has a wide edge, a
+  // diagonal moving with the rows as causal softmax's `j <= i ? exp(...) :
+  // 0` does, is versioned around its lanes instead, also where that loop
+  // is unrolled: each vector of a row then runs unmasked, as zeros, or
+  // masked, where at the row's loop only the last row ran unmasked and
+  // every vector computed exp on all its lanes. Not for an accumulator,
+  // whose register block a branch between its unrolled rows would break
+  // up (MaskedProductChecks).
+  void PlanCheck(const Expr& check, const std::vector<const ForNode*>& loops, bool in_a_plain_store) {
     if (level_.count(check.get())) return;
     const ExprNode* chosen = nullptr;
+    bool chosen_edge_is_wide = false;
     const ExprNode* around_lanes = nullptr;
     for (std::size_t i = 0; i < loops.size(); ++i) {
       const ForNode& loop = *loops[i];
-      if (loop.for_kind == ForKind::kVectorized || loop.for_kind == ForKind::kUnrolled || loop.extent < 2) continue;
+      const bool unrolled = loop.for_kind == ForKind::kUnrolled;
+      if (loop.for_kind == ForKind::kVectorized || (unrolled && !in_a_plain_store) || loop.extent < 2) continue;
       if (!UsesVar(check, loop.loop_var.get())) continue;
       std::set<const ExprNode*> inner;
       bool loop_inside = false, differs_between_lanes = false;
@@ -600,6 +624,7 @@ class Versioner {
         differs_between_lanes = differs_between_lanes || UsesVar(check, loops[j]->loop_var.get());
       }
       if (!loop_inside && !differs_between_lanes) continue;
+      if (unrolled && loop_inside) continue;  // an unrolled loop only around the lanes
       std::optional<Hold> hold = HoldsThroughout(check, inner, loop.loop_var.get(), ranges_);
       if (!hold) continue;
       if (!loop_inside) {
@@ -607,9 +632,10 @@ class Versioner {
         continue;
       }
       chosen = loop.loop_var.get();
+      chosen_edge_is_wide = hold->edge_is_wide;
       if (!hold->edge_is_wide) break;
     }
-    if (!chosen && around_lanes) {
+    if (around_lanes && (!chosen || (in_a_plain_store && chosen_edge_is_wide))) {
       chosen = around_lanes;
       two_sided_.insert(check.get());
     }

@@ -202,6 +202,44 @@ sch.vectorize(j1)
   ExpectTheSameResults(f, sch.func(), {1, 2});
 }
 
+// A causal mask on a plain store, `j <= i ? exp(...) : 0`, moves with the
+// rows: at the row's loop only the last row holds it throughout. It is
+// versioned around each vector of lanes instead, also in an unrolled loop:
+// a vector below the diagonal runs unmasked, one above it stores zeros,
+// and the one across it stays masked (causal softmax's exp: 0.18 ms, 0.12
+// versioned so; bench/RESULTS.md, session 79). An accumulator with the
+// same mask is left as it was: branches between the unrolled rows of a
+// register block would break it up.
+TEST(VersioningTest, ADiagonalMaskOfAStoreIsVersionedAroundEachVector) {
+  PrimFunc f = ParseWorkloadText("input S: f32[40, 64]\nE[i, j] = j <= i ? exp(S[i, j]) : 0.0\n");
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+i, j = sch.get_loops(sch.get_block("E"))
+j0, j1 = sch.split(j, factors=[None, 16])
+sch.unroll(j0)
+sch.vectorize(j1)
+)");
+  std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), 512));
+  ExpectParts(text, {"if j_0 * 16 - i <= -15:", "E[i * 64 + j_0 * 16 + j_1] = T.exp(S[i * 64 + j_0 * 16 + j_1])",
+                     "if j_0 * 16 - i > 0:", "E[i * 64 + j_0 * 16 + j_1] = T.float32(0.0)"});
+  ExpectTheSameResults(f, sch.func(), {1, 2});
+
+  PrimFunc sum = ParseWorkloadText(
+      "input A: f32[8, 6]\ninput B: f32[6, 32]\nC[i, j in 32] = sum(k in 6) j <= i * 4 ? A[i, k] * B[k, j] : 0.0\n");
+  Schedule tiled(sum, 0);
+  RunScheduleScript(tiled, R"(
+c = sch.get_block("C")
+i, j, k = sch.get_loops(c)
+i0, i1 = sch.split(i, factors=[None, 4])
+sch.reorder(i0, k, i1, j)
+sch.unroll(i1)
+sch.vectorize(j)
+)");
+  text = PrintProgram(VersionBoundsChecks(Lower(tiled.func()), 512));
+  EXPECT_EQ(text.find("if j"), std::string::npos) << text;
+  ExpectTheSameResults(sum, tiled.func(), {1, 2});
+}
+
 // Reflect padding checks each row and each element from both sides, and no
 // copy holds both checks of one side: the loops' ranges are split where the
 // checks change instead, each range with its checks decided, and no select
