@@ -167,6 +167,10 @@ TEST(WorkloadsTest, EveryShippedWorkloadFileLoads) {
       // The select, the multiply and the add of every term, masked or not.
       {"trmm", 3LL * 512 * 512 * 512},
       {"causal_attention_pv", 3LL * 8 * 256 * 256 * 64},
+      {"syrk", 3LL * 512 * 512 * 256},
+      // The max and its select, the select, subtraction and exp, the sum's
+      // add and the division, of every element.
+      {"causal_softmax", 7LL * 8 * 256 * 256},
       {"conv_transpose", 3LL * 32 * 56 * 56 * 64 * 4 * 4},
       // Two multiplies and an add or a subtraction on each side, and the
       // select.
