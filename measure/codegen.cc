@@ -744,8 +744,8 @@ class Codegen {
   // about 2 ns an element; inline, it vectorizes with the rest of the loop.
   // Cephes' expf: x = n ln2 + r with |r| <= ln2 / 2, e^r by a polynomial
   // (1 + r + r^2 p(r)), then times 2^n; within 2 ulp of the exact value
-  // where that is a normal float. Above 88.72 it is +inf, NaN
-  // stays NaN, and far below 0 it underflows through the subnormals to 0.
+  // where that is a normal float. Above 88.72 it is +inf, NaN stays NaN,
+  // and far below 0 it underflows through the subnormals to 0.
   llvm::Value* EmitExpF32(llvm::Value* x) {
     llvm::Type* ty = x->getType();
     auto c = [&](double v) { return llvm::ConstantFP::get(ty, v); };
