@@ -227,6 +227,17 @@ Stmt FoldConstantIfs(const Stmt& s) {
   return s;
 }
 
+// Whether e loads the element that `store` writes.
+bool LoadsTheStoredElement(const Expr& e, const StoreNode& store) {
+  if (e->kind != ExprKind::kLoad || e->buffer != store.buffer || e->operands.size() != store.indices.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < store.indices.size(); ++i) {
+    if (!ExprEqual(e->operands[i], store.indices[i])) return false;
+  }
+  return true;
+}
+
 // Whether `value`, stored to `store`'s element, leaves it as it is: the
 // element plus zero. Also a float zero, though -0.0 + 0.0 is +0.0: an
 // element that a store reads back is a sum's accumulator (nothing else
@@ -235,13 +246,7 @@ Stmt FoldConstantIfs(const Stmt& s) {
 bool AddsZeroToItself(const StoreNode& store, const Expr& value) {
   if (value->kind != ExprKind::kAdd) return false;
   for (std::size_t side = 0; side < 2; ++side) {
-    const Expr& self = value->operands[side];
-    if (!IsZero(value->operands[1 - side]) || self->kind != ExprKind::kLoad || self->buffer != store.buffer) continue;
-    bool same = self->operands.size() == store.indices.size();
-    for (std::size_t i = 0; same && i < store.indices.size(); ++i) {
-      same = ExprEqual(self->operands[i], store.indices[i]);
-    }
-    if (same) return true;
+    if (IsZero(value->operands[1 - side]) && LoadsTheStoredElement(value->operands[side], store)) return true;
   }
   return false;
 }
@@ -249,12 +254,7 @@ bool AddsZeroToItself(const StoreNode& store, const Expr& value) {
 // Whether a store reads the element it writes: an accumulator's update.
 bool ReadsItsOwnElement(const StoreNode& store) {
   bool reads = false;
-  VisitExpr(store.value, [&](const Expr& x) {
-    if (reads || x->kind != ExprKind::kLoad || x->buffer != store.buffer) return;
-    bool same = x->operands.size() == store.indices.size();
-    for (std::size_t i = 0; same && i < store.indices.size(); ++i) same = ExprEqual(x->operands[i], store.indices[i]);
-    reads = same;
-  });
+  VisitExpr(store.value, [&](const Expr& x) { reads = reads || LoadsTheStoredElement(x, store); });
   return reads;
 }
 
