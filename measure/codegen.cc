@@ -1298,15 +1298,16 @@ class Codegen {
         // Room past the end for a masked tail's whole vector (PrivateTail).
         buffers_.Bind(buf.get(), EntryAlloca(StorageType(buf->dtype), count + kMaxLanes, buf->name));
       } else {
-        llvm::FunctionCallee alloc = mod_.getOrInsertFunction("aligned_alloc", b_.getPtrTy(), b_.getInt64Ty(), b_.getInt64Ty());
-        std::int64_t rounded = (bytes + 63) / 64 * 64;
-        llvm::Value* p = b_.CreateCall(alloc, {b_.getInt64(64), b_.getInt64(rounded)}, buf->name);
+        // From the thread's workspace cache (measure/workspace.h): a run
+        // reuses the pages the run before it touched.
+        llvm::FunctionCallee alloc = mod_.getOrInsertFunction("tunedb_workspace_alloc", b_.getPtrTy(), b_.getInt64Ty());
+        llvm::Value* p = b_.CreateCall(alloc, {b_.getInt64(bytes)}, buf->name);
         buffers_.Bind(buf.get(), p);
         heap.push_back(p);
       }
     }
     EmitStmt(n.body);
-    llvm::FunctionCallee free_fn = mod_.getOrInsertFunction("free", b_.getVoidTy(), b_.getPtrTy());
+    llvm::FunctionCallee free_fn = mod_.getOrInsertFunction("tunedb_workspace_free", b_.getVoidTy(), b_.getPtrTy());
     for (llvm::Value* p : heap) b_.CreateCall(free_fn, {p});
   }
 

@@ -126,7 +126,8 @@ Jit::Jit(const Target& target) : impl_(std::make_unique<Impl>()) {
   auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(std::move(jtmb)).create();
   if (!jit) throw BuildError("cannot create the JIT: " + ErrorText(jit.takeError()));
   impl_->jit = std::move(*jit);
-  // Kernels call libm, malloc/free and the parallel runtime of this process.
+  // Kernels call libm, and the parallel runtime and workspace cache of this
+  // process (runtime.h, workspace.h).
   auto generator = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
       impl_->jit->getDataLayout().getGlobalPrefix());
   if (!generator) throw BuildError("cannot expose process symbols to the JIT: " + ErrorText(generator.takeError()));
