@@ -460,12 +460,25 @@ bool CanInline(Schedule& sch, Schedule::State& s, BlockRV block) {
   }
 }
 
+// Whether sampling offers to inline the block: when it can be inlined and
+// at most one block reads it. Inlined into several readers, it is computed
+// once per reader; the design space decides that in designs of its own
+// (AutoInline), and keeps some stages apart on purpose for their readers
+// to share (softmax's exp, search/rules/auto_inline.cc). Offered inline as
+// well, half the samples of such a kept stage were inlined again: 64-trial
+// sessions of softmax, a causal softmax and a causal attention never found
+// their best kernels among them (bench/RESULTS.md, session 80). A replayed
+// decision -2 still inlines; only what a fresh sample may pick changes.
+bool OfferInline(Schedule& sch, Schedule::State& s, BlockRV block) {
+  return ConsumerBlocks(s.func, *s.BlockOf(block, "sample_compute_location")).size() <= 1 && CanInline(sch, s, block);
+}
+
 }  // namespace
 
 std::vector<std::int64_t> Schedule::ComputeLocationChoices(BlockRV block) {
   const std::size_t loops = LegalComputeAtLoops(*this, *state_, block, "compute_location_choices").size();
   std::vector<std::int64_t> choices;
-  if (CanInline(*this, *state_, block)) choices.push_back(-2);
+  if (OfferInline(*this, *state_, block)) choices.push_back(-2);
   choices.push_back(-1);
   for (std::size_t i = 0; i < loops; ++i) choices.push_back(static_cast<std::int64_t>(i));
   return choices;
@@ -491,9 +504,9 @@ LoopRV Schedule::SampleComputeLocation(BlockRV block, std::optional<std::int64_t
       chosen = -1;
     }
   } else {
-    // Uniform over inline (when legal), the root and each legal loop.
+    // Uniform over inline (when offered), the root and each legal loop.
     loops = LegalComputeAtLoops(*this, s, block, p);
-    const std::int64_t first = CanInline(*this, s, block) ? -2 : -1;
+    const std::int64_t first = OfferInline(*this, s, block) ? -2 : -1;
     chosen = first + s.RandomInt(0, static_cast<std::int64_t>(loops.size()) - first);
   }
   LoopRV out = chosen == -2   ? s.AddLoop(nullptr, LoopEntry::kInline)

@@ -125,11 +125,12 @@ class Schedule {
                            std::optional<std::int64_t> decision = std::nullopt);
   // A loop at which compute_at(block, loop) is legal, or the root (decision
   // -1: leave the block where it is) or inline (decision -2, when the block
-  // can be inlined). The returned LoopRV may be one of these two marks,
-  // which compute_at understands.
+  // can be inlined and at most one block reads it; a replayed -2 needs only
+  // the first). The returned LoopRV may be one of these two marks, which
+  // compute_at understands.
   LoopRV SampleComputeLocation(BlockRV block, std::optional<std::int64_t> decision = std::nullopt);
   // The decisions SampleComputeLocation may take for `block` now, in its
-  // order: -2 when the block can be inlined, -1, then one per legal loop.
+  // order: -2 when inlining is offered (above), -1, then one per legal loop.
   // Records nothing and changes nothing (the mutator of compute locations
   // asks this rather than replaying once per location).
   std::vector<std::int64_t> ComputeLocationChoices(BlockRV block);

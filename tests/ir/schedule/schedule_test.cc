@@ -891,6 +891,29 @@ Q[n, c, h, w] = P[n, c, h, w] * 0.25
   }
 }
 
+// Softmax's exp, read by its sum and its normalization: the design space
+// inlines it in designs of its own and keeps it in others for both readers
+// to share, so a fresh sample of its location does not offer inlining; a
+// trace that chose -2 still replays to the inlined program.
+TEST(SamplingTest, AStageReadByTwoIsNotOfferedInlineButReplaysInlined) {
+  PrimFunc f = BuildWorkload("softmax:M=4,N=8").func;
+  Schedule base(f, 0);
+  const std::vector<std::int64_t> choices = base.ComputeLocationChoices(base.GetBlock("T_softmax_exp"));
+  ASSERT_FALSE(choices.empty());
+  EXPECT_EQ(choices.front(), -1);
+  for (std::uint64_t seed = 0; seed < 100; ++seed) {
+    Schedule sch(f, seed);
+    sch.SampleComputeLocation(sch.GetBlock("T_softmax_exp"));
+    EXPECT_NE(sch.trace().decisions.at(1).get<std::int64_t>(), -2) << seed;
+  }
+  Schedule replayed(f, 0);
+  BlockRV exp = replayed.GetBlock("T_softmax_exp");
+  LoopRV at = replayed.SampleComputeLocation(exp, -2);
+  EXPECT_EQ(replayed.trace().decisions.at(1).get<std::int64_t>(), -2);
+  replayed.ComputeAt(exp, at, true);
+  EXPECT_EQ(PrintProgram(replayed.func()).find("T.block(\"T_softmax_exp\")"), std::string::npos);
+}
+
 TEST(ScheduleCopyTest, CopiesAreIndependent) {
   Schedule a(Mm(8), 0);
   BlockRV c = a.GetBlock("C");
