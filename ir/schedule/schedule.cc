@@ -469,8 +469,8 @@ bool CanInline(Schedule& sch, Schedule::State& s, BlockRV block) {
 // sessions of softmax, a causal softmax and a causal attention never found
 // their best kernels among them (bench/RESULTS.md, session 80). A replayed
 // decision -2 still inlines; only what a fresh sample may pick changes.
-bool OfferInline(Schedule& sch, Schedule::State& s, BlockRV block) {
-  return ConsumerBlocks(s.func, *s.BlockOf(block, "sample_compute_location")).size() <= 1 && CanInline(sch, s, block);
+bool OfferInline(Schedule& sch, Schedule::State& s, BlockRV block, const char* primitive) {
+  return ConsumerBlocks(s.func, *s.BlockOf(block, primitive)).size() <= 1 && CanInline(sch, s, block);
 }
 
 }  // namespace
@@ -478,7 +478,7 @@ bool OfferInline(Schedule& sch, Schedule::State& s, BlockRV block) {
 std::vector<std::int64_t> Schedule::ComputeLocationChoices(BlockRV block) {
   const std::size_t loops = LegalComputeAtLoops(*this, *state_, block, "compute_location_choices").size();
   std::vector<std::int64_t> choices;
-  if (OfferInline(*this, *state_, block)) choices.push_back(-2);
+  if (OfferInline(*this, *state_, block, "compute_location_choices")) choices.push_back(-2);
   choices.push_back(-1);
   for (std::size_t i = 0; i < loops; ++i) choices.push_back(static_cast<std::int64_t>(i));
   return choices;
@@ -506,7 +506,7 @@ LoopRV Schedule::SampleComputeLocation(BlockRV block, std::optional<std::int64_t
   } else {
     // Uniform over inline (when offered), the root and each legal loop.
     loops = LegalComputeAtLoops(*this, s, block, p);
-    const std::int64_t first = OfferInline(*this, s, block) ? -2 : -1;
+    const std::int64_t first = OfferInline(*this, s, block, p) ? -2 : -1;
     chosen = first + s.RandomInt(0, static_cast<std::int64_t>(loops.size()) - first);
   }
   LoopRV out = chosen == -2   ? s.AddLoop(nullptr, LoopEntry::kInline)
