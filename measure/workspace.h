@@ -7,9 +7,9 @@
 // and each run allocates and frees the same buffers. glibc's malloc hands
 // a freed block of megabytes back to the system once the free space at the
 // top of its heap passes its trim threshold, and the next run faults every
-// page of it in again, zeroed. A causal attention with 2 MiB score and
-// probability buffers timed 0.98 ms in most runs and 2.7-2.8 ms in the
-// others (bench/RESULTS.md, session 80), which ranked kernels that keep an
+// page of it in again, zeroed. An elementwise chain with three 4 MiB
+// intermediates took 3.9-5.1 ms a run so, 0.29-0.34 ms from this cache
+// (bench/RESULTS.md, session 80): timings that ranked kernels keeping an
 // intermediate buffer behind ones that recompute it.
 //
 // Each thread has its own cache (a buffer is allocated and freed by the
