@@ -529,19 +529,38 @@ void Schedule::ReverseComputeInline(BlockRV block_rv) {
   Apply(s, p, [&] {
     auto consumer = CheckLeaf(s, block_rv, p);
     StoreNode* cstore = CheckElementwise(*consumer, p);
-    // The one intermediate buffer the consumer reads.
-    const BufferNode* buf = nullptr;
-    BlockNode* producer = nullptr;
+    // The intermediate buffers the consumer reads, with their producers.
+    std::vector<std::pair<const BufferNode*, BlockNode*>> inputs;
     for (const BufferNode* b : sched::LoadedBuffers(*consumer)) {
       if (sched::IsParam(s.func, b)) continue;
       std::vector<BlockNode*> writers = WritersOf(s.func, b, consumer.get());
       if (writers.empty()) continue;
-      if (buf) Fail(p, "block '" + consumer->name + "' reads several intermediate buffers");
       if (writers.size() != 1) Fail(p, "buffer " + b->name + " has several producers");
-      buf = b;
-      producer = writers[0];
+      inputs.emplace_back(b, writers[0]);
     }
-    if (!buf) Fail(p, "block '" + consumer->name + "' reads no intermediate buffer produced by another block");
+    if (inputs.empty()) Fail(p, "block '" + consumer->name + "' reads no intermediate buffer produced by another block");
+    // Of several, the consumer goes into the producer whose loop nest runs
+    // last; the others must be complete before that nest starts (written
+    // in an earlier nest of the root), where the merged block reads them.
+    // TVM refuses any second producer; a division by a row sum after the
+    // product that divides (attention's O / Z) needs this one.
+    auto nest_of = [&](const BlockNode* b) {
+      const Stmt& body = s.func.root().body;
+      const StmtNode* top = sched::RootLevelStmt(s.func, b);
+      if (body->kind != StmtKind::kSeq) return std::ptrdiff_t{0};
+      const auto& nests = static_cast<const SeqNode&>(*body).stmts;
+      auto it = std::find_if(nests.begin(), nests.end(), [&](const Stmt& n) { return n.get() == top; });
+      return it - nests.begin();
+    };
+    auto [buf, producer] = *std::max_element(inputs.begin(), inputs.end(), [&](const auto& a, const auto& b) {
+      return nest_of(a.second) < nest_of(b.second);
+    });
+    for (const auto& [other, writer] : inputs) {
+      if (other != buf && nest_of(writer) >= nest_of(producer)) {
+        Fail(p, "block '" + consumer->name + "' reads several intermediate buffers, and " + other->name +
+                    " is not complete before the loop nest of " + buf->name + "'s producer");
+      }
+    }
     // First: a reduction producer reads its own buffer, and would be
     // reported as another reader of it.
     StoreNode* pstore = CheckElementwise(*producer, p);

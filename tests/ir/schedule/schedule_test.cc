@@ -392,6 +392,37 @@ TEST(BlockMotionTest, APrimitiveThatWouldNestTooDeepIsRefused) {
   EXPECT_SAME_RESULT(f, sch);
 }
 
+// A division by a row sum computed earlier: the consumer reads two
+// intermediates, and goes into the one whose nest runs last (attention's
+// O / Z, put into the product's write-back).
+TEST(BlockMotionTest, ReverseComputeInlineIntoTheLastOfTwoProducers) {
+  PrimFunc f = ParseWorkloadText(
+      "input X: f32[8, 16]\n"
+      "input W: f32[8, 16]\n"
+      "Z[i] = sum(k in 16) X[i, k]\n"
+      "O[i, j] = sum(k in 16) X[i, k] * W[j, k]\n"
+      "Y[i, j] = O[i, j] / Z[i]\n");
+  Schedule sch(f, 0);
+  sch.CacheWrite(sch.GetBlock("O"), 0, "local");
+  sch.ReverseComputeInline(sch.GetBlock("Y"));
+  std::string text = PrintProgram(sch.func());
+  EXPECT_NE(text.find("Y[v0, v1] = O_local[v0, v1] / Z[v0]"), std::string::npos) << text;
+  EXPECT_SAME_RESULT(f, sch);
+
+  // With the sum computed in the write-back's nest, it is not known to be
+  // complete where the division would go.
+  Schedule inside(f, 0);
+  BlockRV write_back = inside.CacheWrite(inside.GetBlock("O"), 0, "local");
+  LoopRV row = inside.GetLoops(write_back)[0];
+  inside.ReverseComputeAt(inside.GetBlock("Y"), row);
+  inside.ComputeAt(inside.GetBlock("Z"), row);
+  BlockRV y = inside.GetBlock("Y");
+  ExpectRefused(inside, [&] { inside.ReverseComputeInline(y); },
+                "reverse_compute_inline: block 'Y' reads several intermediate buffers, and Z is not complete before "
+                "the loop nest of O's producer");
+  EXPECT_SAME_RESULT(f, inside);
+}
+
 TEST(BlockMotionTest, Refusals) {
   PrimFunc f = BuildWorkload("dense_bias_relu:B=8,IN=6,OUT=8").func;
   Schedule sch(f, 0);
