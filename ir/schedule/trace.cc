@@ -1,5 +1,6 @@
 #include "ir/schedule/trace.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -207,6 +208,31 @@ std::vector<std::size_t> Trace::SamplingInstructions() const {
   std::vector<std::size_t> out;
   for (std::size_t i = 0; i < insts.size(); ++i) {
     if (IsSamplingKind(insts[i].kind)) out.push_back(i);
+  }
+  return out;
+}
+
+Trace ConcatTraces(const std::vector<Trace>& traces) {
+  Trace out;
+  int offset = 0;
+  for (const Trace& t : traces) {
+    int next = offset;
+    auto moved = [&](RVRef r) {
+      r.id += offset;
+      next = std::max(next, r.id + 1);
+      return r;
+    };
+    for (std::size_t i = 0; i < t.insts.size(); ++i) {
+      Instruction inst = t.insts[i];
+      for (InstInput& in : inst.inputs) {
+        if (auto* r = std::get_if<RVRef>(&in)) *r = moved(*r);
+      }
+      for (RVRef& r : inst.outputs) r = moved(r);
+      auto d = t.decisions.find(i);
+      if (d != t.decisions.end()) out.decisions[out.insts.size()] = d->second;
+      out.insts.push_back(std::move(inst));
+    }
+    offset = next;
   }
   return out;
 }

@@ -70,6 +70,13 @@ struct Trace {
   std::vector<std::size_t> SamplingInstructions() const;
 };
 
+// The traces one after another, as one trace: each one's random variables
+// renumbered past those of the traces before it, its decisions kept. How
+// the schedules of a program's parts are applied to the whole program
+// (ir/parts.h); replaying it fails where one part's schedule does not fit
+// what the parts before it did.
+Trace ConcatTraces(const std::vector<Trace>& traces);
+
 // Instruction kinds that sample (and so carry a decision).
 bool IsSamplingKind(std::string_view kind);
 

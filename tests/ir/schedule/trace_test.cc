@@ -113,6 +113,37 @@ TEST(TraceTest, TracesTransferToOtherShapes) {
   EXPECT_SAME_RESULT(other, sch);
 }
 
+// Two schedules of different blocks, made apart, replay as one: how the
+// best schedules of a program's parts are composed onto the whole.
+TEST(TraceTest, ConcatenatedTracesReplayOneAfterAnother) {
+  PrimFunc f = BuildWorkload("dense_bias_relu:B=8,IN=6,OUT=8").func;
+  auto split_first_loop = [&](Schedule& sch, const std::string& block) {
+    auto loops = sch.GetLoops(sch.GetBlock(block));
+    auto tiles = sch.SamplePerfectTile(loops[0], 2, 8);
+    sch.Split(loops[0], {tiles[0], tiles[1]});
+  };
+  Schedule a(f, 1), b(f, 2), both(f, 0);
+  split_first_loop(a, "T_matmul_NT");
+  split_first_loop(b, "T_relu");
+  split_first_loop(both, "T_matmul_NT");
+  split_first_loop(both, "T_relu");
+  Trace joined = ConcatTraces({a.trace(), b.trace()});
+  ASSERT_EQ(joined.insts.size(), a.trace().insts.size() + b.trace().insts.size());
+  // Each keeps its own decisions.
+  std::vector<std::size_t> sampling = joined.SamplingInstructions();
+  ASSERT_EQ(sampling.size(), 2u);
+  EXPECT_EQ(joined.decisions.at(sampling[0]), a.trace().decisions.begin()->second);
+  EXPECT_EQ(joined.decisions.at(sampling[1]), b.trace().decisions.begin()->second);
+  // The same instructions made in one schedule, with a's and b's draws.
+  Trace expected = both.trace();
+  expected.decisions[expected.SamplingInstructions()[0]] = a.trace().decisions.begin()->second;
+  expected.decisions[expected.SamplingInstructions()[1]] = b.trace().decisions.begin()->second;
+  Schedule replayed = ReplayTrace(f, joined, 9);
+  EXPECT_EQ(PrintProgram(replayed.func()), PrintProgram(ReplayTrace(f, expected, 9).func()));
+  EXPECT_EQ(replayed.trace().ToJson(), ReplayTrace(f, expected, 9).trace().ToJson());
+  EXPECT_SAME_RESULT(f, replayed);
+}
+
 TEST(TraceTest, ScriptRoundTrip) {
   PrimFunc f = Mm();
   Schedule sch = Tiled(f, 2);
