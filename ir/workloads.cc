@@ -12,6 +12,7 @@
 #include "ir/interpreter.h"
 #include "ir/json.h"
 #include "ir/json_text.h"
+#include "ir/parts.h"
 #include "ir/te.h"
 #include "ir/text_file.h"
 #include "ir/workload_lang.h"
@@ -346,6 +347,28 @@ Workload LoadWorkload(std::string_view spec_or_path) {
     w.func = IsJsonText(text) ? ProgramFromJsonFile(text, path) : ParseWorkloadText(text, path.string());
     return w;
   }
+  // "SPEC@A+B": the part of SPEC's program made of its stages A and B.
+  std::size_t at = spec_or_path.rfind('@');
+  if (at != std::string_view::npos && spec_or_path.find('/', at) == std::string_view::npos) {
+    Workload whole = LoadWorkload(spec_or_path.substr(0, at));
+    std::vector<std::string> stages;
+    std::string_view list = spec_or_path.substr(at + 1);
+    for (std::size_t start = 0;;) {
+      std::size_t plus = list.find('+', start);
+      stages.emplace_back(list.substr(start, plus - start));
+      if (plus == std::string_view::npos) break;
+      start = plus + 1;
+    }
+    Workload w;
+    w.spec = std::string(spec_or_path);
+    w.name = whole.name + "@" + std::string(list);
+    try {
+      w.func = PartOf(whole.func, stages);
+    } catch (const IrError& e) {
+      throw IrError(std::string(spec_or_path) + ": " + e.what());
+    }
+    return w;
+  }
   // "file.tw#NAME": the program of one output of a file.
   std::size_t hash = spec_or_path.rfind('#');
   if (hash != std::string_view::npos && std::filesystem::is_regular_file(spec_or_path.substr(0, hash), ec)) {
@@ -388,6 +411,20 @@ std::vector<Workload> LoadWorkloads(std::string_view spec_or_path) {
   }
   std::vector<Workload> parts;
   for (const std::string& o : outputs) parts.push_back(LoadWorkload(path.string() + "#" + o));
+  return parts;
+}
+
+std::vector<Workload> WorkloadParts(const Workload& whole) {
+  std::vector<std::vector<std::string>> groups = StageGroups(whole.func);
+  std::vector<Workload> parts;
+  if (groups.size() < 2) return parts;
+  for (const std::vector<std::string>& g : groups) {
+    Workload w;
+    w.spec = whole.spec + "@" + PartName(g);
+    w.name = whole.name + "@" + PartName(g);
+    w.func = PartOf(whole.func, g);
+    parts.push_back(std::move(w));
+  }
   return parts;
 }
 

@@ -52,12 +52,17 @@ Workload BuildWorkload(std::string_view spec);
 // A library spec, or else an existing file (the workload language, or a
 // JSON program: one whose first character is '{'), or "FILE#OUTPUT": the
 // program of one output of a workload-language file (the stages it needs,
-// that output alone as result).
+// that output alone as result), or "SPEC@A+B": the part of SPEC's program
+// made of its stages A and B (ir/parts.h).
 Workload LoadWorkload(std::string_view spec_or_path);
 
 // The tasks of a spec or file: a workload-language file with several
 // outputs gives one workload per output ("FILE#OUTPUT"), anything else
 // itself.
 std::vector<Workload> LoadWorkloads(std::string_view spec_or_path);
+
+// The parts of a workload's program (ir/parts.h), "SPEC@STAGES" each; none
+// when its stages make one group.
+std::vector<Workload> WorkloadParts(const Workload& whole);
 
 }  // namespace tunedb::ir

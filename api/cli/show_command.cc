@@ -40,7 +40,11 @@ void RunShow(const ShowOptions& options) {
   }
   // What code generation compiles: lowered, its bounds checks versioned.
   const ir::PrimFunc shown = options.lowered ? measure::VersionBoundsChecks(measure::Lower(p.program), measure::Target::Host().VectorBits()) : p.program;
-  fmt::print("# workload: {}\n# hash:     {}\n# flops:    {}\n\n{}", p.workload.spec, hash, flops,
+  // The tasks `tune --split` makes of it, when it has several.
+  std::string parts;
+  for (const ir::Workload& part : ir::WorkloadParts(p.workload)) parts += (parts.empty() ? "" : " ") + part.spec;
+  if (!parts.empty()) parts = "\n# parts:    " + parts;
+  fmt::print("# workload: {}\n# hash:     {}\n# flops:    {}{}\n\n{}", p.workload.spec, hash, flops, parts,
              ir::PrintProgram(shown));
   if (scheduled) fmt::print("\n# trace:\n{}", p.trace_script);
 }
