@@ -137,7 +137,17 @@ class EvolutionarySearch : public SearchStrategy {
     int random_share = static_cast<int>(options_.eps_greedy * n + 0.5);
     std::unordered_set<std::uint64_t> picked;
     std::vector<Candidate> batch;
-    if (context.measured->empty() && !context.designs_measured_elsewhere) batch = SpaceDecisions(context, n / 2, picked);
+    for (const ir::Trace& design : context.measure_first) {
+      if (static_cast<int>(batch.size()) >= n) break;
+      std::optional<Candidate> c = Realize(*context.workload, design, rng_());
+      if (c && !context.measured->count(c->program_hash) && picked.insert(c->program_hash).second) {
+        batch.push_back(std::move(*c));
+      }
+    }
+    if (context.measured->empty() && !context.designs_measured_elsewhere) {
+      int room = std::min(n / 2, n - static_cast<int>(batch.size()));
+      for (Candidate& c : SpaceDecisions(context, room, picked)) batch.push_back(std::move(c));
+    }
     for (Candidate& c : Neighbours(context, NeighbourQuota(n), picked)) {
       picked.insert(c.program_hash);
       batch.push_back(std::move(c));

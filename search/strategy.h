@@ -49,6 +49,9 @@ struct SearchContext {
   // Design traces of the best measured candidates, best first.
   std::function<std::vector<ir::Trace>(int k)> elite;
   std::vector<ir::Trace> transfer;                // designs replayed from similar workloads
+  // Designs measured ahead of anything the model ranks, unless measured
+  // already: the program's parts' best schedules composed (ir/parts.h).
+  std::vector<ir::Trace> measure_first;
   const costmodel::TuningCostModel* model = nullptr;
   int threads = 0;                                // for featurization; 0: one per core
   // A running session of the same command measures the space's own designs

@@ -58,6 +58,11 @@ struct Task {
   SearchContext context;
   std::unique_ptr<SearchStrategy> strategy;
   std::unique_ptr<measure::Runner> runner;
+  // Its program's parts (ir/parts.h), whose best schedules composed seed
+  // its search; none for a program of one group.
+  std::vector<ir::Workload> parts;
+  // With --split: tuned only once its parts have had their share.
+  bool after_parts = false;
   std::unordered_map<std::int64_t, std::optional<ir::Trace>> designs;  // record id -> design
   std::int64_t read_up_to = 0;  // the id of the newest of its records this tuner has read
   TaskProgress progress;
@@ -115,22 +120,30 @@ class Tuner {
     // workload given twice (matmul:M=64 and matmul:N=512,M=64 are the same
     // program) is one task: two would split its budget and race for the
     // same database entries.
+    // With --split, a workload of several parts comes after its parts.
     std::vector<ir::Workload> workloads;
+    std::vector<bool> after_parts;
     std::map<std::string, std::string> spec_of_hash;
+    auto add = [&](ir::Workload w, const std::string& given, bool whole_after_parts) {
+      auto [it, fresh] = spec_of_hash.emplace(ir::WorkloadHash(w.func), given);
+      if (!fresh) {
+        notes += given + " is the same workload as " + it->second + "; it is tuned once\n";
+        return;
+      }
+      workloads.push_back(std::move(w));
+      after_parts.push_back(whole_after_parts);
+    };
     for (const std::string& spec : o_.workloads) {
       std::vector<ir::Workload> loaded = ir::LoadWorkloads(spec);
       for (ir::Workload& w : loaded) {
         // The user's own words, unless a file gave several outputs.
         std::string given = loaded.size() == 1 ? spec : w.spec;
-        auto [it, fresh] = spec_of_hash.emplace(ir::WorkloadHash(w.func), given);
-        if (!fresh) {
-          notes += given + " is the same workload as " + it->second + "; it is tuned once\n";
-          continue;
-        }
-        workloads.push_back(std::move(w));
+        std::vector<ir::Workload> parts = o_.split ? ir::WorkloadParts(w) : std::vector<ir::Workload>{};
+        for (ir::Workload& part : parts) add(part, part.spec, false);
+        add(std::move(w), given, !parts.empty());
       }
     }
-    for (std::size_t i = 0; i < workloads.size(); ++i) SetUpTask(i, std::move(workloads[i]));
+    for (std::size_t i = 0; i < workloads.size(); ++i) SetUpTask(i, std::move(workloads[i]), after_parts[i]);
     warm_start.Stop();
     if (report_.session_id == 0) {
       db::Session s;
@@ -147,19 +160,36 @@ class Tuner {
     for (std::size_t i = 0; i < tasks_.size(); ++i) MakeStrategy(i);
     Emit({TuneEvent::kSetup, -1, spent_, o_.trials, Elapsed(), notes + model_note});
 
+    // With --split, the parts (and the workloads without parts) spend the
+    // first part of the budget; then only the workloads after their parts
+    // are tuned, from their parts' best schedules composed.
+    const bool split = std::any_of(tasks_.begin(), tasks_.end(), [](const auto& t) { return t->after_parts; });
+    bool parts_phase = split;
+    const int parts_budget = o_.trials - o_.trials / 4;
     int last = -1;
     while (spent_ < o_.trials && !Stopped()) {
       std::vector<TaskProgress> progress;
-      for (const auto& t : tasks_) progress.push_back(t->progress);
-      int next = NextTask(scheduler, progress, last);
+      for (const auto& t : tasks_) {
+        progress.push_back(t->progress);
+        if (split && t->after_parts == parts_phase) progress.back().done = true;  // not in this phase
+      }
+      const int budget = parts_phase ? parts_budget : o_.trials;
+      int next = spent_ < budget ? NextTask(scheduler, progress, last) : -1;
+      if (next < 0 && parts_phase) {
+        parts_phase = false;
+        Emit({TuneEvent::kNote, -1, spent_, o_.trials, Elapsed(), StartWholes()});
+        continue;
+      }
       if (next < 0) break;
       last = next;
       // Until every workload has had a batch, the budget left is shared
       // among those still waiting, so a small budget reaches all of them.
       int waiting = 0;
-      for (const auto& t : tasks_) waiting += !t->progress.done && t->progress.best_after_batch.empty();
-      int share = waiting > 0 ? std::max(1, (o_.trials - spent_) / waiting) : o_.trials - spent_;
-      TuneBatch(static_cast<std::size_t>(next), std::min({o_.batch, share, o_.trials - spent_}));
+      for (std::size_t i = 0; i < tasks_.size(); ++i) {
+        waiting += !progress[i].done && tasks_[i]->progress.best_after_batch.empty();
+      }
+      int share = waiting > 0 ? std::max(1, (budget - spent_) / waiting) : budget - spent_;
+      TuneBatch(static_cast<std::size_t>(next), std::min({o_.batch, share, budget - spent_}));
     }
     report_.interrupted = Stopped() && spent_ < o_.trials;
     if (!report_.interrupted) {
@@ -264,9 +294,11 @@ class Tuner {
     }
   }
 
-  void SetUpTask(std::size_t index, ir::Workload workload) {
+  void SetUpTask(std::size_t index, ir::Workload workload, bool after_parts) {
     auto task = std::make_unique<Task>();
     task->workload = std::move(workload);
+    task->parts = ir::WorkloadParts(task->workload);
+    task->after_parts = after_parts;
     const ir::PrimFunc& func = task->workload.func;
     task->hash = ir::WorkloadHash(func);
     db_.CommitWorkload({task->hash, task->workload.spec, "tunedb", ir::CanonicalEncoding(func),
@@ -289,8 +321,7 @@ class Tuner {
     status.param_bytes = ir::ParamBytes(func);
     status.best_secs = kInf;
     LoadHistory(*task, status, static_cast<int>(index));
-    if (o_.transfer) ctx.transfer = Transfer(*task);
-    status.transferred = static_cast<int>(ctx.transfer.size());
+    if (o_.transfer) SeedFromOthers(*task, status);
     status_.push_back(status);
     tasks_.push_back(std::move(task));
   }
@@ -387,6 +418,74 @@ class Tuner {
         it = task.designs.emplace(r.id, std::move(design)).first;
       }
       if (it->second) out.push_back(*it->second);
+    }
+    return out;
+  }
+
+  // Designs from other workloads' records: the parts' best schedules
+  // composed, measured first, and the best of other shapes.
+  void SeedFromOthers(Task& task, TaskStatus& status) {
+    std::vector<ir::Trace> composed = Composed(task);
+    std::vector<ir::Trace> transfer = Transfer(task);
+    status.transferred = static_cast<int>(transfer.size());
+    status.composed = static_cast<int>(composed.size());
+    task.context.measure_first.assign(composed.begin(), composed.begin() + std::min<std::size_t>(composed.size(), 4));
+    task.context.transfer = std::move(composed);
+    task.context.transfer.insert(task.context.transfer.end(), transfer.begin(), transfer.end());
+  }
+
+  // --split: the parts have had their share; the workloads after them are
+  // seeded with the parts' best schedules composed. Returns a note.
+  std::string StartWholes() {
+    std::string note;
+    for (std::size_t i = 0; i < tasks_.size(); ++i) {
+      Task& task = *tasks_[i];
+      if (!task.after_parts) continue;
+      if (o_.transfer) SeedFromOthers(task, status_[i]);
+      note += task.workload.spec + ": its " + std::to_string(task.parts.size()) + " parts tuned; " +
+              std::to_string(status_[i].composed) + " compositions of their best schedules seed it\n";
+    }
+    return note;
+  }
+
+  // The best schedules of the program's parts (ir/parts.h) applied one
+  // after another to the whole: first each part's best, then for each part
+  // its second and third best with the others' best. The root annotations
+  // (parallel and vector limits, unroll step) are the last part's. Those
+  // that do not replay on the whole (a part's schedule that needs what
+  // another part's schedule changed) are dropped.
+  std::vector<ir::Trace> Composed(const Task& task) {
+    if (task.parts.empty()) return {};
+    constexpr int kPerPart = 3;
+    std::vector<std::vector<ir::Trace>> best;  // per part, best first
+    for (const ir::Workload& part : task.parts) {
+      best.emplace_back();
+      for (const db::TuningRecord& r : db_.TopK(ir::WorkloadHash(part.func), target_, kPerPart)) {
+        try {
+          if (auto d = DesignOf(part.func, ir::Trace::FromJsonText(r.trace))) best.back().push_back(*d);
+        } catch (const ir::IrError&) {
+        }
+      }
+      if (best.back().empty()) return {};
+    }
+    std::vector<std::vector<std::size_t>> choices{std::vector<std::size_t>(best.size(), 0)};
+    for (std::size_t p = 0; p < best.size(); ++p) {
+      for (std::size_t k = 1; k < best[p].size(); ++k) {
+        choices.push_back(choices[0]);
+        choices.back()[p] = k;
+      }
+    }
+    std::vector<ir::Trace> out;
+    for (const std::vector<std::size_t>& choice : choices) {
+      std::vector<ir::Trace> traces;
+      for (std::size_t p = 0; p < best.size(); ++p) traces.push_back(best[p][choice[p]]);
+      ir::Trace whole = ir::ConcatTraces(traces);
+      try {
+        ir::ReplayTrace(task.workload.func, whole, 0);
+      } catch (const ir::IrError&) {
+        continue;
+      }
+      out.push_back(std::move(whole));
     }
     return out;
   }

@@ -9,8 +9,9 @@
 // "measured" set (never measured again), the cost model's history, and the
 // elite that seeds the evolutionary population; the best records of
 // similar workloads (the same library computation at other shapes) are
-// replayed onto it (transfer). The cost model starts from the database's
-// newest stored model and is stored back at the end.
+// replayed onto it (transfer), and so are the best records of its parts
+// (ir/parts.h), composed onto it. The cost model starts from the
+// database's newest stored model and is stored back at the end.
 //
 // Resume: a session is ended only when its budget is spent (or the space
 // is exhausted). Running the same command again after an interruption
@@ -75,6 +76,12 @@ struct TuneOptions {
   int final_check_passes = 3;
   int model_min_samples = costmodel::kSessionMinSamples;  // the cost model's heuristic until this many samples
   bool transfer = true;
+  // Tune each workload's parts (ir/parts.h) first, as workloads of their
+  // own, with three quarters of the trials; then the workload itself, its
+  // search seeded with its parts' best schedules composed (measured
+  // first), with the rest. One task for a program of many stages spreads
+  // its trials over all their choices at once.
+  bool split = false;
   // Time the unscheduled program at the end, unless the database holds its
   // timing on this target (a record with an empty trace, which this stores).
   bool measure_baseline = true;
@@ -92,6 +99,7 @@ struct TaskStatus {
   int failures = 0;             // of those, not ok
   int history = 0;              // records of this workload and target before the session
   int transferred = 0;          // designs replayed from similar workloads
+  int composed = 0;             // designs composed from its parts' best schedules (ir/parts.h)
   bool done = false;            // no new candidates left
   double baseline_secs = 0;     // unscheduled program (0: not measured)
   bool baseline_stored = false; // baseline_secs, or baseline_error, is from an earlier session's record
@@ -101,11 +109,11 @@ struct TaskStatus {
 };
 
 struct TuneEvent {
-  enum Kind { kSetup, kMeasured, kBatchDone } kind;
+  enum Kind { kSetup, kMeasured, kBatchDone, kNote } kind;
   int task = -1;
   int trials_done = 0, trials_total = 0;  // whole session
   double elapsed_secs = 0;
-  std::string message;  // kSetup: what was loaded (history, transfer, model)
+  std::string message;  // kSetup: what was loaded (history, transfer, model); kNote: a line for the user
 };
 
 // Where a session's wall time went, in seconds. A tuner that is slow must

@@ -38,6 +38,7 @@ struct TuneCliOptions {
   int final_check = search::TuneOptions{}.final_check;
   std::string token_file;
   bool no_transfer = false;
+  bool split = false;
   bool no_baseline = false;
 };
 
@@ -91,6 +92,7 @@ std::string CommandKey(const TuneCliOptions& o, const std::string& target) {
   for (const auto& w : o.workloads) key += " --workload " + w;
   key += fmt::format(" --trials {} --batch {} --strategy {} --space {} --task-scheduler {} --seed {} --target \"{}\"",
                      o.trials, o.batch, o.strategy, o.space, o.task_scheduler, o.seed, target);
+  if (o.split) key += " --split";
   return key;
 }
 
@@ -108,6 +110,7 @@ void RunTune(const TuneCliOptions& o) {
   options.seed = o.seed;
   options.evolutionary.population = o.population;
   options.transfer = !o.no_transfer;
+  options.split = o.split;
   options.model_min_samples = o.model_min_samples;
   if (o.confirm_best < 0) throw UsageError("--confirm-best must be 0 or more");
   options.confirm_best = o.confirm_best;
@@ -139,20 +142,28 @@ void RunTune(const TuneCliOptions& o) {
   auto observer = [&](const search::TuneEvent& e, const std::vector<search::TaskStatus>& tasks) {
     switch (e.kind) {
       case search::TuneEvent::kSetup: {
-        int history = 0, transferred = 0;
+        int history = 0, transferred = 0, composed = 0;
         for (const auto& t : tasks) {
           history += t.history;
           transferred += t.transferred;
+          composed += t.composed;
         }
         fmt::print("tuning {} workload(s) for {} trials: {} search, target \"{}\"\n", tasks.size(), e.trials_total,
                    o.strategy, options.measure.target.ToString());
-        fmt::print("database {}: {} earlier records of these workloads on this target{}{}\n", o.db, history,
+        fmt::print("database {}: {} earlier records of these workloads on this target{}{}{}\n", o.db, history,
                    transferred > 0 ? fmt::format("; {} designs from other shapes", transferred) : "",
+                   composed > 0 ? fmt::format("; {} composed from their parts' best", composed) : "",
                    e.trials_done > 0 ? fmt::format("; resuming a session with {} trials done", e.trials_done) : "");
         fmt::print("{}\n", e.message);
         std::fflush(stdout);
         break;
       }
+      case search::TuneEvent::kNote:
+        if (progress_open) fmt::print(stderr, "\n");
+        progress_open = false;
+        fmt::print("{}\n", e.message);
+        std::fflush(stdout);
+        break;
       case search::TuneEvent::kMeasured:
         PrintProgress(e, tasks, tty);
         progress_open = tty;
@@ -267,6 +278,8 @@ void AddTuneCommand(CLI::App& app) {
                   "(0: none)")
       ->capture_default_str();
   cmd->add_flag("--no-transfer", o->no_transfer, "Do not seed the search with other shapes' best schedules");
+  cmd->add_flag("--split", o->split,
+                "Tune each workload's parts (groups of its stages) first, then the workload from their best schedules");
   cmd->add_flag("--no-baseline", o->no_baseline, "Do not time the unscheduled program at the end");
   cmd->callback([o] { RunTune(*o); });
 }

@@ -626,6 +626,65 @@ TEST(Tuner, AWorkloadFileWithSeveralOutputsIsOneTaskPerOutput) {
   EXPECT_THROW(ir::LoadWorkload(file + "#Z"), ir::IrError);
 }
 
+// --split: a causal attention's four parts are tuned first, then the
+// whole, whose first candidates are its parts' best schedules composed.
+TEST(Tuner, SplitTunesThePartsThenTheWholeFromTheirBestComposed) {
+  std::string file = ::testing::TempDir() + "/split_attention.tw";
+  std::ofstream(file) << "input Q: f32[2, 16, 8]\ninput K: f32[2, 16, 8]\ninput V: f32[2, 16, 8]\n"
+                         "S[h, i, j in 16] = sum(d in 8) j <= i ? Q[h, i, d] * K[h, j, d] : 0.0\n"
+                         "M[h, i] = max(j in 16) j <= i ? S[h, i, j] : -1e30\n"
+                         "E[h, i, j] = j <= i ? exp((S[h, i, j] - M[h, i]) * 0.35) : 0.0\n"
+                         "Z[h, i] = sum(j in 16) E[h, i, j]\n"
+                         "O[h, i, d] = sum(j in 16) j <= i ? E[h, i, j] * V[h, j, d] : 0.0\n"
+                         "Y[h, i, d] = O[h, i, d] / Z[h, i]\n";
+  std::string path = FreshDb("tuner_split.sqlite");
+  db::SqliteDatabase database(path);
+  TuneOptions o = SmallTune(file, 24);
+  o.split = true;
+  o.measure_baseline = false;
+  o.final_check = 0;  // the parts' bests stay what they were when composed
+  std::string note;
+  TuneReport r = Tune(database, o, [&](const TuneEvent& e, const std::vector<TaskStatus>&) {
+    if (e.kind == TuneEvent::kNote) note = e.message;
+  });
+  ASSERT_EQ(r.tasks.size(), 5u);
+  std::vector<std::string> names;
+  for (const TaskStatus& t : r.tasks) names.push_back(t.name);
+  EXPECT_EQ(names, (std::vector<std::string>{file + "@S", file + "@M+E", file + "@Z", file + "@O+Y", file}));
+  int part_trials = 0;
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_GT(r.tasks[i].trials, 0) << names[i];
+    part_trials += r.tasks[i].trials;
+  }
+  EXPECT_LE(part_trials, 18) << "three quarters of the budget";
+  EXPECT_EQ(part_trials + r.tasks[4].trials, 24);
+  EXPECT_GT(r.tasks[4].composed, 0);
+  EXPECT_EQ(note.rfind(file + ": its 4 parts tuned; ", 0), 0u) << note;
+
+  // The parts' best schedules, one after another, are a program the
+  // whole's records hold.
+  ir::Workload whole = ir::LoadWorkload(file);
+  std::string target = o.measure.target.ToString();
+  std::vector<ir::Trace> designs;
+  for (const ir::Workload& part : ir::WorkloadParts(whole)) {
+    std::vector<db::TuningRecord> best = database.TopK(ir::WorkloadHash(part.func), target, 1);
+    ASSERT_EQ(best.size(), 1u) << part.spec;
+    std::optional<ir::Trace> design = DesignOf(part.func, ir::Trace::FromJsonText(best[0].trace));
+    ASSERT_TRUE(design) << part.spec;
+    designs.push_back(*design);
+  }
+  std::optional<Candidate> composed = Realize(whole.func, ir::ConcatTraces(designs), 0);
+  ASSERT_TRUE(composed);
+  bool measured = false;
+  db::RecordQuery q;
+  q.workload_hash = ir::WorkloadHash(whole.func);
+  for (const db::TuningRecord& rec : database.Records(q)) {
+    ir::Schedule sch = ir::ReplayTrace(whole.func, ir::Trace::FromJsonText(rec.trace), 0);
+    measured |= ir::StructuralHash(sch.func()) == composed->program_hash;
+  }
+  EXPECT_TRUE(measured) << "the composition of the parts' best was not measured";
+}
+
 TEST(Tuner, TheSameWorkloadGivenTwiceIsOneTask) {
   std::string path = FreshDb("tuner_same_twice.sqlite");
   db::SqliteDatabase database(path);
