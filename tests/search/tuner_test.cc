@@ -683,6 +683,13 @@ TEST(Tuner, SplitTunesThePartsThenTheWholeFromTheirBestComposed) {
     measured |= ir::StructuralHash(sch.func()) == composed->program_hash;
   }
   EXPECT_TRUE(measured) << "the composition of the parts' best was not measured";
+
+  // A later session of the whole alone composes its parts' records too.
+  TuneOptions alone = SmallTune(file, 2);
+  alone.measure_baseline = false;
+  TuneReport later = Tune(database, alone);
+  ASSERT_EQ(later.tasks.size(), 1u);
+  EXPECT_GT(later.tasks[0].composed, 0);
 }
 
 TEST(Tuner, TheSameWorkloadGivenTwiceIsOneTask) {
