@@ -5,8 +5,10 @@
 // upsampling's repeated lanes, a pooling window's strided ones, rows read
 // backwards, an operand read transposed, whose unrolled blocks go through
 // registers, and a concatenation, whose seam versioning copies three
-// ways), so that the interpreter checks every accepted schedule in well
-// under a millisecond.
+// ways; and a written product divided by row sums computed before it, whose
+// division reads two intermediates, as attention's O / Z does), so that
+// the interpreter checks every accepted schedule in well under a
+// millisecond.
 #pragma once
 
 #include <string>
@@ -44,6 +46,12 @@ inline const std::vector<SmallWorkload>& SmallWorkloads() {
     w.push_back({"concatenation (written)", ir::ParseWorkloadText(concatenated, "concatenation")});
     const char* transposed = "input A: f32[8, 12]\ninput B: f32[12, 8]\nC[i, j] = A[i, j] - B[j, i] * 2.0\n";
     w.push_back({"A - B^T (written)", ir::ParseWorkloadText(transposed, "a_minus_bt")});
+    const char* divided =
+        "input X: f32[4, 6]\ninput W: f32[5, 6]\n"
+        "Z[i] = sum(k in 6) X[i, k]\n"
+        "O[i, j] = sum(k in 6) X[i, k] * W[j, k]\n"
+        "Y[i, j] = O[i, j] / (Z[i] + 8.0)\n";
+    w.push_back({"product over row sums (written)", ir::ParseWorkloadText(divided, "product_over_row_sums")});
     return w;
   }();
   return workloads;
