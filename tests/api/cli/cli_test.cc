@@ -528,6 +528,24 @@ TEST(CliTune, PrintsTheTableAndTheBestSchedule) {
       << r.out;
 }
 
+TEST(CliTune, ShowListsThePartsAndSplitTunesThemBeforeTheWhole) {
+  std::string file = ::testing::TempDir() + "/cli_split.tw";
+  std::ofstream(file) << "input X: f32[8, 16]\ninput W: f32[12, 16]\n"
+                         "Z[i] = sum(k in 16) X[i, k]\n"
+                         "O[i, j] = sum(k in 16) X[i, k] * W[j, k]\n"
+                         "Y[i, j] = O[i, j] / (Z[i] + 8.0)\n";
+  Result shown = RunTunedb("show --workload " + file);
+  ASSERT_EQ(shown.exit_code, 0) << shown.out;
+  EXPECT_NE(shown.out.find("# parts:    " + file + "@Z " + file + "@O+Y\n"), std::string::npos) << shown.out;
+  std::string db = TuneDb("cli_split.sqlite");
+  Result r = RunTunedb("tune --workload " + file + " --split --trials 8 --batch 4 --no-baseline --db " + db + kSmallTune);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find(file + ": its 2 parts tuned; "), std::string::npos) << r.out;
+  for (const std::string& task : {file + "@Z", file + "@O+Y", file}) {
+    EXPECT_NE(r.out.find("== " + task + " (hash "), std::string::npos) << task << "\n" << r.out;
+  }
+}
+
 TEST(CliTune, BadOptionsAreOneLineErrors) {
   std::string db = TuneDb("cli_tune_bad.sqlite");
   std::string space = ::testing::TempDir() + "/cli_tune_bad_space.py";
