@@ -356,6 +356,9 @@ Workload LoadWorkload(std::string_view spec_or_path) {
     for (std::size_t start = 0;;) {
       std::size_t plus = list.find('+', start);
       stages.emplace_back(list.substr(start, plus - start));
+      if (stages.back().empty()) {
+        throw IrError(std::string(spec_or_path) + ": a part is its stages' names joined by '+' (SPEC@A+B); one is empty");
+      }
       if (plus == std::string_view::npos) break;
       start = plus + 1;
     }

@@ -850,6 +850,15 @@ void CheckTuneOptions(const TuneOptions& o) {
     throw std::invalid_argument("unknown strategy '" + o.strategy + "' (choose evolutionary or random)");
   }
   ParseTaskScheduler(o.task_scheduler);
+  // A space script is written for one program's blocks, and only the
+  // evolutionary search starts from the parts' schedules composed.
+  if (o.split && o.space != "default") {
+    throw std::invalid_argument("--split tunes each part in the default space; a --space script is for one program");
+  }
+  if (o.split && o.strategy == "random") {
+    throw std::invalid_argument("--split composes the parts' schedules for the evolutionary search; random search "
+                                "would not use them");
+  }
   std::string script = o.space == "default" ? "" : ReadFile(o.space);
   for (const std::string& spec : o.workloads) {
     for (const ir::Workload& w : ir::LoadWorkloads(spec)) {

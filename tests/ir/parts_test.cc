@@ -116,7 +116,15 @@ TEST(PartsTest, APartIsAWorkloadNamedByItsStages) {
   } catch (const IrError& e) {
     EXPECT_EQ(std::string(e.what()), file + "@M+Q: the program has no stage 'Q' (stages: S, M, E, Z, O, Y)");
   }
-  EXPECT_THROW(LoadWorkload(file + "@"), IrError);
+  for (const char* empty : {"@", "@S++E", "@S+"}) {
+    try {
+      LoadWorkload(file + empty);
+      FAIL() << empty;
+    } catch (const IrError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                file + empty + ": a part is its stages' names joined by '+' (SPEC@A+B); one is empty");
+    }
+  }
 }
 
 }  // namespace

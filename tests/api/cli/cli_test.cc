@@ -566,6 +566,9 @@ TEST(CliTune, BadOptionsAreOneLineErrors) {
       {"--timeout 0", "--timeout must be more than 0 and at most 86400 seconds"},
       {"--workload matmul:Q=3", "workload matmul has no parameter 'Q' (parameters: M, N, K)"},
       {"--space " + space, space + ":2: unknown schedule method 'nope'"},
+      {"--split --space " + space, "--split tunes each part in the default space; a --space script is for one program"},
+      {"--split --strategy random",
+       "--split composes the parts' schedules for the evolutionary search; random search would not use them"},
       {"--target \"cuda -arch=sm_80\"",
        "target 'cuda -arch=sm_80': must start with 'llvm' (e.g. llvm -mcpu=znver4 -num-cores=2)"},
   });
