@@ -544,13 +544,10 @@ void Schedule::ReverseComputeInline(BlockRV block_rv) {
     // in an earlier nest of the root), where the merged block reads them.
     // TVM refuses any second producer; a division by a row sum after the
     // product that divides (attention's O / Z) needs this one.
+    const std::vector<Stmt> nests = sched::Children(s.func.root().body);
     auto nest_of = [&](const BlockNode* b) {
-      const Stmt& body = s.func.root().body;
       const StmtNode* top = sched::RootLevelStmt(s.func, b);
-      if (body->kind != StmtKind::kSeq) return std::ptrdiff_t{0};
-      const auto& nests = static_cast<const SeqNode&>(*body).stmts;
-      auto it = std::find_if(nests.begin(), nests.end(), [&](const Stmt& n) { return n.get() == top; });
-      return it - nests.begin();
+      return std::find_if(nests.begin(), nests.end(), [&](const Stmt& n) { return n.get() == top; }) - nests.begin();
     };
     auto [buf, producer] = *std::max_element(inputs.begin(), inputs.end(), [&](const auto& a, const auto& b) {
       return nest_of(a.second) < nest_of(b.second);
