@@ -130,23 +130,20 @@ class EvolutionarySearch : public SearchStrategy {
     std::stable_sort(ranked.begin(), ranked.end(), [&](const Candidate* a, const Candidate* b) {
       return scores_.at(a->program_hash) > scores_.at(b->program_hash);
     });
-    // Measured first: the space's own designs when nothing is measured yet,
+    // Measured first: the context's measure_first designs (a program's
+    // parts composed), the space's own designs when nothing is measured yet,
     // neighbours of the elite, the best of every variant, the random share
     // (so that neighbours the tuner adds between chunks displace only the
     // ranking's tail), then the ranking.
     int random_share = static_cast<int>(options_.eps_greedy * n + 0.5);
     std::unordered_set<std::uint64_t> picked;
-    std::vector<Candidate> batch;
-    for (const ir::Trace& design : context.measure_first) {
-      if (static_cast<int>(batch.size()) >= n) break;
-      std::optional<Candidate> c = Realize(*context.workload, design, rng_());
-      if (c && !context.measured->count(c->program_hash) && picked.insert(c->program_hash).second) {
-        batch.push_back(std::move(*c));
-      }
-    }
+    std::vector<Candidate> batch = Unmeasured(context, context.measure_first, n, picked);
     if (context.measured->empty() && !context.designs_measured_elsewhere) {
+      // The space's own recorded decisions (the default space's register
+      // block, space.h): the first candidates of a task with nothing
+      // measured yet.
       int room = std::min(n / 2, n - static_cast<int>(batch.size()));
-      for (Candidate& c : SpaceDecisions(context, room, picked)) batch.push_back(std::move(c));
+      for (Candidate& c : Unmeasured(context, context.spaces, room, picked)) batch.push_back(std::move(c));
     }
     for (Candidate& c : Neighbours(context, NeighbourQuota(n), picked)) {
       picked.insert(c.program_hash);
@@ -250,14 +247,14 @@ class EvolutionarySearch : public SearchStrategy {
 
   int NeighbourQuota(int n) const { return static_cast<int>(options_.neighbour_share * n + 0.5); }
 
-  // Up to n designs of the space with its own recorded decisions (the
-  // default space's register block, space.h): the first candidates of a
-  // task with nothing measured yet.
-  std::vector<Candidate> SpaceDecisions(const SearchContext& context, int n, std::unordered_set<std::uint64_t>& picked) {
+  // Up to n of `designs` realized, in order, skipping those measured or
+  // picked already (and adding the rest to `picked`).
+  std::vector<Candidate> Unmeasured(const SearchContext& context, const std::vector<ir::Trace>& designs, int n,
+                                    std::unordered_set<std::uint64_t>& picked) {
     std::vector<Candidate> out;
-    for (const ir::Trace& space : context.spaces) {
+    for (const ir::Trace& design : designs) {
       if (static_cast<int>(out.size()) >= n) break;
-      std::optional<Candidate> c = Realize(*context.workload, space, rng_());
+      std::optional<Candidate> c = Realize(*context.workload, design, rng_());
       if (c && !context.measured->count(c->program_hash) && picked.insert(c->program_hash).second) {
         out.push_back(std::move(*c));
       }
