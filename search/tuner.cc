@@ -51,6 +51,21 @@ std::string ReadFile(const std::string& path) {
   return text;
 }
 
+// Split::kAuto splits only where the composition is used: the default
+// space (a script names one program's blocks) and the evolutionary search.
+Split SplitFor(const TuneOptions& o) {
+  if (o.split == Split::kAuto && (o.space != "default" || o.strategy != "evolutionary")) return Split::kOff;
+  return o.split;
+}
+
+// Why a session split a workload it was not told to.
+std::string SplitNote(const ir::Workload& whole, std::size_t parts) {
+  std::string names;
+  for (const std::string& n : ComputeBoundParts(whole)) names += (names.empty() ? "" : ", ") + n;
+  return whole.spec + ": " + std::to_string(parts) + " parts, compute-bound " + names +
+         "; its parts are tuned first (--no-split tunes it whole)\n";
+}
+
 struct Task {
   ir::Workload workload;
   std::string hash;
@@ -61,7 +76,7 @@ struct Task {
   // Its program's parts (ir/parts.h), whose best schedules composed seed
   // its search; none for a program of one group.
   std::vector<ir::Workload> parts;
-  // With --split: tuned only once its parts have had their share.
+  // Split (TuneOptions::split): tuned only once its parts have had their share.
   bool after_parts = false;
   std::unordered_map<std::int64_t, std::optional<ir::Trace>> designs;  // record id -> design
   std::int64_t read_up_to = 0;  // the id of the newest of its records this tuner has read
@@ -120,7 +135,7 @@ class Tuner {
     // workload given twice (matmul:M=64 and matmul:N=512,M=64 are the same
     // program) is one task: two would split its budget and race for the
     // same database entries.
-    // With --split, a workload of several parts comes after its parts.
+    // A workload split into its parts (TuneOptions::split) comes after them.
     std::vector<ir::Workload> workloads;
     std::vector<bool> after_parts;
     std::map<std::string, std::string> spec_of_hash;
@@ -138,7 +153,8 @@ class Tuner {
       for (ir::Workload& w : loaded) {
         // The user's own words, unless a file gave several outputs.
         std::string given = loaded.size() == 1 ? spec : w.spec;
-        std::vector<ir::Workload> parts = o_.split ? ir::WorkloadParts(w) : std::vector<ir::Workload>{};
+        std::vector<ir::Workload> parts = PartsToTuneFirst(w, SplitFor(o_));
+        if (!parts.empty() && o_.split == Split::kAuto) notes += SplitNote(w, parts.size());
         for (ir::Workload& part : parts) add(part, part.spec, false);
         add(std::move(w), given, !parts.empty());
       }
@@ -160,9 +176,10 @@ class Tuner {
     for (std::size_t i = 0; i < tasks_.size(); ++i) MakeStrategy(i);
     Emit({TuneEvent::kSetup, -1, spent_, o_.trials, Elapsed(), notes + model_note});
 
-    // With --split, the parts (and the workloads without parts) spend the
-    // first part of the budget; then only the workloads after their parts
-    // are tuned, from their parts' best schedules composed.
+    // When a workload is split, the parts (and the workloads without
+    // parts) spend the first part of the budget; then only the workloads
+    // after their parts are tuned, from their parts' best schedules
+    // composed.
     const bool split = std::any_of(tasks_.begin(), tasks_.end(), [](const auto& t) { return t->after_parts; });
     bool parts_phase = split;
     const int parts_budget = o_.trials - o_.trials / 4;
@@ -434,7 +451,7 @@ class Tuner {
     task.context.transfer.insert(task.context.transfer.end(), transfer.begin(), transfer.end());
   }
 
-  // --split: the parts have had their share; the workloads after them are
+  // Split workloads: the parts have had their share; the workloads after them are
   // seeded with the parts' best schedules composed. Returns a note.
   std::string StartWholes() {
     std::string note;
@@ -852,10 +869,10 @@ void CheckTuneOptions(const TuneOptions& o) {
   ParseTaskScheduler(o.task_scheduler);
   // A space script is written for one program's blocks, and only the
   // evolutionary search starts from the parts' schedules composed.
-  if (o.split && o.space != "default") {
+  if (o.split == Split::kOn && o.space != "default") {
     throw std::invalid_argument("--split tunes each part in the default space; a --space script is for one program");
   }
-  if (o.split && o.strategy == "random") {
+  if (o.split == Split::kOn && o.strategy == "random") {
     throw std::invalid_argument("--split composes the parts' schedules for the evolutionary search; random search "
                                 "would not use them");
   }

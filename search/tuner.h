@@ -33,6 +33,7 @@
 #include "costmodel/tuning_model.h"
 #include "db/database.h"
 #include "measure/runner.h"
+#include "search/split.h"
 #include "search/strategy.h"
 #include "search/task_scheduler.h"
 
@@ -76,12 +77,14 @@ struct TuneOptions {
   int final_check_passes = 3;
   int model_min_samples = costmodel::kSessionMinSamples;  // the cost model's heuristic until this many samples
   bool transfer = true;
-  // Tune each workload's parts (ir/parts.h) first, as workloads of their
-  // own, with three quarters of the trials; then the workload itself, its
+  // Tune a workload's parts (ir/parts.h) first, as workloads of their own,
+  // with three quarters of the trials; then the workload itself, its
   // search seeded with its parts' best schedules composed (measured
   // first), with the rest. One task for a program of many stages spreads
-  // its trials over all their choices at once.
-  bool split = false;
+  // its trials over all their choices at once. kAuto splits the workloads
+  // with two or more compute-bound parts, in the default space with the
+  // evolutionary search (search/split.h).
+  Split split = Split::kAuto;
   // Time the unscheduled program at the end, unless the database holds its
   // timing on this target (a record with an empty trace, which this stores).
   bool measure_baseline = true;

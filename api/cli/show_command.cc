@@ -13,6 +13,7 @@
 #include "measure/lower.h"
 #include "measure/target.h"
 #include "measure/versioning.h"
+#include "search/split.h"
 
 namespace tunedb::cli {
 namespace {
@@ -40,10 +41,17 @@ void RunShow(const ShowOptions& options) {
   }
   // What code generation compiles: lowered, its bounds checks versioned.
   const ir::PrimFunc shown = options.lowered ? measure::VersionBoundsChecks(measure::Lower(p.program), measure::Target::Host().VectorBits()) : p.program;
-  // The tasks `tune --split` makes of it, when it has several.
+  // The tasks `tune --split` makes of it, when it has several, and
+  // whether `tune` splits it unasked (search/split.h).
   std::string parts;
   for (const ir::Workload& part : ir::WorkloadParts(p.workload)) parts += (parts.empty() ? "" : " ") + part.spec;
-  if (!parts.empty()) parts = "\n# parts:    " + parts;
+  if (!parts.empty()) {
+    std::string bound;
+    for (const std::string& n : search::ComputeBoundParts(p.workload)) bound += (bound.empty() ? "" : ", ") + n;
+    bool splits = !search::PartsToTuneFirst(p.workload, search::Split::kAuto).empty();
+    parts = fmt::format("\n# parts:    {} (compute-bound: {}; tune splits it{})", parts, bound.empty() ? "none" : bound,
+                        splits ? "" : " only with --split");
+  }
   fmt::print("# workload: {}\n# hash:     {}\n# flops:    {}{}\n\n{}", p.workload.spec, hash, flops, parts,
              ir::PrintProgram(shown));
   if (scheduled) fmt::print("\n# trace:\n{}", p.trace_script);

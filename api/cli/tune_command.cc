@@ -39,6 +39,7 @@ struct TuneCliOptions {
   std::string token_file;
   bool no_transfer = false;
   bool split = false;
+  bool no_split = false;
   bool no_baseline = false;
 };
 
@@ -93,6 +94,7 @@ std::string CommandKey(const TuneCliOptions& o, const std::string& target) {
   key += fmt::format(" --trials {} --batch {} --strategy {} --space {} --task-scheduler {} --seed {} --target \"{}\"",
                      o.trials, o.batch, o.strategy, o.space, o.task_scheduler, o.seed, target);
   if (o.split) key += " --split";
+  if (o.no_split) key += " --no-split";
   return key;
 }
 
@@ -110,7 +112,8 @@ void RunTune(const TuneCliOptions& o) {
   options.seed = o.seed;
   options.evolutionary.population = o.population;
   options.transfer = !o.no_transfer;
-  options.split = o.split;
+  if (o.split && o.no_split) throw UsageError("--split and --no-split: choose one");
+  options.split = o.split ? search::Split::kOn : o.no_split ? search::Split::kOff : search::Split::kAuto;
   options.model_min_samples = o.model_min_samples;
   if (o.confirm_best < 0) throw UsageError("--confirm-best must be 0 or more");
   options.confirm_best = o.confirm_best;
@@ -279,7 +282,9 @@ void AddTuneCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--no-transfer", o->no_transfer, "Do not seed the search with other shapes' best schedules");
   cmd->add_flag("--split", o->split,
-                "Tune each workload's parts (groups of its stages) first, then the workload from their best schedules");
+                "Tune each workload's parts (groups of its stages) first, then the workload from their best "
+                "schedules (by default, only a workload with two or more compute-bound parts)");
+  cmd->add_flag("--no-split", o->no_split, "Tune every workload whole, never its parts first");
   cmd->add_flag("--no-baseline", o->no_baseline, "Do not time the unscheduled program at the end");
   cmd->callback([o] { RunTune(*o); });
 }

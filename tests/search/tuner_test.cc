@@ -640,7 +640,7 @@ TEST(Tuner, SplitTunesThePartsThenTheWholeFromTheirBestComposed) {
   std::string path = FreshDb("tuner_split.sqlite");
   db::SqliteDatabase database(path);
   TuneOptions o = SmallTune(file, 24);
-  o.split = true;
+  o.split = Split::kOn;
   o.measure_baseline = false;
   o.final_check = 0;  // the parts' bests stay what they were when composed
   std::string note;

@@ -536,7 +536,11 @@ TEST(CliTune, ShowListsThePartsAndSplitTunesThemBeforeTheWhole) {
                          "Y[i, j] = O[i, j] / (Z[i] + 8.0)\n";
   Result shown = RunTunedb("show --workload " + file);
   ASSERT_EQ(shown.exit_code, 0) << shown.out;
-  EXPECT_NE(shown.out.find("# parts:    " + file + "@Z " + file + "@O+Y\n"), std::string::npos) << shown.out;
+  // Its product is too small to be compute-bound (search/split.h).
+  EXPECT_NE(shown.out.find("# parts:    " + file + "@Z " + file + "@O+Y (compute-bound: none; tune splits it only "
+                           "with --split)\n"),
+            std::string::npos)
+      << shown.out;
   std::string db = TuneDb("cli_split.sqlite");
   Result r = RunTunedb("tune --workload " + file + " --split --trials 8 --batch 4 --no-baseline --db " + db + kSmallTune);
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -544,6 +548,35 @@ TEST(CliTune, ShowListsThePartsAndSplitTunesThemBeforeTheWhole) {
   for (const std::string& task : {file + "@Z", file + "@O+Y", file}) {
     EXPECT_NE(r.out.find("== " + task + " (hash "), std::string::npos) << task << "\n" << r.out;
   }
+}
+
+// Two products of 64 x 64 x 64, each compute-bound: tune splits the
+// program unasked, says why, and --no-split tunes it whole.
+TEST(CliTune, AProgramOfTwoProductsIsSplitUnlessToldNotTo) {
+  std::string file = ::testing::TempDir() + "/cli_auto_split.tw";
+  std::ofstream(file) << "input X: f32[64, 64]\ninput A: f32[64, 64]\ninput B: f32[64, 64]\n"
+                         "T[i, j] = sum(k in 64) X[i, k] * A[k, j]\n"
+                         "Y[i, j] = sum(k in 64) T[i, k] * B[k, j]\n";
+  Result shown = RunTunedb("show --workload " + file);
+  ASSERT_EQ(shown.exit_code, 0) << shown.out;
+  EXPECT_NE(shown.out.find("# parts:    " + file + "@T " + file + "@Y (compute-bound: T, Y; tune splits it)\n"),
+            std::string::npos)
+      << shown.out;
+  std::string db = TuneDb("cli_auto_split.sqlite");
+  Result r = RunTunedb("tune --workload " + file + " --trials 8 --batch 4 --no-baseline --db " + db + kSmallTune);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find(file + ": 2 parts, compute-bound T, Y; its parts are tuned first (--no-split tunes it whole)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("== " + file + "@Y (hash "), std::string::npos) << r.out;
+
+  std::string whole_db = TuneDb("cli_no_split.sqlite");
+  r = RunTunedb("tune --workload " + file + " --no-split --trials 4 --batch 4 --no-baseline --db " + whole_db +
+                kSmallTune);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("parts are tuned first"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("== " + file + "@"), std::string::npos) << "no part is a task\n" << r.out;
+  EXPECT_NE(r.out.find("== " + file + " (hash "), std::string::npos) << r.out;
 }
 
 TEST(CliTune, BadOptionsAreOneLineErrors) {
@@ -567,6 +600,7 @@ TEST(CliTune, BadOptionsAreOneLineErrors) {
       {"--workload matmul:Q=3", "workload matmul has no parameter 'Q' (parameters: M, N, K)"},
       {"--space " + space, space + ":2: unknown schedule method 'nope'"},
       {"--split --space " + space, "--split tunes each part in the default space; a --space script is for one program"},
+      {"--split --no-split", "--split and --no-split: choose one"},
       {"--split --strategy random",
        "--split composes the parts' schedules for the evolutionary search; random search would not use them"},
       {"--target \"cuda -arch=sm_80\"",
