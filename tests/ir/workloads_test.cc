@@ -171,6 +171,14 @@ TEST(WorkloadsTest, EveryShippedWorkloadFileLoads) {
       // The max and its select, the select, subtraction and exp, the sum's
       // add and the division, of every element.
       {"causal_softmax", 7LL * 8 * 256 * 256},
+      // The scores' and the product's select, multiply and add of every
+      // term; the max and its select, the select, subtraction, multiply and
+      // exp, the sum's add of every score; a division per output.
+      {"causal_attention", 2 * 3LL * 8 * 256 * 256 * 64 + 7LL * 8 * 256 * 256 + 8 * 256 * 64},
+      // Two products; GELU's nine operations on each hidden element.
+      {"transformer_ffn", 2 * 2LL * 128 * 1024 * 256 + 9LL * 128 * 1024},
+      // Two products; the bias add and the max, then the bias add.
+      {"two_dense_layers", 2LL * 128 * 256 * 784 + 2LL * 128 * 256 + 2LL * 128 * 128 * 256 + 128 * 128},
       {"conv_transpose", 3LL * 32 * 56 * 56 * 64 * 4 * 4},
       // Two multiplies and an add or a subtraction on each side, and the
       // select.
