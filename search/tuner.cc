@@ -183,6 +183,7 @@ class Tuner {
     const bool split = std::any_of(tasks_.begin(), tasks_.end(), [](const auto& t) { return t->after_parts; });
     bool parts_phase = split;
     const int parts_budget = o_.trials - o_.trials / 4;
+    int phase_start = spent_;  // trials spent when this phase began
     int last = -1;
     while (spent_ < o_.trials && !Stopped()) {
       std::vector<TaskProgress> progress;
@@ -194,6 +195,7 @@ class Tuner {
       int next = spent_ < budget ? NextTask(scheduler, progress, last) : -1;
       if (next < 0 && parts_phase) {
         parts_phase = false;
+        phase_start = spent_;
         Emit({TuneEvent::kNote, -1, spent_, o_.trials, Elapsed(), StartWholes()});
         continue;
       }
@@ -201,11 +203,16 @@ class Tuner {
       last = next;
       // Until every workload has had a batch, the budget left is shared
       // among those still waiting, so a small budget reaches all of them.
-      int waiting = 0;
+      // Of several, each warm-up batch takes at most an equal share of
+      // half the phase's budget: the rest is the scheduler's to give where
+      // time drops most (a split attention's scores, not its row sums).
+      int waiting = 0, in_phase = 0;
       for (std::size_t i = 0; i < tasks_.size(); ++i) {
+        in_phase += !progress[i].done;
         waiting += !progress[i].done && tasks_[i]->progress.best_after_batch.empty();
       }
       int share = waiting > 0 ? std::max(1, (budget - spent_) / waiting) : budget - spent_;
+      if (waiting > 0 && in_phase > 1) share = std::min(share, std::max(1, (budget - phase_start) / (2 * in_phase)));
       TuneBatch(static_cast<std::size_t>(next), std::min({o_.batch, share, budget - spent_}));
     }
     report_.interrupted = Stopped() && spent_ < o_.trials;

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <memory>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -525,11 +527,17 @@ TEST(Tuner, SeveralWorkloadsShareTheBudgetAndOtherShapesTransfer) {
   TuneOptions o = SmallTune("matmul:M=16,N=16,K=16", 16);
   o.workloads.push_back("dense_bias_relu:B=8,IN=16,OUT=8");
   o.measure_baseline = false;
-  TuneReport r = Tune(database, o);
+  std::vector<std::pair<int, int>> batches;  // (task, trials done after it)
+  TuneReport r = Tune(database, o, [&](const TuneEvent& e, const std::vector<TaskStatus>&) {
+    if (e.kind == TuneEvent::kBatchDone) batches.emplace_back(e.task, e.trials_done);
+  });
   ASSERT_EQ(r.tasks.size(), 2u);
   EXPECT_EQ(r.tasks[0].trials + r.tasks[1].trials, 16);
-  EXPECT_GT(r.tasks[0].trials, 0);
-  EXPECT_GT(r.tasks[1].trials, 0);
+  // Each warm-up batch is a quarter of the budget (half of it over the two
+  // tasks); the scheduler gives the other half.
+  ASSERT_GE(batches.size(), 3u);
+  EXPECT_EQ(batches[0], std::make_pair(0, 4));
+  EXPECT_EQ(batches[1], std::make_pair(1, 8));
 
   // A budget below one batch still reaches every workload.
   std::string small_path = FreshDb("tuner_small_budget.sqlite");
@@ -538,8 +546,9 @@ TEST(Tuner, SeveralWorkloadsShareTheBudgetAndOtherShapesTransfer) {
   tiny.trials = 6;
   tiny.batch = 64;
   TuneReport split = Tune(small, tiny);
-  EXPECT_EQ(split.tasks[0].trials, 3);
-  EXPECT_EQ(split.tasks[1].trials, 3);
+  EXPECT_GT(split.tasks[0].trials, 0);
+  EXPECT_GT(split.tasks[1].trials, 0);
+  EXPECT_EQ(split.tasks[0].trials + split.tasks[1].trials, 6);
 
   TuneOptions other = SmallTune("matmul:M=32,N=16,K=16", 8);
   other.measure_baseline = false;
