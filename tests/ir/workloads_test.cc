@@ -177,6 +177,9 @@ TEST(WorkloadsTest, EveryShippedWorkloadFileLoads) {
       {"causal_attention", 2 * 3LL * 8 * 256 * 256 * 64 + 7LL * 8 * 256 * 256 + 8 * 256 * 64},
       // Two products; GELU's nine operations on each hidden element.
       {"transformer_ffn", 2 * 2LL * 128 * 1024 * 256 + 9LL * 128 * 1024},
+      // Two convolutions' multiply-adds; a select per padded element, and
+      // the ReLU's max; the residual add.
+      {"resnet_block", 2 * 2LL * 28 * 28 * 64 * 9 * 64 + 3LL * 30 * 30 * 64 + 28LL * 28 * 64},
       // Two products; the bias add and the max, then the bias add.
       {"two_dense_layers", 2LL * 128 * 256 * 784 + 2LL * 128 * 256 + 2LL * 128 * 128 * 256 + 128 * 128},
       {"conv_transpose", 3LL * 32 * 56 * 56 * 64 * 4 * 4},
