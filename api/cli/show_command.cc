@@ -1,6 +1,10 @@
 // `tunedb show`: the program of a workload (optionally scheduled by a
 // schedule script or a stored trace), its workload hash and FLOP count.
+#include <string>
+#include <vector>
+
 #include <fmt/core.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "api/cli/commands.h"
@@ -29,11 +33,20 @@ void RunShow(const ShowOptions& options) {
   std::string hash = ir::WorkloadHash(p.workload.func);
   std::int64_t flops = ir::CountFlops(p.workload.func);
   bool scheduled = !p.trace_json.empty();
+  // The tasks `tune --split` makes of it, when it has several, and
+  // whether `tune` splits it unasked (search/split.h).
+  std::vector<std::string> parts;
+  for (const ir::Workload& part : ir::WorkloadParts(p.workload)) parts.push_back(part.spec);
+  const std::vector<std::string> compute_bound = search::ComputeBoundParts(p.workload);
+  const bool splits = !search::PartsToTuneFirst(p.workload, search::Split::kAuto).empty();
   if (options.json) {
     nlohmann::json out = {{"workload", p.workload.spec},
                           {"name", p.workload.name},
                           {"hash", hash},
                           {"flops", flops},
+                          {"parts", parts},
+                          {"compute_bound_parts", compute_bound},
+                          {"split_by_default", splits},
                           {"program", nlohmann::json::parse(ir::ProgramToJson(p.program))}};
     if (scheduled) out["trace"] = nlohmann::json::parse(p.trace_json);
     fmt::print("{}\n", out.dump(2));
@@ -41,18 +54,13 @@ void RunShow(const ShowOptions& options) {
   }
   // What code generation compiles: lowered, its bounds checks versioned.
   const ir::PrimFunc shown = options.lowered ? measure::VersionBoundsChecks(measure::Lower(p.program), measure::Target::Host().VectorBits()) : p.program;
-  // The tasks `tune --split` makes of it, when it has several, and
-  // whether `tune` splits it unasked (search/split.h).
-  std::string parts;
-  for (const ir::Workload& part : ir::WorkloadParts(p.workload)) parts += (parts.empty() ? "" : " ") + part.spec;
+  std::string parts_line;
   if (!parts.empty()) {
-    std::string bound;
-    for (const std::string& n : search::ComputeBoundParts(p.workload)) bound += (bound.empty() ? "" : ", ") + n;
-    bool splits = !search::PartsToTuneFirst(p.workload, search::Split::kAuto).empty();
-    parts = fmt::format("\n# parts:    {} (compute-bound: {}; tune splits it{})", parts, bound.empty() ? "none" : bound,
-                        splits ? "" : " only with --split");
+    parts_line = fmt::format("\n# parts:    {} (compute-bound: {}; tune splits it{})", fmt::join(parts, " "),
+                             compute_bound.empty() ? "none" : fmt::format("{}", fmt::join(compute_bound, ", ")),
+                             splits ? "" : " only with --split");
   }
-  fmt::print("# workload: {}\n# hash:     {}\n# flops:    {}{}\n\n{}", p.workload.spec, hash, flops, parts,
+  fmt::print("# workload: {}\n# hash:     {}\n# flops:    {}{}\n\n{}", p.workload.spec, hash, flops, parts_line,
              ir::PrintProgram(shown));
   if (scheduled) fmt::print("\n# trace:\n{}", p.trace_script);
 }

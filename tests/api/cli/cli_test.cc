@@ -91,6 +91,8 @@ TEST(CliTest, ShowJsonIsParseable) {
   EXPECT_EQ(j["flops"], 16);
   EXPECT_EQ(j["program"]["format"], "tunedb.program/1");
   EXPECT_EQ(j["hash"].get<std::string>().find_first_not_of("0123456789"), std::string::npos);
+  EXPECT_EQ(j["parts"], nlohmann::json::array()) << "one stage, one part";
+  EXPECT_EQ(j["split_by_default"], false);
 }
 
 TEST(CliTest, ShowReadsAWorkloadFile) {
@@ -562,6 +564,12 @@ TEST(CliTune, AProgramOfTwoProductsIsSplitUnlessToldNotTo) {
   EXPECT_NE(shown.out.find("# parts:    " + file + "@T " + file + "@Y (compute-bound: T, Y; tune splits it)\n"),
             std::string::npos)
       << shown.out;
+  Result json = RunTunedb("show --workload " + file + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.out;
+  auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["parts"], nlohmann::json::array({file + "@T", file + "@Y"}));
+  EXPECT_EQ(j["compute_bound_parts"], nlohmann::json::array({"T", "Y"}));
+  EXPECT_EQ(j["split_by_default"], true);
   std::string db = TuneDb("cli_auto_split.sqlite");
   Result r = RunTunedb("tune --workload " + file + " --trials 8 --batch 4 --no-baseline --db " + db + kSmallTune);
   ASSERT_EQ(r.exit_code, 0) << r.out;
