@@ -36,13 +36,4 @@ std::vector<ir::Workload> PartsToTuneFirst(const ir::Workload& whole, Split spli
   return parts;
 }
 
-const char* SplitName(Split split) {
-  switch (split) {
-    case Split::kOff: return "off";
-    case Split::kAuto: return "auto";
-    case Split::kOn: return "on";
-  }
-  return "auto";
-}
-
 }  // namespace tunedb::search

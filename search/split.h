@@ -42,7 +42,4 @@ std::vector<std::string> ComputeBoundParts(const ir::Workload& whole);
 // otherwise none.
 std::vector<ir::Workload> PartsToTuneFirst(const ir::Workload& whole, Split split);
 
-// "off", "auto", "on".
-const char* SplitName(Split split);
-
 }  // namespace tunedb::search
