@@ -26,11 +26,15 @@ enum class Split {
 
 // A part is compute-bound when it does at least this many FLOPs per byte
 // of its parameters (ir::CountFlops over ir::ParamBytes), and at least
-// kComputeBoundShare of the whole's FLOPs. A product reducing over 16 or
-// more elements is above it (each operand element is used in many
-// multiply-adds, so tiling decides its speed); a row reduction, an
-// elementwise stage, or a softmax's stages are below 2.
-inline constexpr double kComputeBoundFlopsPerByte = 8;
+// kComputeBoundShare of the whole's FLOPs. A product whose output is its
+// largest operand does about K / 2 FLOPs per byte for a reduction of K
+// elements, so one reducing over 8 or more is above the line (each operand
+// element is used in several multiply-adds, and tiling decides its speed);
+// a row reduction, an elementwise stage, or a softmax's stages are below 2.
+// Measured on low-rank chains, (X A^T) B^T of rank r (bench/RESULTS.md,
+// session 83): splitting gained 39% at r = 16 (7.3 FLOPs per byte), 12%
+// at r = 8 (3.8), and nothing at r = 4 (1.95).
+inline constexpr double kComputeBoundFlopsPerByte = 3;
 inline constexpr double kComputeBoundShare = 0.1;
 
 // The names of `whole`'s compute-bound parts ("S", "O+Y"), in program

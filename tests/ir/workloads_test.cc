@@ -182,6 +182,8 @@ TEST(WorkloadsTest, EveryShippedWorkloadFileLoads) {
       {"resnet_block", 2 * 2LL * 28 * 28 * 64 * 9 * 64 + 3LL * 30 * 30 * 64 + 28LL * 28 * 64},
       // Two products; the bias add and the max, then the bias add.
       {"two_dense_layers", 2LL * 128 * 256 * 784 + 2LL * 128 * 256 + 2LL * 128 * 128 * 256 + 128 * 128},
+      // Two products of 256 x 512 x 16 multiply-adds each.
+      {"low_rank_product", 2 * 2LL * 256 * 512 * 16},
       {"conv_transpose", 3LL * 32 * 56 * 56 * 64 * 4 * 4},
       // Two multiplies and an add or a subtraction on each side, and the
       // select.

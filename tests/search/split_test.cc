@@ -74,5 +74,22 @@ TEST(SplitTest, OneComputeBoundPartIsNotSplit) {
   EXPECT_TRUE(PartsToTuneFirst(matmul, Split::kOn).empty());
 }
 
+// A low-rank chain, (X A^T) B^T: two products whose reductions are short.
+// At rank 8 each does 3.8 FLOPs per byte and the chain is split; at rank 4,
+// 1.95, no more than a softmax's stages, and it is not (search/split.h).
+TEST(SplitTest, ALowRankChainIsSplitFromRankEight) {
+  auto low_rank = [](int rank) {
+    std::string r = std::to_string(rank);
+    return FromText("split_rank_" + r,
+        "input X: f32[256, 512]\ninput A: f32[" + r + ", 512]\ninput B: f32[512, " + r + "]\n"
+        "T[i, j] = sum(k in 512) X[i, k] * A[j, k]\n"
+        "Y[i, j] = sum(k in " + r + ") T[i, k] * B[j, k]\n");
+  };
+  EXPECT_EQ(ComputeBoundParts(low_rank(8)), (std::vector<std::string>{"T", "Y"}));
+  EXPECT_EQ(PartsToTuneFirst(low_rank(8), Split::kAuto).size(), 2u);
+  EXPECT_TRUE(ComputeBoundParts(low_rank(4)).empty());
+  EXPECT_TRUE(PartsToTuneFirst(low_rank(4), Split::kAuto).empty());
+}
+
 }  // namespace
 }  // namespace tunedb::search
