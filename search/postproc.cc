@@ -2,6 +2,8 @@
 // loop kinds, and reductions are decomposed (see space.h). They run after
 // EnterPostproc, so a stored trace replays them exactly, and the search can
 // drop them (remove_postproc) to get back the design trace it mutates.
+#include <algorithm>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
@@ -50,6 +52,66 @@ std::vector<std::string> NestRepresentatives(Schedule& sch) {
   return reps;
 }
 
+// Where a block's parallel band starts: its outermost loop, or the loop
+// after the last of its leading one-iteration loops that holds more than
+// this block's nest. A packing copy computed at a tile loop of one
+// iteration shares that loop with the product it feeds, and a band that
+// started there stopped at once, so the product ran on one core (a
+// low-rank chain's first product, (X A^T) of rank 32: bench/RESULTS.md,
+// session 83).
+std::size_t BandStart(Schedule& sch, const std::vector<LoopRV>& loops) {
+  std::size_t start = 0;
+  for (std::size_t i = 0; i + 1 < loops.size(); ++i) {
+    const ForNode& f = sch.Get(loops[i]);
+    if (f.extent != 1) break;
+    if (f.body.get() != &sch.Get(loops[i + 1])) start = i + 1;
+  }
+  return start;
+}
+
+// One block name per parallel band: the nests under a shared loop of one
+// iteration are bands of their own.
+std::vector<std::string> BandRepresentatives(Schedule& sch) {
+  std::vector<std::string> reps;
+  std::set<const ForNode*> seen;
+  for (const std::string& name : BlockNames(sch.func())) {
+    std::vector<LoopRV> loops = sch.GetLoops(sch.GetBlock(name));
+    if (loops.empty()) continue;
+    if (seen.insert(&sch.Get(loops[BandStart(sch, loops)])).second) reps.push_back(name);
+  }
+  return reps;
+}
+
+// The stores a statement runs, each iteration of a loop counted: the work
+// parallel loops would share. Saturates rather than overflow.
+std::int64_t Stores(const ir::Stmt& s) {
+  constexpr std::int64_t kMany = std::int64_t{1} << 62;
+  if (!s) return 0;
+  switch (s->kind) {
+    case ir::StmtKind::kStore:
+      return 1;
+    case ir::StmtKind::kFor: {
+      const auto& f = static_cast<const ForNode&>(*s);
+      const std::int64_t body = Stores(f.body);
+      return body > 0 && f.extent > kMany / body ? kMany : f.extent * body;
+    }
+    case ir::StmtKind::kSeq: {
+      std::int64_t sum = 0;
+      for (const ir::Stmt& c : static_cast<const ir::SeqNode&>(*s).stmts) sum = std::min(kMany, sum + Stores(c));
+      return sum;
+    }
+    case ir::StmtKind::kIf: {
+      const auto& i = static_cast<const ir::IfNode&>(*s);
+      return std::min(kMany, Stores(i.then_case) + Stores(i.else_case));
+    }
+    case ir::StmtKind::kBlock: {
+      const auto& b = static_cast<const BlockNode&>(*s);
+      return std::min(kMany, Stores(b.init) + Stores(b.body));
+    }
+  }
+  return 0;
+}
+
 std::optional<std::int64_t> IntAnnotation(const ir::Annotations& a, const std::string& key) {
   auto it = a.find(key);
   if (it == a.end() || !std::holds_alternative<std::int64_t>(it->second)) return std::nullopt;
@@ -94,8 +156,9 @@ void DecomposeReductions(Schedule& sch) {
 // which loops the unroll pragma reaches, and a padded matmul 127 design
 // with 4 jobs went from 21 to 36 us.
 void ParallelizeOuterLoops(Schedule& sch, std::int64_t max_jobs) {
-  for (const std::string& rep : NestRepresentatives(sch)) {
-    std::vector<LoopRV> loops = sch.GetLoops(sch.GetBlock(rep));
+  for (const std::string& rep : BandRepresentatives(sch)) {
+    std::vector<LoopRV> all = sch.GetLoops(sch.GetBlock(rep));
+    const std::vector<LoopRV> loops(all.begin() + static_cast<std::ptrdiff_t>(BandStart(sch, all)), all.end());
     std::size_t n = 0;
     std::int64_t jobs = 1;
     for (std::size_t i = 0; i < loops.size(); ++i) {
@@ -154,6 +217,16 @@ void AnnotateUnroll(Schedule& sch, std::int64_t max_step) {
   }
 }
 
+// A program of fewer stores than this runs serially. Two threads pay when
+// the serial work exceeds twice a parallel loop's dispatch, 0.16-0.35 us
+// on an idle machine (bench/parallel_bench) and far more on a busy one:
+// 0.3-0.7 us, which one core spends on 15000-30000 multiply-adds of a
+// small product at the 88 GFLOP/s a tuned 16 x 32 x 16 dense layer ran
+// at. Parallel, that layer and the next took 1.2 us end to end, against
+// 0.24 us serial (bench/RESULTS.md, session 83). The parallel mutator can
+// make any program serial, but a tiny one should not have to find it.
+constexpr std::int64_t kMinParallelStores = std::int64_t{1} << 15;
+
 }  // namespace
 
 void ApplyPostprocessors(Schedule& sch) {
@@ -167,7 +240,7 @@ void ApplyPostprocessors(Schedule& sch) {
     if (annotations.count(key)) sch.Unannotate(root, key);
   }
   DecomposeReductions(sch);
-  if (parallel && *parallel > 1) ParallelizeOuterLoops(sch, *parallel);
+  if (parallel && *parallel > 1 && Stores(sch.func().body) >= kMinParallelStores) ParallelizeOuterLoops(sch, *parallel);
   if (vectorize && *vectorize > 1) VectorizeInnerLoops(sch, *vectorize);
   if (unroll && *unroll > 0) AnnotateUnroll(sch, *unroll);
 }

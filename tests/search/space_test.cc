@@ -376,7 +376,7 @@ TEST(DesignSpace, SmallReductionGetsRFactorVariants) {
 // variant sums 16-lane partials (one AVX-512 vector of floats, the space's
 // own decision) in the innermost, vectorized loop, for several rows at once.
 TEST(DesignSpace, ARowReductionSumsInVectorLanes) {
-  ir::Workload w = ir::BuildWorkload("reduce_sum:M=48,N=128");
+  ir::Workload w = ir::BuildWorkload("reduce_sum:M=48,N=1024");
   SpaceOptions o;
   o.cores = 2;
   std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, o);
@@ -478,8 +478,8 @@ TEST(DesignSpace, AMatrixVectorProductSumsInVectorLanesFirst) {
   // for 32 jobs: the batch's loop of one iteration before them does not
   // count. 20 rows go 5 at a time; at batch 4, 4 x 4 accumulators.
   for (const Case& c : {Case{"dense:B=1,IN=64,OUT=512", "decision=[64, 8]"},
-                        Case{"dense_bias_relu:B=1,IN=96,OUT=20", "decision=[4, 5]"},
-                        Case{"dense:B=4,IN=64,OUT=48", "decision=[12, 4]"}}) {
+                        Case{"dense_bias_relu:B=1,IN=2048,OUT=20", "decision=[4, 5]"},
+                        Case{"dense:B=4,IN=256,OUT=48", "decision=[12, 4]"}}) {
     ir::Workload w = ir::BuildWorkload(c.spec);
     std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, o);
     ASSERT_FALSE(spaces.empty());
@@ -1179,10 +1179,10 @@ TEST(DesignSpace, PostprocessorsMakeParallelVectorizedUnrolledLoops) {
 // it: 3 jobs on 2 threads would leave one idle a third of the time.
 TEST(DesignSpace, TooFewParallelJobsTakeTheNextLoopToo) {
   const std::pair<const char*, const char*> cases[] = {
-      {"input X: f32[3, 37, 4, 8]\nY[n, c, h, w] = X[n, c, h, w] * 2.0\n", "in T.parallel(111,"},
-      {"input X: f32[8, 37, 4, 8]\nY[n, c, h, w] = X[n, c, h, w] * 2.0\n", "in T.parallel(8,"},
-      {"input X: f32[4, 8, 4, 8]\nY[n, c, h, w] = X[n, c, h, w] * 2.0\n", "in T.parallel(32,"},
-      {"input X: f32[4, 37, 4, 8]\nY[n, c, h, w] = X[n, c, h, w] * 2.0\n", "in T.parallel(4,"},
+      {"input X: f32[3, 37, 16, 32]\nY[n, c, h, w] = X[n, c, h, w] * 2.0\n", "in T.parallel(111,"},
+      {"input X: f32[8, 37, 16, 32]\nY[n, c, h, w] = X[n, c, h, w] * 2.0\n", "in T.parallel(8,"},
+      {"input X: f32[4, 8, 16, 64]\nY[n, c, h, w] = X[n, c, h, w] * 2.0\n", "in T.parallel(32,"},
+      {"input X: f32[4, 37, 16, 32]\nY[n, c, h, w] = X[n, c, h, w] * 2.0\n", "in T.parallel(4,"},
   };
   for (const auto& [text, parallel] : cases) {
     ir::PrimFunc workload = ir::ParseWorkloadText(text);
@@ -1193,6 +1193,51 @@ TEST(DesignSpace, TooFewParallelJobsTakeTheNextLoopToo) {
     std::string program = ir::PrintProgram(c->program);
     EXPECT_NE(program.find(parallel), std::string::npos) << parallel << "\n" << program;
     EXPECT_EQ(ir::testing::SameResult(workload, c->program, 1), "");
+  }
+}
+
+// A packing copy computed at a tile loop of one iteration shares that loop
+// with the product it feeds. The product's nest still runs in parallel,
+// from the loop below: it once stayed serial, and the first product of a
+// low-rank chain ran on one core (bench/RESULTS.md, session 83).
+TEST(DesignSpace, AProductBelowALoopOfOneIterationItSharesWithItsPackingRunsInParallel) {
+  const ir::PrimFunc product = ir::ParseWorkloadText(
+      "input X: f32[256, 512]\ninput A: f32[32, 512]\nT[i, j] = sum(k in 512) X[i, k] * A[j, k]\n");
+  int shared = 0;
+  for (const ir::Trace& design : DefaultDesignSpace(product, SpaceOptionsFor(2, 512))) {
+    for (std::uint64_t seed = 0; seed < 8; ++seed) {
+      std::optional<Candidate> c = Realize(product, design, seed);
+      if (!c) continue;
+      ir::Schedule sch = ir::ReplayTrace(product, c->trace, 0);
+      std::vector<ir::LoopRV> loops = sch.GetLoops(sch.GetBlock("T_update"));
+      for (const std::string& name : internal::BlockNames(sch.func())) {
+        if (name.find("_global") == std::string::npos) continue;
+        std::vector<ir::LoopRV> pack = sch.GetLoops(sch.GetBlock(name));
+        if (!pack.empty() && &sch.Get(pack[0]) == &sch.Get(loops[0]) && sch.Get(loops[0]).extent == 1) ++shared;
+      }
+      EXPECT_TRUE(std::any_of(loops.begin(), loops.end(),
+                              [&](ir::LoopRV l) { return sch.Get(l).for_kind == ir::ForKind::kParallel; }))
+          << ir::PrintProgram(c->program);
+    }
+  }
+  EXPECT_GT(shared, 0) << "no candidate put its packing under a loop of one iteration";
+}
+
+// A program of fewer than 32768 stores runs serially: two threads' dispatch
+// costs more than they save (postproc.cc). A 16 x 32 x 16 dense layer is
+// one, a 16 x 64 x 32 one is not.
+TEST(DesignSpace, ATinyProgramRunsSerially) {
+  for (const auto& [spec, parallel] : {std::pair{"dense:B=16,IN=32,OUT=16", false},
+                                       std::pair{"dense:B=16,IN=64,OUT=32", true}}) {
+    SCOPED_TRACE(spec);
+    ir::Workload w = ir::BuildWorkload(spec);
+    for (const ir::Trace& design : DefaultDesignSpace(w.func, SpaceOptionsFor(2, 512))) {
+      std::optional<Candidate> c = Realize(w.func, design, 0);
+      ASSERT_TRUE(c);
+      std::string text = ir::PrintProgram(c->program);
+      EXPECT_EQ(text.find("T.parallel(") != std::string::npos, parallel) << text;
+      EXPECT_EQ(ir::testing::SameResult(w.func, c->program, 2), "");
+    }
   }
 }
 
