@@ -32,7 +32,7 @@ enum class Split {
 // element is used in several multiply-adds, and tiling decides its speed);
 // a row reduction, an elementwise stage, or a softmax's stages are below 2.
 // Measured on low-rank chains, (X A^T) B^T of rank r (bench/RESULTS.md,
-// session 83): splitting gained 39% at r = 16 (7.3 FLOPs per byte), 12%
+// session 83): splitting gained 37% at r = 16 (7.3 FLOPs per byte), 21%
 // at r = 8 (3.8), and nothing at r = 4 (1.95).
 inline constexpr double kComputeBoundFlopsPerByte = 3;
 inline constexpr double kComputeBoundShare = 0.1;
