@@ -40,18 +40,6 @@ bool IsSpatialLoop(const ForNode& loop) {
   return spatial;
 }
 
-// One block name per loop nest directly under the root.
-std::vector<std::string> NestRepresentatives(Schedule& sch) {
-  std::vector<std::string> reps;
-  std::set<const ForNode*> seen;
-  for (const std::string& name : BlockNames(sch.func())) {
-    std::vector<LoopRV> loops = sch.GetLoops(sch.GetBlock(name));
-    if (loops.empty()) continue;
-    if (seen.insert(&sch.Get(loops[0])).second) reps.push_back(name);
-  }
-  return reps;
-}
-
 // Where a block's parallel band starts: its outermost loop, or the loop
 // after the last of its leading one-iteration loops that holds more than
 // this block's nest. A packing copy computed at a tile loop of one
@@ -69,15 +57,17 @@ std::size_t BandStart(Schedule& sch, const std::vector<LoopRV>& loops) {
   return start;
 }
 
-// One block name per parallel band: the nests under a shared loop of one
-// iteration are bands of their own.
-std::vector<std::string> BandRepresentatives(Schedule& sch) {
+// One block name per loop nest directly under the root, or, `by_band`,
+// per parallel band: the nests under a shared loop of one iteration are
+// bands of their own.
+std::vector<std::string> Representatives(Schedule& sch, bool by_band) {
   std::vector<std::string> reps;
   std::set<const ForNode*> seen;
   for (const std::string& name : BlockNames(sch.func())) {
     std::vector<LoopRV> loops = sch.GetLoops(sch.GetBlock(name));
     if (loops.empty()) continue;
-    if (seen.insert(&sch.Get(loops[BandStart(sch, loops)])).second) reps.push_back(name);
+    const std::size_t outer = by_band ? BandStart(sch, loops) : 0;
+    if (seen.insert(&sch.Get(loops[outer])).second) reps.push_back(name);
   }
   return reps;
 }
@@ -156,7 +146,7 @@ void DecomposeReductions(Schedule& sch) {
 // which loops the unroll pragma reaches, and a padded matmul 127 design
 // with 4 jobs went from 21 to 36 us.
 void ParallelizeOuterLoops(Schedule& sch, std::int64_t max_jobs) {
-  for (const std::string& rep : BandRepresentatives(sch)) {
+  for (const std::string& rep : Representatives(sch, /*by_band=*/true)) {
     std::vector<LoopRV> all = sch.GetLoops(sch.GetBlock(rep));
     const std::vector<LoopRV> loops(all.begin() + static_cast<std::ptrdiff_t>(BandStart(sch, all)), all.end());
     std::size_t n = 0;
@@ -210,7 +200,7 @@ void VectorizeInnerLoops(Schedule& sch, std::int64_t max_lanes) {
 }
 
 void AnnotateUnroll(Schedule& sch, std::int64_t max_step) {
-  for (const std::string& rep : NestRepresentatives(sch)) {
+  for (const std::string& rep : Representatives(sch, /*by_band=*/false)) {
     LoopRV outer = sch.GetLoops(sch.GetBlock(rep)).front();
     sch.Annotate(outer, "pragma_auto_unroll_max_step", max_step);
     sch.Annotate(outer, "pragma_unroll_explicit", std::int64_t{1});
