@@ -2,12 +2,12 @@
 // loop kinds, and reductions are decomposed (see space.h). They run after
 // EnterPostproc, so a stored trace replays them exactly, and the search can
 // drop them (remove_postproc) to get back the design trace it mutates.
-#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "ir/flops.h"
 #include "search/rules/queries.h"
 #include "search/space.h"
 #include "search/space_internal.h"
@@ -70,36 +70,6 @@ std::vector<std::string> Representatives(Schedule& sch, bool by_band) {
     if (seen.insert(&sch.Get(loops[outer])).second) reps.push_back(name);
   }
   return reps;
-}
-
-// The stores a statement runs, each iteration of a loop counted: the work
-// parallel loops would share. Saturates rather than overflow.
-std::int64_t Stores(const ir::Stmt& s) {
-  constexpr std::int64_t kMany = std::int64_t{1} << 62;
-  if (!s) return 0;
-  switch (s->kind) {
-    case ir::StmtKind::kStore:
-      return 1;
-    case ir::StmtKind::kFor: {
-      const auto& f = static_cast<const ForNode&>(*s);
-      const std::int64_t body = Stores(f.body);
-      return body > 0 && f.extent > kMany / body ? kMany : f.extent * body;
-    }
-    case ir::StmtKind::kSeq: {
-      std::int64_t sum = 0;
-      for (const ir::Stmt& c : static_cast<const ir::SeqNode&>(*s).stmts) sum = std::min(kMany, sum + Stores(c));
-      return sum;
-    }
-    case ir::StmtKind::kIf: {
-      const auto& i = static_cast<const ir::IfNode&>(*s);
-      return std::min(kMany, Stores(i.then_case) + Stores(i.else_case));
-    }
-    case ir::StmtKind::kBlock: {
-      const auto& b = static_cast<const BlockNode&>(*s);
-      return std::min(kMany, Stores(b.init) + Stores(b.body));
-    }
-  }
-  return 0;
 }
 
 std::optional<std::int64_t> IntAnnotation(const ir::Annotations& a, const std::string& key) {
@@ -207,7 +177,8 @@ void AnnotateUnroll(Schedule& sch, std::int64_t max_step) {
   }
 }
 
-// A program of fewer stores than this runs serially. Two threads pay when
+// A program whose block bodies run fewer times than this in all
+// (ir::CountBlockInstances: its stores) runs serially. Two threads pay when
 // the serial work exceeds twice a parallel loop's dispatch, 0.16-0.35 us
 // on an idle machine (bench/parallel_bench) and far more on a busy one:
 // 0.3-0.7 us, which one core spends on 15000-30000 multiply-adds of a
@@ -230,7 +201,8 @@ void ApplyPostprocessors(Schedule& sch) {
     if (annotations.count(key)) sch.Unannotate(root, key);
   }
   DecomposeReductions(sch);
-  if (parallel && *parallel > 1 && Stores(sch.func().body) >= kMinParallelStores) ParallelizeOuterLoops(sch, *parallel);
+  const bool worth_threads = ir::CountBlockInstances(sch.func()) >= kMinParallelStores;
+  if (parallel && *parallel > 1 && worth_threads) ParallelizeOuterLoops(sch, *parallel);
   if (vectorize && *vectorize > 1) VectorizeInnerLoops(sch, *vectorize);
   if (unroll && *unroll > 0) AnnotateUnroll(sch, *unroll);
 }
