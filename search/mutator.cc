@@ -61,10 +61,15 @@ std::optional<ir::Trace> MutateTileSize(const ir::Trace& design, std::mt19937_64
   return std::nullopt;
 }
 
-std::optional<ir::Trace> MutateUnroll(const ir::Trace& design, std::mt19937_64& rng) {
+namespace {
+
+// The categorical samples, with a decision, whose value annotates the root
+// with `key` (the unroll depth; the parallel limit where the space samples
+// it, space_internal.h).
+std::vector<std::size_t> SamplesAnnotating(const ir::Trace& design, const char* key) {
   std::vector<std::size_t> sites;
   for (const ir::Instruction& inst : design.insts) {
-    if (!IsAnnotateOf(inst, "meta_schedule.unroll_explicit")) continue;
+    if (!IsAnnotateOf(inst, key)) continue;
     const auto* value = std::get_if<ir::RVRef>(&inst.inputs[1]);
     if (!value) continue;
     for (const auto& [index, decision] : design.decisions) {
@@ -72,6 +77,12 @@ std::optional<ir::Trace> MutateUnroll(const ir::Trace& design, std::mt19937_64& 
       if (s.kind == "SampleCategorical" && !s.outputs.empty() && s.outputs[0] == *value) sites.push_back(index);
     }
   }
+  return sites;
+}
+
+// One of the sites with another of its candidates.
+std::optional<ir::Trace> MutateCategorical(const ir::Trace& design, const std::vector<std::size_t>& sites,
+                                           std::mt19937_64& rng) {
   if (sites.empty()) return std::nullopt;
   std::size_t index = PickOne(sites, rng);
   const nlohmann::json& candidates = design.insts[index].attrs[0];
@@ -84,7 +95,16 @@ std::optional<ir::Trace> MutateUnroll(const ir::Trace& design, std::mt19937_64& 
   return out;
 }
 
+}  // namespace
+
+std::optional<ir::Trace> MutateUnroll(const ir::Trace& design, std::mt19937_64& rng) {
+  return MutateCategorical(design, SamplesAnnotating(design, "meta_schedule.unroll_explicit"), rng);
+}
+
 std::optional<ir::Trace> MutateParallel(const ir::Trace& design, std::int64_t max_jobs, std::mt19937_64& rng) {
+  // Where the space samples serial or parallel, the other of the two.
+  std::vector<std::size_t> sampled = SamplesAnnotating(design, "meta_schedule.parallel");
+  if (!sampled.empty()) return MutateCategorical(design, sampled, rng);
   for (std::size_t i = 0; i < design.insts.size(); ++i) {
     const ir::Instruction& inst = design.insts[i];
     if (!IsAnnotateOf(inst, "meta_schedule.parallel")) continue;

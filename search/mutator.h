@@ -33,7 +33,8 @@ struct MutatorProbabilities {
 std::optional<ir::Trace> MutateTileSize(const ir::Trace& design, std::mt19937_64& rng);
 std::optional<ir::Trace> MutateUnroll(const ir::Trace& design, std::mt19937_64& rng);
 // New limits are powers of two up to max_jobs (and max_jobs itself); 1
-// leaves the program serial.
+// leaves the program serial. Where the space samples serial or parallel (a
+// small program, space.h), the other of the two.
 std::optional<ir::Trace> MutateParallel(const ir::Trace& design, std::int64_t max_jobs, std::mt19937_64& rng);
 // Replays the trace up to the sampling instruction to learn which locations
 // are legal there.

@@ -177,17 +177,6 @@ void AnnotateUnroll(Schedule& sch, std::int64_t max_step) {
   }
 }
 
-// A program whose block bodies run fewer times than this in all
-// (ir::CountBlockInstances: its stores) runs serially. Two threads pay when
-// the serial work exceeds twice a parallel loop's dispatch, 0.16-0.35 us
-// on an idle machine (bench/parallel_bench) and far more on a busy one:
-// 0.3-0.7 us, which one core spends on 15000-30000 multiply-adds of a
-// small product at the 88 GFLOP/s a tuned 16 x 32 x 16 dense layer ran
-// at. Parallel, that layer and the next took 1.2 us end to end, against
-// 0.24 us serial (bench/RESULTS.md, session 83). The parallel mutator can
-// make any program serial, but a tiny one should not have to find it.
-constexpr std::int64_t kMinParallelStores = std::int64_t{1} << 15;
-
 }  // namespace
 
 void ApplyPostprocessors(Schedule& sch) {
@@ -201,7 +190,9 @@ void ApplyPostprocessors(Schedule& sch) {
     if (annotations.count(key)) sch.Unannotate(root, key);
   }
   DecomposeReductions(sch);
-  const bool worth_threads = ir::CountBlockInstances(sch.func()) >= kMinParallelStores;
+  // The parallel mutator can make any program serial, but a tiny one should
+  // not have to find it (internal::kMinParallelStores).
+  const bool worth_threads = ir::CountBlockInstances(sch.func()) >= internal::kMinParallelStores;
   if (parallel && *parallel > 1 && worth_threads) ParallelizeOuterLoops(sch, *parallel);
   if (vectorize && *vectorize > 1) VectorizeInnerLoops(sch, *vectorize);
   if (unroll && *unroll > 0) AnnotateUnroll(sch, *unroll);

@@ -27,13 +27,17 @@
 //  - random compute location for the other intermediate stages;
 //  - parallel / vectorize / unroll as annotations of the root block:
 //    meta_schedule.parallel = 16 x cores, meta_schedule.vectorize = 64,
-//    meta_schedule.unroll_explicit sampled from {0, 16, 64, 512}.
+//    meta_schedule.unroll_explicit sampled from {0, 16, 64, 512}. A small
+//    program (2^15 to 2^18 stores) samples its parallel limit from
+//    {1, 16 x cores}: whether threads pay there is the machine's and the
+//    program's, so measurement decides (space_internal.h).
 //
 // Postprocessors (after EnterPostproc) turn the root annotations into real
 // loops: reductions are decomposed at their outermost reduction loop, outer
 // spatial loops are fused and parallelized (up to the parallel limit),
 // innermost spatial loops vectorized (up to the vector limit), and the
-// outermost loop of each nest gets pragma_auto_unroll_max_step. A candidate
+// outermost loop of each nest gets pragma_auto_unroll_max_step. A program
+// of fewer than 2^15 stores stays serial whatever its limit. A candidate
 // whose postprocessing fails is invalid and dropped.
 //
 // Thread-safety: everything here is a pure function of its arguments.

@@ -32,6 +32,28 @@ inline bool IsAnnotateOf(const ir::Instruction& inst, const char* key) {
          inst.attrs[0].get<std::string>() == key && inst.inputs.size() == 2;
 }
 
+// Whether threads pay depends on how much work a program does against what
+// a parallel loop's dispatch costs, counted here as the program's block
+// instances (ir::CountBlockInstances: its stores).
+//
+// Below kMinParallelStores the postprocessors leave a program serial. Two
+// threads pay when the serial work exceeds twice a parallel loop's
+// dispatch: 0.16-0.35 us on an idle Zen 4 VM and 0.8-1.0 us on a Zen 5
+// one (bench/parallel_bench), which one core spends on 15000-100000
+// multiply-adds of a small product. A tuned 16 x 32 x 16 dense layer and
+// the next took 1.2 us end to end in parallel, 0.24 us serial
+// (bench/RESULTS.md, session 83).
+//
+// From there up to kSampledParallelStores the design space samples serial
+// or parallel, half and half, and measurement decides: which wins there
+// depends on the machine's dispatch and on the program (on the Zen 5 VM,
+// matmul 40 x 40 x 40 ran 180 GFLOP/s serial against 137 parallel, while
+// a 1 x 512 x 128 dense layer, bound by memory, ran 45 serial against 59
+// parallel; session 84). Above it the space is parallel, and only the
+// parallel mutator makes a program serial.
+inline constexpr std::int64_t kMinParallelStores = std::int64_t{1} << 15;
+inline constexpr std::int64_t kSampledParallelStores = std::int64_t{1} << 18;
+
 // Names of every block but the root, in program order.
 inline std::vector<std::string> BlockNames(const ir::PrimFunc& func) {
   std::vector<std::string> names;

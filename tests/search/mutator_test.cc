@@ -40,8 +40,10 @@ TEST(Mutator, TileSizeKeepsTheProductAndTheInnermostLimit) {
   EXPECT_EQ(changed, 50);  // exactly one tile decision changes per mutation
 }
 
+// The parallel limit of a program past the sampled range (space.h) is a
+// literal; ASmallProgramSamplesSerialOrParallel covers the sampled one.
 TEST(Mutator, UnrollAndParallelPickAnotherValue) {
-  ir::Workload w = ir::BuildWorkload("matmul:M=32,N=32,K=32");
+  ir::Workload w = ir::BuildWorkload("matmul:M=64,N=64,K=64");
   std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, SpaceOptions{});
   std::optional<Candidate> c = Realize(w.func, WithoutDecisions(spaces[0]), 1);
   ASSERT_TRUE(c);

@@ -1224,11 +1224,11 @@ TEST(DesignSpace, AProductBelowALoopOfOneIterationItSharesWithItsPackingRunsInPa
 }
 
 // A program of fewer than 32768 stores runs serially: two threads' dispatch
-// costs more than they save (postproc.cc). A 16 x 32 x 16 dense layer is
-// one, a 16 x 64 x 32 one is not.
+// costs more than they save (space_internal.h). A 16 x 32 x 16 dense layer
+// is one; a 64 x 64 x 64 one, past the sampled range, runs in parallel.
 TEST(DesignSpace, ATinyProgramRunsSerially) {
   for (const auto& [spec, parallel] : {std::pair{"dense:B=16,IN=32,OUT=16", false},
-                                       std::pair{"dense:B=16,IN=64,OUT=32", true}}) {
+                                       std::pair{"dense:B=64,IN=64,OUT=64", true}}) {
     SCOPED_TRACE(spec);
     ir::Workload w = ir::BuildWorkload(spec);
     for (const ir::Trace& design : DefaultDesignSpace(w.func, SpaceOptionsFor(2, 512))) {
@@ -1239,6 +1239,38 @@ TEST(DesignSpace, ATinyProgramRunsSerially) {
       EXPECT_EQ(ir::testing::SameResult(w.func, c->program, 2), "");
     }
   }
+}
+
+// Between 2^15 and 2^18 stores the space samples serial or parallel, so
+// fresh candidates come both ways, the recorded decision is parallel, the
+// parallel mutator turns one into the other, and every one computes what
+// the workload computes.
+TEST(DesignSpace, ASmallProgramSamplesSerialOrParallel) {
+  ir::Workload w = ir::BuildWorkload("matmul:M=40,N=40,K=40");
+  const std::vector<ir::Trace> spaces = DefaultDesignSpace(w.func, SpaceOptionsFor(2, 512));
+  auto parallel = [](const Candidate& c) { return ir::PrintProgram(c.program).find("T.parallel(") != std::string::npos; };
+  int serial = 0, threaded = 0;
+  for (std::size_t v = 0; v < spaces.size(); ++v) {
+    SCOPED_TRACE("variant " + std::to_string(v));
+    std::optional<Candidate> recorded = Realize(w.func, spaces[v], 0);
+    ASSERT_TRUE(recorded);
+    EXPECT_TRUE(parallel(*recorded)) << ir::PrintProgram(recorded->program);
+    for (std::uint64_t seed = 0; seed < 4; ++seed) {
+      std::optional<Candidate> c = Realize(w.func, WithoutDecisions(spaces[v]), seed);
+      ASSERT_TRUE(c);
+      (parallel(*c) ? threaded : serial) += 1;
+      EXPECT_EQ(ir::testing::SameResult(w.func, c->program, 3), "");
+      std::mt19937_64 rng(seed);
+      std::optional<ir::Trace> flipped = MutateParallel(c->design, 32, rng);
+      ASSERT_TRUE(flipped);
+      std::optional<Candidate> other = Realize(w.func, *flipped, seed);
+      ASSERT_TRUE(other);
+      EXPECT_NE(parallel(*other), parallel(*c)) << ir::PrintProgram(other->program);
+      EXPECT_EQ(ir::testing::SameResult(w.func, other->program, 4), "");
+    }
+  }
+  EXPECT_GT(serial, 0);
+  EXPECT_GT(threaded, 0);
 }
 
 // A row longer than the vectorize limit (an elementwise output's, which
