@@ -6,7 +6,7 @@
 #
 # TARGET is workload_text, program_json, trace_json, schedule_script,
 # http_routes, http_wire, tvm_import, schedule_steps, compiled_steps,
-# compiled_text or db_file; SECONDS defaults to 300. The fuzzer starts from the
+# compiled_text, design_space or db_file; SECONDS defaults to 300. The fuzzer starts from the
 # committed corpus (fuzz/corpus/TARGET) and writes what it finds into
 # WORK_DIR (default /tmp/tunedb-fuzz/TARGET): corpus/, the inputs that
 # reached new code, and crash-*, timeout-* or leak-* files, each an input

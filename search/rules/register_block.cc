@@ -325,7 +325,11 @@ std::vector<std::vector<std::int64_t>> RegisterBlockedTiles(const std::vector<st
 // (149.6 and 145.4).
 std::pair<int, int> BatchLanesLoop(const BlockNode& b, const SpaceOptions& o,
                                    const std::vector<std::int64_t>& padding) {
-  const auto [extents, kinds] = IterShapeOf(b);
+  // Named references, not a structured binding: the lambdas below capture
+  // them, which clang before 16 (the fuzzing build's) refuses.
+  const IterShape shape = IterShapeOf(b);
+  const std::vector<std::int64_t>& extents = shape.extents;
+  const std::vector<IterKind>& kinds = shape.kinds;
   int last = VectorLoop(extents, kinds);
   if (last < 0) return {-1, -1};
   const std::int64_t lanes = VectorLanes(o, OutputElementBytes(b));
