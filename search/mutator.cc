@@ -18,6 +18,38 @@ const T& PickOne(const std::vector<T>& v, std::mt19937_64& rng) {
   return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(rng)];
 }
 
+// The categorical samples, with a decision, whose value annotates the root
+// with `key` (the unroll depth; the parallel limit where the space samples
+// it, space_internal.h).
+std::vector<std::size_t> SamplesAnnotating(const ir::Trace& design, const char* key) {
+  std::vector<std::size_t> sites;
+  for (const ir::Instruction& inst : design.insts) {
+    if (!IsAnnotateOf(inst, key)) continue;
+    const auto* value = std::get_if<ir::RVRef>(&inst.inputs[1]);
+    if (!value) continue;
+    for (const auto& [index, decision] : design.decisions) {
+      const ir::Instruction& s = design.insts[index];
+      if (s.kind == "SampleCategorical" && !s.outputs.empty() && s.outputs[0] == *value) sites.push_back(index);
+    }
+  }
+  return sites;
+}
+
+// One of the sites with another of its candidates.
+std::optional<ir::Trace> MutateCategorical(const ir::Trace& design, const std::vector<std::size_t>& sites,
+                                           std::mt19937_64& rng) {
+  if (sites.empty()) return std::nullopt;
+  std::size_t index = PickOne(sites, rng);
+  const nlohmann::json& candidates = design.insts[index].attrs[0];
+  std::int64_t current = design.decisions.at(index).get<std::int64_t>();
+  if (candidates.size() < 2) return std::nullopt;
+  std::int64_t next = std::uniform_int_distribution<std::int64_t>(0, static_cast<std::int64_t>(candidates.size()) - 2)(rng);
+  if (next >= current) ++next;
+  ir::Trace out = design;
+  out.decisions[index] = next;
+  return out;
+}
+
 }  // namespace
 
 std::optional<ir::Trace> MutateTileSize(const ir::Trace& design, std::mt19937_64& rng) {
@@ -60,42 +92,6 @@ std::optional<ir::Trace> MutateTileSize(const ir::Trace& design, std::mt19937_64
   }
   return std::nullopt;
 }
-
-namespace {
-
-// The categorical samples, with a decision, whose value annotates the root
-// with `key` (the unroll depth; the parallel limit where the space samples
-// it, space_internal.h).
-std::vector<std::size_t> SamplesAnnotating(const ir::Trace& design, const char* key) {
-  std::vector<std::size_t> sites;
-  for (const ir::Instruction& inst : design.insts) {
-    if (!IsAnnotateOf(inst, key)) continue;
-    const auto* value = std::get_if<ir::RVRef>(&inst.inputs[1]);
-    if (!value) continue;
-    for (const auto& [index, decision] : design.decisions) {
-      const ir::Instruction& s = design.insts[index];
-      if (s.kind == "SampleCategorical" && !s.outputs.empty() && s.outputs[0] == *value) sites.push_back(index);
-    }
-  }
-  return sites;
-}
-
-// One of the sites with another of its candidates.
-std::optional<ir::Trace> MutateCategorical(const ir::Trace& design, const std::vector<std::size_t>& sites,
-                                           std::mt19937_64& rng) {
-  if (sites.empty()) return std::nullopt;
-  std::size_t index = PickOne(sites, rng);
-  const nlohmann::json& candidates = design.insts[index].attrs[0];
-  std::int64_t current = design.decisions.at(index).get<std::int64_t>();
-  if (candidates.size() < 2) return std::nullopt;
-  std::int64_t next = std::uniform_int_distribution<std::int64_t>(0, static_cast<std::int64_t>(candidates.size()) - 2)(rng);
-  if (next >= current) ++next;
-  ir::Trace out = design;
-  out.decisions[index] = next;
-  return out;
-}
-
-}  // namespace
 
 std::optional<ir::Trace> MutateUnroll(const ir::Trace& design, std::mt19937_64& rng) {
   return MutateCategorical(design, SamplesAnnotating(design, "meta_schedule.unroll_explicit"), rng);
