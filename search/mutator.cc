@@ -12,27 +12,11 @@ namespace tunedb::search {
 namespace {
 
 using internal::IsAnnotateOf;
+using internal::SamplesAnnotating;
 
 template <typename T>
 const T& PickOne(const std::vector<T>& v, std::mt19937_64& rng) {
   return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(rng)];
-}
-
-// The categorical samples, with a decision, whose value annotates the root
-// with `key` (the unroll depth; the parallel limit where the space samples
-// it, space_internal.h).
-std::vector<std::size_t> SamplesAnnotating(const ir::Trace& design, const char* key) {
-  std::vector<std::size_t> sites;
-  for (const ir::Instruction& inst : design.insts) {
-    if (!IsAnnotateOf(inst, key)) continue;
-    const auto* value = std::get_if<ir::RVRef>(&inst.inputs[1]);
-    if (!value) continue;
-    for (const auto& [index, decision] : design.decisions) {
-      const ir::Instruction& s = design.insts[index];
-      if (s.kind == "SampleCategorical" && !s.outputs.empty() && s.outputs[0] == *value) sites.push_back(index);
-    }
-  }
-  return sites;
 }
 
 // One of the sites with another of its candidates.

@@ -11,8 +11,10 @@
 #include <thread>
 #include <vector>
 
+#include "ir/flops.h"
 #include "ir/schedule/script.h"
 #include "ir/structural.h"
+#include "search/space_internal.h"
 
 namespace tunedb::search {
 
@@ -327,11 +329,33 @@ std::vector<std::optional<Candidate>> RealizeBatch(const ir::PrimFunc& workload,
 }
 
 std::optional<ir::Trace> DesignOf(const ir::PrimFunc& workload, const ir::Trace& stored) {
+  ir::Trace design;
   try {
-    return ir::ReplayTrace(workload, stored, /*seed=*/0, /*remove_postproc=*/true).trace();
+    design = ir::ReplayTrace(workload, stored, /*seed=*/0, /*remove_postproc=*/true).trace();
   } catch (const ir::IrError&) {
     return std::nullopt;
   }
+  // A record of another shape (transfer, a part's seeds) may carry the
+  // serial-or-parallel sample of a program in the sampled range, decided
+  // serial there. Above the range this workload's own space is parallel
+  // (space_internal.h), so the sample takes its parallel candidate; the
+  // parallel mutator can still try serial. Below the range the
+  // postprocessors leave any program serial.
+  if (ir::CountBlockInstances(workload) >= internal::kSampledParallelStores) {
+    for (std::size_t index : internal::SamplesAnnotating(design, "meta_schedule.parallel")) {
+      const nlohmann::json& candidates = design.insts[index].attrs[0];
+      if (!candidates.is_array() || candidates.empty()) continue;
+      std::size_t widest = 0;
+      for (std::size_t i = 1; i < candidates.size(); ++i) {
+        if (candidates[i].is_number_integer() && candidates[widest].is_number_integer() &&
+            candidates[i].get<std::int64_t>() > candidates[widest].get<std::int64_t>()) {
+          widest = i;
+        }
+      }
+      design.decisions[index] = static_cast<std::int64_t>(widest);
+    }
+  }
+  return design;
 }
 
 }  // namespace tunedb::search

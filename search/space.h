@@ -136,8 +136,10 @@ std::vector<std::optional<Candidate>> RealizeBatch(const ir::PrimFunc& workload,
 ir::Trace WithoutDecisions(const ir::Trace& design);
 
 // A stored record's trace back into a design trace with decisions (the
-// postprocessing is dropped and redone by Realize). nullopt when it does
-// not replay on this workload.
+// postprocessing is dropped and redone by Realize). A record of another
+// shape is fitted to this one: above the range where the space samples
+// serial or parallel, a sampled serial decision becomes parallel. nullopt
+// when it does not replay on this workload.
 std::optional<ir::Trace> DesignOf(const ir::PrimFunc& workload, const ir::Trace& stored);
 
 }  // namespace tunedb::search

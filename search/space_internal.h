@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "ir/schedule/error.h"
@@ -30,6 +31,23 @@ inline bool HasReduction(const ir::BlockNode& b) {
 inline bool IsAnnotateOf(const ir::Instruction& inst, const char* key) {
   return inst.kind == "Annotate" && inst.attrs.is_array() && !inst.attrs.empty() && inst.attrs[0].is_string() &&
          inst.attrs[0].get<std::string>() == key && inst.inputs.size() == 2;
+}
+
+// The categorical samples, with a decision, whose value annotates the root
+// with `key` (the unroll depth; the parallel limit where the space samples
+// it, below), as indices into design.insts.
+inline std::vector<std::size_t> SamplesAnnotating(const ir::Trace& design, const char* key) {
+  std::vector<std::size_t> sites;
+  for (const ir::Instruction& inst : design.insts) {
+    if (!IsAnnotateOf(inst, key)) continue;
+    const auto* value = std::get_if<ir::RVRef>(&inst.inputs[1]);
+    if (!value) continue;
+    for (const auto& [index, decision] : design.decisions) {
+      const ir::Instruction& s = design.insts[index];
+      if (s.kind == "SampleCategorical" && !s.outputs.empty() && s.outputs[0] == *value) sites.push_back(index);
+    }
+  }
+  return sites;
 }
 
 // Whether threads pay depends on how much work a program does against what

@@ -1273,6 +1273,37 @@ TEST(DesignSpace, ASmallProgramSamplesSerialOrParallel) {
   EXPECT_GT(threaded, 0);
 }
 
+// A design of a program in the sampled range, decided serial, replayed
+// onto a shape above the range (transfer does that) comes back parallel,
+// as that shape's own space would have it; on its own shape it stays
+// serial.
+TEST(DesignSpace, ASerialDesignOfASmallShapeRunsParallelOnALargeOne) {
+  const ir::Workload small = ir::BuildWorkload("matmul:M=32,N=48,K=32");
+  const ir::Workload large = ir::BuildWorkload("matmul:M=64,N=96,K=64");
+  auto parallel = [](const Candidate& c) { return ir::PrintProgram(c.program).find("T.parallel(") != std::string::npos; };
+  const std::vector<ir::Trace> spaces = DefaultDesignSpace(small.func, SpaceOptionsFor(2, 512));
+  int serial_sources = 0;
+  for (std::uint64_t seed = 0; seed < 16; ++seed) {
+    std::optional<Candidate> c = Realize(small.func, WithoutDecisions(spaces[seed % spaces.size()]), seed);
+    ASSERT_TRUE(c);
+    if (parallel(*c)) continue;
+    serial_sources += 1;
+    SCOPED_TRACE(c->trace.AsScript());
+    std::optional<ir::Trace> same = DesignOf(small.func, c->trace);
+    ASSERT_TRUE(same);
+    std::optional<Candidate> again = Realize(small.func, *same, seed);
+    ASSERT_TRUE(again);
+    EXPECT_FALSE(parallel(*again));
+    std::optional<ir::Trace> moved = DesignOf(large.func, c->trace);
+    ASSERT_TRUE(moved);
+    std::optional<Candidate> there = Realize(large.func, *moved, seed);
+    ASSERT_TRUE(there);
+    EXPECT_TRUE(parallel(*there)) << ir::PrintProgram(there->program);
+    EXPECT_EQ(ir::testing::SameResult(large.func, there->program, 5), "");
+  }
+  EXPECT_GT(serial_sources, 0);
+}
+
 // A row longer than the vectorize limit (an elementwise output's, which
 // no rule tiles) is vectorized in parts: split by its largest divisor up
 // to the limit, when that is at least 8 lanes; otherwise left whole.
