@@ -175,12 +175,16 @@ std::vector<ir::Trace> DefaultDesignSpace(const ir::PrimFunc& workload, const Sp
       }, options.max_spaces);
     } else if (NeedsRFactor(node, options) || NeedsVectorRFactor(node)) {
       // Variants 0 and 1 factor the outer or inner part of the reduction
-      // into a new leading axis (more parallel jobs); 2 factors a vector.
+      // into a new leading axis (more parallel jobs); 2 factors a vector;
+      // 3 both jobs and a vector.
       std::vector<int> variants;
       if (NeedsRFactor(node, options)) variants = {0, 1};
       if (NeedsVectorRFactor(node)) variants.push_back(2);
+      if (NeedsParallelVectorRFactor(node, options)) variants.push_back(3);
       partial = Branch(partial, variants, true, "rfactor of " + where, [&](Schedule& s, int v) {
-        if (v == 2) {
+        if (v == 3) {
+          ParallelRowVectorRFactor(s, name, options);
+        } else if (v == 2) {
           // A row reduction streams its input as a matrix-vector product
           // does: its rows' partial sums go in registers the same way.
           Schedule blocked = s;

@@ -23,7 +23,9 @@
 //    cores (two extra variants), and for reductions whose innermost loop
 //    reduces along an input's last dimension, a vector of that loop
 //    rfactored into the last axis, so the partial sums run in vector lanes
-//    (one more; not a TVM rule);
+//    (one more; not a TVM rule), and where both apply and the outputs do
+//    not divide among the cores (a sum to one value), jobs and lanes
+//    together (one more; ours too);
 //  - random compute location for the other intermediate stages;
 //  - parallel / vectorize / unroll as annotations of the root block:
 //    meta_schedule.parallel = 16 x cores, meta_schedule.vectorize = 64,

@@ -212,4 +212,48 @@ void RowVectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions
   SumUnder(sch, name, loops[static_cast<std::size_t>(first_reduction - kinds->begin()) - 1]);
 }
 
+// A reduction to a handful of outputs along a row (a sum of squares over a
+// whole tensor, a norm) gets from TVM's two rfactor variants either jobs
+// (the outer part factored: each job one chain of scalar adds) or lanes
+// (the inner part: the vector's lanes, on one core). Both at once: the
+// reduction is split into jobs and steps, the jobs factored into a leading
+// axis, and each job's steps given the vector rfactor, rf[p, l] += X[(p *
+// steps + r) * lanes + l]: p parallel, l vectorized, and each job's lane
+// sum under p. The number of jobs is sampled among the cores' multiples
+// that divide the reduction; the space records one per core, which ran
+// best by hand (the sum of squares of 2^20 floats on 2 cores: 26.7 us
+// with 2 jobs, 28.9 with 16, 50.0 for the best lanes-only schedule of a
+// 32-trial session; bench/RESULTS.md, session 85). Where the outputs
+// already come in a multiple of the cores (4 row sums on 2 cores), their
+// rows are the jobs, and the variant is left out.
+bool NeedsParallelVectorRFactor(const BlockNode& b, const SpaceOptions& o) {
+  return o.cores > 1 && NeedsRFactor(b, o) && NeedsVectorRFactor(b) &&
+         ExtentProduct(b, IterKind::kSpatial) % o.cores != 0;
+}
+
+void ParallelRowVectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions& o) {
+  BlockRV b = sch.GetBlock(name);
+  std::vector<LoopRV> loops = sch.GetLoops(b);
+  auto kinds = LoopKinds(sch, b, loops);
+  if (!kinds) throw ScheduleError("parallel rfactor: block " + name + " has non-trivial bindings");
+  std::vector<LoopRV> reduce;
+  for (std::size_t i = 0; i < loops.size(); ++i) {
+    if ((*kinds)[i] == IterKind::kReduce) reduce.push_back(loops[i]);
+  }
+  LoopRV fused = reduce.size() == 1 ? reduce[0] : sch.Fuse(reduce);
+  const std::int64_t extent = sch.Get(fused).extent;
+  const std::int64_t lanes = VectorLanes(o, OutputElementBytes(sch.Get(b)));
+  std::vector<std::int64_t> jobs;
+  for (std::int64_t j = std::max(2, o.cores); j <= std::int64_t{o.cores} * o.max_jobs_per_core; j *= 2) {
+    // Each job keeps at least a few whole vectors of steps.
+    if (extent % j == 0 && extent / j >= 4 * lanes) jobs.push_back(j);
+  }
+  if (jobs.empty()) throw ScheduleError("parallel rfactor: no number of jobs divides the reduction of " + name);
+  ExprRV picked = sch.SampleCategorical(jobs, std::vector<double>(jobs.size(), 1.0 / static_cast<double>(jobs.size())),
+                                        std::int64_t{0});
+  std::vector<LoopRV> parts = sch.Split(fused, {picked, std::monostate{}});
+  BlockRV partial = sch.RFactor(parts[0], 0);
+  RowVectorRFactor(sch, sch.Get(partial).name, o);
+}
+
 }  // namespace tunedb::search::rules

@@ -145,6 +145,15 @@ void MatrixVectorRFactor(Schedule& sch, const std::string& name, const SpaceOpti
 // under the row's loop (where the matrix-vector form does not apply).
 void RowVectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions& o);
 
+// Whether a row reduction's outputs are too few to share among the cores
+// evenly (a sum to one scalar; not 4 rows on 2 cores).
+bool NeedsParallelVectorRFactor(const BlockNode& b, const SpaceOptions& o);
+
+// Both rfactors of a reduction to few outputs along a row: jobs factored
+// into a leading axis (sampled among the cores' multiples), and in each
+// job the vector rfactor with the job's sum under its loop.
+void ParallelRowVectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions& o);
+
 // ---- transpose.cc ------------------------------------------------------------
 
 // The two loops of an elementwise block that reads an input across its rows

@@ -398,6 +398,39 @@ TEST(DesignSpace, ARowReductionSumsInVectorLanes) {
   EXPECT_EQ(ir::testing::SameResult(w.func, c->program, 3), "");
 }
 
+// A sum to one value has no rows to share among the cores, and TVM's
+// rfactors give it either jobs (each a chain of scalar adds) or lanes (on
+// one core). Its own variant gives both: the reduction split into a job per
+// core (the recorded decision), and each job summed in vector lanes, the
+// lanes' sum under the job's loop. Four row sums on two cores keep their
+// rows as the jobs and have no such variant.
+TEST(DesignSpace, ASumToOneValueSplitsAmongTheCoresAndTheLanes) {
+  const ir::PrimFunc workload =
+      ir::ParseWorkloadText("input X: f32[262144]\nS[] = sum(i in 262144) X[i] * X[i]\n");
+  const std::string jobs = "sample_categorical(candidates=[2, 4, 8, 16, 32]";
+  std::vector<ir::Trace> both;
+  for (const ir::Trace& design : DefaultDesignSpace(workload, SpaceOptionsFor(2, 512))) {
+    if (design.AsScript().find(jobs) != std::string::npos) both.push_back(design);
+  }
+  ASSERT_EQ(both.size(), 1u);
+  std::optional<Candidate> recorded = Realize(workload, both[0], 0);
+  ASSERT_TRUE(recorded);
+  const std::string text = ir::PrintProgram(recorded->program);
+  EXPECT_NE(text.find("S_rf_rf = T.alloc_buffer((2, 16))"), std::string::npos) << text;
+  EXPECT_NE(text.find("in T.parallel(2,"), std::string::npos) << text;
+  EXPECT_NE(text.find("in T.vectorized(16)"), std::string::npos) << text;
+  EXPECT_EQ(ir::testing::SameResult(workload, recorded->program, 3), "");
+  for (std::uint64_t seed = 0; seed < 6; ++seed) {
+    std::optional<Candidate> c = Realize(workload, WithoutDecisions(both[0]), seed);
+    ASSERT_TRUE(c);
+    EXPECT_EQ(ir::testing::SameResult(workload, c->program, seed), "") << c->trace.AsScript();
+  }
+  const ir::Workload rows = ir::BuildWorkload("reduce_sum:M=4,N=65536");
+  for (const ir::Trace& design : DefaultDesignSpace(rows.func, SpaceOptionsFor(2, 512))) {
+    EXPECT_EQ(design.AsScript().find("sample_categorical(candidates=[2,"), std::string::npos) << design.AsScript();
+  }
+}
+
 // A sum over a plane (h and w, a group norm's statistics) streams its
 // input as a matrix-vector product does, but its rows' partial sums go in
 // registers around both reduction loops, not inside h: under h, the sum of
