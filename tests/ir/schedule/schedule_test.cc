@@ -717,6 +717,34 @@ TEST(ReductionTest, RFactorOfASplitReduction) {
   EXPECT_SAME_RESULT(f, sch);
 }
 
+// Jobs and then vector lanes, both rfactored, over a split that does not
+// divide the reduction (1009 is prime): the first rfactor guards the value
+// the update combines, not the store, so the update stays one store that
+// the second rfactor takes; each guard is stated once, not once from the
+// split's predicate and again from the variables' ranges.
+TEST(ReductionTest, RFactorTwiceOverAnImperfectSplit) {
+  for (const char* reduction : {"sum", "max"}) {
+    SCOPED_TRACE(reduction);
+    PrimFunc f = ParseWorkloadText(std::string("input A: f32[1009]\ninput B: f32[1009]\nS[] = ") + reduction +
+                                   "(i in 1009) A[i] * B[i]\n");
+    Schedule sch(f, 0);
+    BlockRV s = sch.GetBlock("S");
+    auto parts = sch.Split(sch.GetLoops(s)[0], {std::int64_t{2}, std::monostate{}, std::int64_t{16}});
+    BlockRV jobs = sch.RFactor(parts[0], 0);
+    BlockRV lanes = sch.RFactor(sch.GetLoops(jobs)[2], 1);
+    EXPECT_EQ(sch.Get(lanes).name, "S_rf_rf");
+    const std::string text = PrintProgram(sch.func());
+    EXPECT_EQ(text.find(" and "), std::string::npos) << text;
+    EXPECT_NE(text.find("T.if_then_else("), std::string::npos) << text;
+    EXPECT_SAME_RESULT(f, sch);
+    auto loops = sch.GetLoops(lanes);
+    sch.DecomposeReduction(lanes, loops[1]);
+    sch.Vectorize(loops[2]);
+    sch.Parallel(loops[0]);
+    EXPECT_SAME_RESULT(f, sch);
+  }
+}
+
 // A row reduction moved under its consumer's row loop (softmax's max and
 // sum, computed row by row) can still be rfactored: the write-back goes
 // right after the reduction's own loops, inside the row loop. It used to
