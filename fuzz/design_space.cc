@@ -37,8 +37,10 @@ struct SpacedWorkload {
   std::vector<ir::Trace> spaces;
 };
 
-// The schedule targets' small workloads, and a product between 2^15 and
-// 2^18 stores, whose space samples serial or parallel (space_internal.h).
+// The schedule targets' small workloads, a product between 2^15 and 2^18
+// stores, whose space samples serial or parallel (space_internal.h), and
+// three row sums of squares, too few rows for two cores, whose space splits
+// each row among jobs and vector lanes (search/rules/rfactor.cc).
 const std::vector<SpacedWorkload>& Workloads() {
   static const std::vector<SpacedWorkload> workloads = [] {
     std::vector<SpacedWorkload> out;
@@ -48,6 +50,8 @@ const std::vector<SpacedWorkload>& Workloads() {
     };
     for (const fuzz::SmallWorkload& w : fuzz::SmallWorkloads()) add(w.spec, w.func);
     add("matmul:M=32,N=40,K=32", ir::BuildWorkload("matmul:M=32,N=40,K=32").func);
+    add("row sums of squares (written)",
+        ir::ParseWorkloadText("input X: f32[3, 256]\nS[r] = sum(k in 256) X[r, k] * X[r, k]\n", "row_squares"));
     return out;
   }();
   return workloads;
