@@ -212,6 +212,15 @@ void RowVectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions
   SumUnder(sch, name, loops[static_cast<std::size_t>(first_reduction - kinds->begin()) - 1]);
 }
 
+// Where the outputs come in a multiple of the cores (4 row sums on 2
+// cores), their rows are the jobs, and ParallelRowVectorRFactor is left
+// out: there it tied with the space without it (bench/RESULTS.md,
+// session 85).
+bool NeedsParallelVectorRFactor(const BlockNode& b, const SpaceOptions& o) {
+  return o.cores > 1 && NeedsRFactor(b, o) && NeedsVectorRFactor(b) &&
+         ExtentProduct(b, IterKind::kSpatial) % o.cores != 0;
+}
+
 // A reduction to a handful of outputs along a row (a sum of squares over a
 // whole tensor, a norm) gets from TVM's two rfactor variants either jobs
 // (the outer part factored: each job one chain of scalar adds) or lanes
@@ -223,14 +232,7 @@ void RowVectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions
 // that divide the reduction; the space records one per core, which ran
 // best by hand (the sum of squares of 2^20 floats on 2 cores: 26.7 us
 // with 2 jobs, 28.9 with 16, 50.0 for the best lanes-only schedule of a
-// 32-trial session; bench/RESULTS.md, session 85). Where the outputs
-// already come in a multiple of the cores (4 row sums on 2 cores), their
-// rows are the jobs, and the variant is left out.
-bool NeedsParallelVectorRFactor(const BlockNode& b, const SpaceOptions& o) {
-  return o.cores > 1 && NeedsRFactor(b, o) && NeedsVectorRFactor(b) &&
-         ExtentProduct(b, IterKind::kSpatial) % o.cores != 0;
-}
-
+// 32-trial session; bench/RESULTS.md, session 85).
 void ParallelRowVectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions& o) {
   BlockRV b = sch.GetBlock(name);
   std::vector<LoopRV> loops = sch.GetLoops(b);
