@@ -5,14 +5,10 @@
 
 namespace tunedb::search::rules {
 
-// A reduction whose spatial part is too small to keep the cores busy is
-// split into partial reductions over a factored axis (TVM's AddRFactor).
-bool NeedsRFactor(const BlockNode& b, const SpaceOptions& o) {
-  return HasReduction(b) && ExtentProduct(b, IterKind::kSpatial) < std::int64_t{o.cores} * o.max_jobs_per_core &&
-         ExtentProduct(b, IterKind::kReduce) >= 64;
-}
+namespace {
 
-void RFactor(Schedule& sch, const std::string& name, int factor_part, int max_innermost) {
+// The block's reduction loops as one loop (fused when there are several).
+LoopRV FusedReduction(Schedule& sch, const std::string& name) {
   BlockRV b = sch.GetBlock(name);
   std::vector<LoopRV> loops = sch.GetLoops(b);
   auto kinds = LoopKinds(sch, b, loops);
@@ -21,13 +17,8 @@ void RFactor(Schedule& sch, const std::string& name, int factor_part, int max_in
   for (std::size_t i = 0; i < loops.size(); ++i) {
     if ((*kinds)[i] == IterKind::kReduce) reduce.push_back(loops[i]);
   }
-  LoopRV fused = reduce.size() == 1 ? reduce[0] : sch.Fuse(reduce);
-  std::vector<ExprRV> tiles = sch.SamplePerfectTile(fused, 2, max_innermost);
-  std::vector<LoopRV> parts = sch.Split(fused, {tiles[0], tiles[1]});
-  sch.RFactor(parts[factor_part], 0);
+  return reduce.size() == 1 ? reduce[0] : sch.Fuse(reduce);
 }
-
-namespace {
 
 // Whether the innermost loop reduces along an input's last dimension, over
 // `min_steps` steps or more in all.
@@ -62,6 +53,20 @@ void SumUnder(Schedule& sch, const std::string& name, LoopRV at) {
 }
 
 }  // namespace
+
+// A reduction whose spatial part is too small to keep the cores busy is
+// split into partial reductions over a factored axis (TVM's AddRFactor).
+bool NeedsRFactor(const BlockNode& b, const SpaceOptions& o) {
+  return HasReduction(b) && ExtentProduct(b, IterKind::kSpatial) < std::int64_t{o.cores} * o.max_jobs_per_core &&
+         ExtentProduct(b, IterKind::kReduce) >= 64;
+}
+
+void RFactor(Schedule& sch, const std::string& name, int factor_part, int max_innermost) {
+  LoopRV fused = FusedReduction(sch, name);
+  std::vector<ExprRV> tiles = sch.SamplePerfectTile(fused, 2, max_innermost);
+  std::vector<LoopRV> parts = sch.Split(fused, {tiles[0], tiles[1]});
+  sch.RFactor(parts[factor_part], 0);
+}
 
 // A reduction whose innermost loop reduces along an input's last dimension
 // (a row sum, softmax's row max) leaves the postprocessor no spatial loop to
@@ -234,17 +239,9 @@ bool NeedsParallelVectorRFactor(const BlockNode& b, const SpaceOptions& o) {
 // with 2 jobs, 28.9 with 16, 50.0 for the best lanes-only schedule of a
 // 32-trial session; bench/RESULTS.md, session 85).
 void ParallelRowVectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions& o) {
-  BlockRV b = sch.GetBlock(name);
-  std::vector<LoopRV> loops = sch.GetLoops(b);
-  auto kinds = LoopKinds(sch, b, loops);
-  if (!kinds) throw ScheduleError("parallel rfactor: block " + name + " has non-trivial bindings");
-  std::vector<LoopRV> reduce;
-  for (std::size_t i = 0; i < loops.size(); ++i) {
-    if ((*kinds)[i] == IterKind::kReduce) reduce.push_back(loops[i]);
-  }
-  LoopRV fused = reduce.size() == 1 ? reduce[0] : sch.Fuse(reduce);
+  LoopRV fused = FusedReduction(sch, name);
   const std::int64_t extent = sch.Get(fused).extent;
-  const std::int64_t lanes = VectorLanes(o, OutputElementBytes(sch.Get(b)));
+  const std::int64_t lanes = VectorLanes(o, OutputElementBytes(sch.Get(sch.GetBlock(name))));
   std::vector<std::int64_t> jobs;
   for (std::int64_t j = std::max(2, o.cores); j <= std::int64_t{o.cores} * o.max_jobs_per_core; j *= 2) {
     // Each job keeps at least a few whole vectors of steps.
