@@ -25,6 +25,7 @@
 #include "ir/workloads.h"
 #include "measure/lower.h"
 #include "tests/ir/schedule/random_scheduler.h"
+#include "tests/ir/schedule/schedule_test_util.h"
 #include "tests/measure/test_util.h"
 
 namespace tunedb::measure {
@@ -337,16 +338,11 @@ TEST(CodegenTest, AScalarOutputIsReducedInto) {
 TEST(CodegenTest, PartialSumsOverAnImperfectSplitAreNotMaskedStores) {
   for (const char* reduction : {"sum", "max"}) {
     SCOPED_TRACE(reduction);
-    PrimFunc f = ParseWorkloadText(std::string("input A: f32[1009]\ninput B: f32[1009]\nS[] = ") + reduction +
-                                   "(i in 1009) A[i] * B[i]\n");
+    PrimFunc f = ir::testing::PrimeLengthDot(reduction);
     Schedule sch(f, 0);
+    RunScheduleScript(sch, ir::testing::kJobsThenLanes);
     RunScheduleScript(sch, R"(
-s = sch.get_block("S")
-i, = sch.get_loops(s)
-p, r, l = sch.split(i, factors=[2, None, 16])
-jobs = sch.rfactor(p, factor_axis=0)
-p1, r1, l1 = sch.get_loops(jobs)
-lanes = sch.rfactor(l1, factor_axis=1)
+lanes = sch.get_block("S_rf_rf")
 p2, r2, l2 = sch.get_loops(lanes)
 sch.parallel(p2)
 sch.decompose_reduction(lanes, r2)

@@ -725,18 +725,14 @@ TEST(ReductionTest, RFactorOfASplitReduction) {
 TEST(ReductionTest, RFactorTwiceOverAnImperfectSplit) {
   for (const char* reduction : {"sum", "max"}) {
     SCOPED_TRACE(reduction);
-    PrimFunc f = ParseWorkloadText(std::string("input A: f32[1009]\ninput B: f32[1009]\nS[] = ") + reduction +
-                                   "(i in 1009) A[i] * B[i]\n");
+    PrimFunc f = testing::PrimeLengthDot(reduction);
     Schedule sch(f, 0);
-    BlockRV s = sch.GetBlock("S");
-    auto parts = sch.Split(sch.GetLoops(s)[0], {std::int64_t{2}, std::monostate{}, std::int64_t{16}});
-    BlockRV jobs = sch.RFactor(parts[0], 0);
-    BlockRV lanes = sch.RFactor(sch.GetLoops(jobs)[2], 1);
-    EXPECT_EQ(sch.Get(lanes).name, "S_rf_rf");
+    RunScheduleScript(sch, testing::kJobsThenLanes);
     const std::string text = PrintProgram(sch.func());
     EXPECT_EQ(text.find(" and "), std::string::npos) << text;
     EXPECT_NE(text.find("T.if_then_else("), std::string::npos) << text;
     EXPECT_SAME_RESULT(f, sch);
+    BlockRV lanes = sch.GetBlock("S_rf_rf");
     auto loops = sch.GetLoops(lanes);
     sch.DecomposeReduction(lanes, loops[1]);
     sch.Vectorize(loops[2]);

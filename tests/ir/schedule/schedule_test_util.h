@@ -8,6 +8,7 @@
 
 #include "ir/printer.h"
 #include "ir/schedule/schedule.h"
+#include "ir/workload_lang.h"
 #include "tests/ir/schedule/same_result.h"
 
 namespace tunedb::ir::testing {
@@ -28,6 +29,23 @@ a0, a1, a2 = sch.get_loops(wb)
 x0, x1 = sch.split(a2, factors=[None, 4])
 wb2 = sch.cache_write(wb, 0, "local")
 sch.reverse_compute_at(wb2, x1, preserve_unit_loops=True)
+)";
+
+// A dot product of 1009 floats reduced by `reduction` ("sum", "max"), and
+// a script that rfactors it into 2 jobs and then 16 vector lanes: 1009 is
+// prime, so the split divides nothing and each rfactor is guarded. Where
+// rfactor over an imperfect split is tested (schedule_test.cc,
+// codegen_test.cc).
+inline PrimFunc PrimeLengthDot(const std::string& reduction) {
+  return ParseWorkloadText("input A: f32[1009]\ninput B: f32[1009]\nS[] = " + reduction + "(i in 1009) A[i] * B[i]\n");
+}
+inline const char* kJobsThenLanes = R"(
+s = sch.get_block("S")
+i, = sch.get_loops(s)
+p, r, l = sch.split(i, factors=[2, None, 16])
+jobs = sch.rfactor(p, factor_axis=0)
+p1, r1, l1 = sch.get_loops(jobs)
+lanes = sch.rfactor(l1, factor_axis=1)
 )";
 
 #define EXPECT_SAME_RESULT(ref, sch)                                                        \
