@@ -3,10 +3,11 @@
 // quotes rates and durations in.
 //
 // Each block contributes (product of its iteration-domain extents) x
-// (arithmetic operations, comparisons, selects and math calls in its body
-// that compute on data: float-typed, or integer-typed with a tensor read
-// beneath them). Init statements, index arithmetic and a load's indices
-// count nothing. Because scheduling keeps every block's iteration domain,
+// (arithmetic operations, comparisons and math calls in its body that
+// compute on data: float-typed, or integer-typed with a tensor read
+// beneath them). A select counts its condition and the larger of its two
+// sides, as only one runs. Init statements, index arithmetic and a load's
+// indices count nothing. Because scheduling keeps every block's iteration domain,
 // the count of a scheduled program equals that of its workload: matmul M x
 // N x K counts 2MNK, in f32 or i32 alike ("FLOPs" as TVM counts them).
 #pragma once

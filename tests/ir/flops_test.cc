@@ -24,11 +24,28 @@ TEST(FlopsTest, DenseCountsBiasAndRelu) {
   EXPECT_EQ(Flops("dense_bias_relu:B=4,IN=8,OUT=2"), 2 * 4 * 2 * 8 + 4 * 2 + 4 * 2);
 }
 
-TEST(FlopsTest, ConvCountsPaddingSelectOncePerElement) {
-  // Padding: one select per padded element; the convolution 2 per MAC.
-  std::int64_t pad = 1 * 6 * 6 * 2;
-  std::int64_t conv = 2LL * 1 * 4 * 4 * 3 * 3 * 3 * 2;
-  EXPECT_EQ(Flops("conv2d_nhwc:N=1,H=4,W=4,CI=2,CO=3,KH=3,KW=3,stride=1,pad=1"), pad + conv);
+TEST(FlopsTest, ConvCountsNothingForItsPadding) {
+  // Padding's select copies an element or a zero: no arithmetic. The
+  // convolution counts 2 per MAC.
+  EXPECT_EQ(Flops("conv2d_nhwc:N=1,H=4,W=4,CI=2,CO=3,KH=3,KW=3,stride=1,pad=1"), 2LL * 1 * 4 * 4 * 3 * 3 * 3 * 2);
+}
+
+// One side of a select runs: its condition's operations count, and the
+// larger side's, and the choice itself does not (as TVM counts). Counting
+// the select and both sides made a zero border's `c ? A * B : 0` three
+// operations per multiply-add, and a padded convolution read above the
+// machine's peak.
+TEST(FlopsTest, ASelectCountsItsConditionAndItsLargerSide) {
+  EXPECT_EQ(CountFlops(ParseWorkloadText(
+                "input A: f32[8, 9]\ninput B: f32[9]\nY[i] = sum(k in 9) (k < 8 ? A[i, k] * B[k] : 0.0)\n")),
+            8 * 9 * 2);
+  // A condition on data counts its comparison; sides of 2 and 1 count 2.
+  EXPECT_EQ(CountFlops(ParseWorkloadText("input A: f32[8]\nY[i] = A[i] > 0.5 ? A[i] * A[i] + 1.0 : -A[i]\n")),
+            8 * (1 + 2));
+  // Selects nested on a side: the larger path.
+  EXPECT_EQ(CountFlops(ParseWorkloadText(
+                "input A: f32[8]\nY[i] = i < 2 ? A[i] : (i < 5 ? A[i] * 2.0 + 1.0 : A[i] * 3.0)\n")),
+            8 * 2);
 }
 
 TEST(FlopsTest, SoftmaxCountsEveryStage) {
@@ -43,12 +60,13 @@ TEST(FlopsTest, IntegerOperationsOnDataCountAndIndexArithmeticDoesNot) {
   PrimFunc int_matmul =
       ParseWorkloadText("input A: i32[3, 7]\ninput B: i32[7, 5]\nC[i, j] = sum(k in 7) A[i, k] * B[k, j]\n");
   EXPECT_EQ(CountFlops(int_matmul), 2 * 3 * 5 * 7);
-  // i * 2 + 1 and the comparison are on the index; the select and the add
-  // of the two loads are on data; B[i] * 3 inside T's index is addressing.
+  // i * 2 + 1 and the comparison are on the index; the add of the two
+  // loads under the select is on data, and so is the outer add; B[i] * 3
+  // inside T's index is addressing.
   PrimFunc mixed = ParseWorkloadText(
       "input A: i64[8]\ninput B: i32[8]\ninput T: i64[100]\n"
       "Y[i] = (i * 2 + 1 < 9 ? i64(B[i]) + A[i] : i64(0)) + T[B[i] * 3 % 100]\n");
-  EXPECT_EQ(CountFlops(mixed), 8 * 3);
+  EXPECT_EQ(CountFlops(mixed), 8 * 2);
   PrimFunc float_of_index = ParseWorkloadText("input A: f32[8]\nY[i] = A[i] * f32(i + 1)\n");
   EXPECT_EQ(CountFlops(float_of_index), 8 * 1);
 }

@@ -155,7 +155,7 @@ TEST(WorkloadsTest, EveryShippedWorkloadFileLoads) {
       {"transpose", 0},
       {"transpose_add", 2048LL * 2048},
       {"reverse_rows", 0},
-      {"concat_rows", 2048LL * 2048},  // the select counts as one
+      {"concat_rows", 0},  // its select picks a value, computing none
       {"gelu", 9437184},
       {"log1p", 3145728},
       // One max or add per window element; the average's scale one more.
@@ -164,30 +164,30 @@ TEST(WorkloadsTest, EveryShippedWorkloadFileLoads) {
       {"upsample_nchw", 0},
       {"pixel_shuffle", 0},
       {"reflect_pad", 0},  // its selects pick indices, not values
-      // The select, the multiply and the add of every term, masked or not.
-      {"trmm", 3LL * 512 * 512 * 512},
-      {"causal_attention_pv", 3LL * 8 * 256 * 256 * 64},
-      {"syrk", 3LL * 512 * 512 * 256},
-      // The max and its select, the select, subtraction and exp, the sum's
-      // add and the division, of every element.
-      {"causal_softmax", 7LL * 8 * 256 * 256},
-      // The scores' and the product's select, multiply and add of every
-      // term; the max and its select, the select, subtraction, multiply and
-      // exp, the sum's add of every score; a division per output.
-      {"causal_attention", 2 * 3LL * 8 * 256 * 256 * 64 + 7LL * 8 * 256 * 256 + 8 * 256 * 64},
+      // The multiply and the add of every term, masked or not (a select
+      // counts its larger side).
+      {"trmm", 2LL * 512 * 512 * 512},
+      {"causal_attention_pv", 2LL * 8 * 256 * 256 * 64},
+      {"syrk", 2LL * 512 * 512 * 256},
+      // The max, the subtraction and exp, the sum's add and the division, of
+      // every element.
+      {"causal_softmax", 5LL * 8 * 256 * 256},
+      // The scores' and the product's multiply and add of every term; the
+      // max, the subtraction, multiply and exp, the sum's add of every
+      // score; a division per output.
+      {"causal_attention", 2 * 2LL * 8 * 256 * 256 * 64 + 5LL * 8 * 256 * 256 + 8 * 256 * 64},
       // Two products; GELU's nine operations on each hidden element.
       {"transformer_ffn", 2 * 2LL * 128 * 1024 * 256 + 9LL * 128 * 1024},
-      // Two convolutions' multiply-adds; a select per padded element, and
-      // the ReLU's max; the residual add.
-      {"resnet_block", 2 * 2LL * 28 * 28 * 64 * 9 * 64 + 3LL * 30 * 30 * 64 + 28LL * 28 * 64},
+      // Two convolutions' multiply-adds; the ReLU's max, on the side of a
+      // select over every padded element; the residual add.
+      {"resnet_block", 2 * 2LL * 28 * 28 * 64 * 9 * 64 + 30LL * 30 * 64 + 28LL * 28 * 64},
       // Two products; the bias add and the max, then the bias add.
       {"two_dense_layers", 2LL * 128 * 256 * 784 + 2LL * 128 * 256 + 2LL * 128 * 128 * 256 + 128 * 128},
       // Two products of 256 x 512 x 16 multiply-adds each.
       {"low_rank_product", 2 * 2LL * 256 * 512 * 16},
-      {"conv_transpose", 3LL * 32 * 56 * 56 * 64 * 4 * 4},
-      // Two multiplies and an add or a subtraction on each side, and the
-      // select.
-      {"rope", 32LL * 128 * 128 * 7},
+      {"conv_transpose", 2LL * 32 * 56 * 56 * 64 * 4 * 4},
+      // Two multiplies and an add or a subtraction on the side that runs.
+      {"rope", 32LL * 128 * 128 * 3},
       // A multiply and an add per element into the sum; a multiply, a
       // division, an add and a reciprocal square root per output.
       {"channel_rms_norm", 3LL * 37 * 29 * 29 * (2 + 4)},
