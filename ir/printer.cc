@@ -161,6 +161,11 @@ class Printer {
       case StmtKind::kIf: {
         const auto& n = static_cast<const IfNode&>(*s);
         Line(indent) << "if " << ExprText(n.condition) << ":\n";
+        // A branch with nothing to do (the first of a loop's ranges, where
+        // a band's mask fails) is TVMScript's no-op.
+        const bool empty = !n.then_case || (n.then_case->kind == StmtKind::kSeq &&
+                                            static_cast<const SeqNode&>(*n.then_case).stmts.empty());
+        if (empty) Line(indent + 1) << "T.evaluate(0)\n";
         PrintStmt(n.then_case, indent + 1);
         if (n.else_case) {
           Line(indent) << "else:\n";

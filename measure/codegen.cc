@@ -1536,9 +1536,36 @@ class Codegen {
     bool outermost_fill = !in_large_fill_ && OnlyStoresConstants(n.body) &&
                           StatementCount(n.body) * n.extent > kMaxUnrolledFillElements;
     if (outermost_fill) in_large_fill_ = true;
-    EmitCountedLoop(n.loop_var, b_.getInt64(0), b_.getInt64(n.extent), [&] { EmitStmt(n.body); }, in_large_fill_,
-                    !VectorizableByLLVM(n));
+    EmitRanges(n.loop_var, b_.getInt64(0), b_.getInt64(n.extent), n.body, in_large_fill_, !VectorizableByLLVM(n));
     if (outermost_fill) in_large_fill_ = false;
+  }
+
+  static bool IsEmptySeq(const Stmt& s) {
+    return s->kind == StmtKind::kSeq && static_cast<const SeqNode&>(*s).stmts.empty();
+  }
+
+  // A loop over [begin, end) whose body is an if on a threshold of its own
+  // variable, `if x < T` with T fixed in the loop (measure/versioning.h
+  // writes a version and a masked sum's skip so), runs as a loop over
+  // [begin, T) with the first branch and one over [T, end) with the other,
+  // T clamped to the range. A branch inside the loop kept a sum's lanes in
+  // memory across the steps (the compiled loads and stores of its
+  // accumulators cannot move past a branch); each loop here has none.
+  void EmitRanges(const Expr& var, llvm::Value* begin, llvm::Value* end, const Stmt& body, bool keep_loop,
+                  bool no_vectorize) {
+    if (body->kind == StmtKind::kIf) {
+      const auto& n = static_cast<const IfNode&>(*body);
+      const Expr& c = n.condition;
+      if (c->kind == ExprKind::kLt && c->operands[0].get() == var.get() && !UsesVar(c->operands[1], var.get())) {
+        llvm::Value* bound = b_.CreateSExtOrTrunc(Emit(c->operands[1]).v, b_.getInt64Ty());
+        bound = b_.CreateBinaryIntrinsic(llvm::Intrinsic::smax, begin,
+                                         b_.CreateBinaryIntrinsic(llvm::Intrinsic::smin, bound, end));
+        if (!IsEmptySeq(n.then_case)) EmitRanges(var, begin, bound, n.then_case, keep_loop, no_vectorize);
+        if (n.else_case) EmitRanges(var, bound, end, n.else_case, keep_loop, no_vectorize);
+        return;
+      }
+    }
+    EmitCountedLoop(var, begin, end, [&] { EmitStmt(body); }, keep_loop, no_vectorize);
   }
 
   // The last `rest` lanes of a vectorized loop, fewer than a register holds

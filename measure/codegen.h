@@ -19,6 +19,10 @@
 //    its elements where its side is chosen and a zero cell elsewhere (the
 //    address is selected), so it never leaves its buffer; other selects over
 //    loads branch;
+//  - a serial loop whose body is `if x < T` on its own variable, T fixed in
+//    the loop (versioning writes a version or a skip so), is two loops,
+//    [0, T) and [T, extent) with T clamped to the range, each with one
+//    branch's statements: no branch is left inside the loop;
 //  - an unrolled loop is emitted once per iteration (up to 4096 statements);
 //  - a parallel loop is outlined into a function called through
 //    tunedb_parallel_for (runtime.h); parallel loops inside it run serially;

@@ -605,12 +605,18 @@ class Versioner {
   // masked, where at the row's loop only the last row ran unmasked and
   // every vector computed exp on all its lanes. Not for an accumulator,
   // whose register block a branch between its unrolled rows would break
-  // up (MaskedProductChecks).
+  // up (MaskedProductChecks), unless the loop around its lanes is serial
+  // with a narrow edge: that version is the loop's only statement, an if
+  // on a threshold of its variable (ThresholdLoops), and code generation
+  // runs it as two loops, with no branch. A dot product of a prime length
+  // in 2 jobs of 16 lanes versioned at the jobs ran one job's every step
+  // masked, 0.15 ms where 1000000 steps unmasked took 54 us.
   void PlanCheck(const Expr& check, const std::vector<const ForNode*>& loops, bool in_a_plain_store) {
     if (level_.count(check.get())) return;
     const ExprNode* chosen = nullptr;
     bool chosen_edge_is_wide = false;
     const ExprNode* around_lanes = nullptr;
+    bool lanes_in_a_serial_loop_with_a_narrow_edge = false;
     for (std::size_t i = 0; i < loops.size(); ++i) {
       const ForNode& loop = *loops[i];
       const bool unrolled = loop.for_kind == ForKind::kUnrolled;
@@ -629,6 +635,7 @@ class Versioner {
       if (!hold) continue;
       if (!loop_inside) {
         around_lanes = loop.loop_var.get();
+        lanes_in_a_serial_loop_with_a_narrow_edge = loop.for_kind == ForKind::kSerial && !hold->edge_is_wide;
         continue;
       }
       chosen = loop.loop_var.get();
@@ -638,6 +645,8 @@ class Versioner {
     if (around_lanes && (!chosen || (in_a_plain_store && chosen_edge_is_wide))) {
       chosen = around_lanes;
       two_sided_.insert(check.get());
+    } else if (around_lanes && chosen_edge_is_wide && lanes_in_a_serial_loop_with_a_narrow_edge) {
+      chosen = around_lanes;
     }
     level_[check.get()] = chosen;
   }
@@ -1098,6 +1107,127 @@ class MaskSkipper {
   VarRanges ranges_;
 };
 
+// `x < bound`, equivalent to condition c inside x's loop: c is a
+// comparison (or its negation) affine in x, its other terms fixed in the
+// loop. `holds_below`: whether c holds where x < bound.
+struct Threshold {
+  Expr bound;
+  bool holds_below;
+};
+
+std::optional<Threshold> ThresholdOf(const Expr& c, const Expr& x, const VarRanges& ranges) {
+  bool negated = false;
+  Expr comparison = c;
+  while (comparison->kind == ExprKind::kNot) {
+    negated = !negated;
+    comparison = comparison->operands[0];
+  }
+  if (!IsBoundCheck(comparison) || !OnlyArithmetic(comparison) || comparison->operands[0]->dtype != x->dtype) {
+    return std::nullopt;
+  }
+  // c holds where sign * (lhs - rhs) + shift >= 0: the four comparisons as one.
+  const ExprKind kind = comparison->kind;
+  const std::int64_t sign = kind == ExprKind::kLt || kind == ExprKind::kLe ? -1 : 1;
+  const std::int64_t shift = kind == ExprKind::kLt || kind == ExprKind::kGt ? -1 : 0;
+  LinearForm form = ToLinearForm(comparison->operands[0] - comparison->operands[1], ranges);
+  // That is, a * x + rest >= 0 with rest = sum(terms) + constant.
+  std::int64_t a = 0, constant = 0;
+  std::vector<std::pair<Expr, std::int64_t>> terms;
+  if (__builtin_mul_overflow(form.constant, sign, &constant) || __builtin_add_overflow(constant, shift, &constant)) {
+    return std::nullopt;
+  }
+  for (const auto& [atom, coefficient] : form.terms) {
+    std::int64_t scaled = 0;
+    if (__builtin_mul_overflow(coefficient, sign, &scaled)) return std::nullopt;
+    if (atom.get() == x.get()) {
+      a = scaled;
+    } else if (UsesVar(atom, x.get())) {
+      return std::nullopt;
+    } else {
+      terms.emplace_back(atom, scaled);
+    }
+  }
+  if (a == 0) return std::nullopt;
+  const DataType t = x->dtype;
+  // For a > 0, c holds from ceil(-rest / a) = floordiv(a - 1 - rest, a)
+  // up; for a < 0, below floordiv(rest, -a) + 1.
+  const std::int64_t direction = a > 0 ? -1 : 1;
+  std::int64_t offset = 0;
+  if (__builtin_mul_overflow(constant, direction, &offset) || (a > 0 && __builtin_add_overflow(offset, a - 1, &offset))) {
+    return std::nullopt;
+  }
+  Expr numerator = IntImm(t, offset);
+  for (const auto& [atom, coefficient] : terms) numerator = numerator + atom * IntImm(t, coefficient * direction);
+  Expr bound = FloorDiv(numerator, IntImm(t, a > 0 ? a : -a));
+  if (a < 0) bound = bound + IntImm(t, 1);
+  return Threshold{Simplify(bound, ranges), (a < 0) != negated};
+}
+
+// Whether x indexes an access of a register block's buffer (scope
+// "local") in s.
+bool IndexesALocalBuffer(const Stmt& s, const ExprNode* x) {
+  bool found = false;
+  auto index_uses_x = [&](const std::vector<Expr>& indices) {
+    for (const Expr& i : indices) found = found || UsesVar(i, x);
+  };
+  VisitStmt(s, [&](const Stmt& n) {
+    if (n->kind != StmtKind::kStore) return;
+    const auto& store = static_cast<const StoreNode&>(*n);
+    if (store.buffer->scope == "local") index_uses_x(store.indices);
+    VisitExpr(store.value, [&](const Expr& e) {
+      if (e->kind == ExprKind::kLoad && e->buffer->scope == "local") index_uses_x(e->operands);
+    });
+  });
+  return found;
+}
+
+// An if that is the only statement of a serial loop's body, on a
+// threshold of the loop's variable (a version's `i_0 * 500016 + i_1 * 16 +
+// 15 < 1000003` around a dot product's lanes, a masked sum's skip of its
+// steps), is written `if x < T`, the iterations below T in its first
+// branch; code generation runs such a loop as two loops, [0, T) and [T,
+// extent), with no branch in either (codegen.h). The same for the ifs that
+// are the only statement of such an if's branch. Not a loop whose
+// variable indexes a register block's accumulators: LLVM unrolls such a
+// loop whole and keeps each accumulator in a register, which two loops of
+// unknown length prevent (a transposed convolution's 4 columns, so split,
+// ran 0.83 ms where it ran 0.41; bench/RESULTS.md, session 86). Nor a
+// loop of fewer than kMinIterations: LLVM unrolls it whole as it is, and a
+// branch per iteration costs little there (a causal softmax's 4 vectors
+// of a row, split, ran 6% slower).
+class ThresholdLoops {
+ public:
+  explicit ThresholdLoops(const Stmt& root) : ranges_(LoopRanges(root)) {}
+
+  Stmt Visit(const Stmt& s) {
+    if (!s) return s;
+    if (s->kind == StmtKind::kFor) {
+      auto& n = static_cast<ForNode&>(*s);
+      if (n.for_kind == ForKind::kSerial && n.extent >= kMinIterations &&
+          !IndexesALocalBuffer(n.body, n.loop_var.get())) {
+        n.body = Branches(n.body, n.loop_var);
+      }
+    }
+    RewriteChildren(s, [&](const Stmt& c) { return Visit(c); });
+    return s;
+  }
+
+ private:
+  static constexpr std::int64_t kMinIterations = 16;
+
+  VarRanges ranges_;
+
+  Stmt Branches(const Stmt& s, const Expr& x) {
+    if (!s || s->kind != StmtKind::kIf) return s;
+    auto& n = static_cast<IfNode&>(*s);
+    std::optional<Threshold> threshold = ThresholdOf(n.condition, x, ranges_);
+    if (!threshold) return s;
+    Stmt below = Branches(threshold->holds_below ? n.then_case : n.else_case, x);
+    Stmt above = Branches(threshold->holds_below ? n.else_case : n.then_case, x);
+    return MakeIf(Binary(ExprKind::kLt, x, threshold->bound), below ? below : MakeSeq({}), above);
+  }
+};
+
 }  // namespace
 
 PrimFunc VersionBoundsChecks(const PrimFunc& lowered, int vector_bits) {
@@ -1112,6 +1242,7 @@ PrimFunc VersionBoundsChecks(const PrimFunc& lowered, int vector_bits) {
   f.body = RangeSplitter(f.body, vector_bits).Visit(f.body, 0);
   f.body = MaskSkipper(f.body).Visit(f.body, {});
   f.body = Versioner(f.body, vector_bits).Visit(f.body, {}, 0);
+  f.body = ThresholdLoops(f.body).Visit(f.body);
   return f;
 }
 

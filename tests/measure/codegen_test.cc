@@ -24,6 +24,7 @@
 #include "ir/workload_lang.h"
 #include "ir/workloads.h"
 #include "measure/lower.h"
+#include "measure/versioning.h"
 #include "tests/ir/schedule/random_scheduler.h"
 #include "tests/ir/schedule/schedule_test_util.h"
 #include "tests/measure/test_util.h"
@@ -351,6 +352,38 @@ sch.vectorize(l2)
     EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), 3), "");
     const std::string ir = IRJit().OptimizedIR(Lower(sch.func()));
     EXPECT_EQ(ir.find("llvm.masked.store"), std::string::npos) << ir;
+  }
+}
+
+// Each job's loop of steps around its lanes holds one statement, the
+// version of the lanes' mask, as a threshold of the step (versioning.h):
+// it runs as two loops, the steps below the threshold unmasked and the
+// rest masked, the threshold clamped to the loop's range. The threshold
+// lies inside the range (the last job's last step), past its end (every
+// step of the first job holds) and, where 2 jobs of 64 steps of 16 lanes
+// cover 1009 twice over, below its start (the second job lies past the
+// end: its one masked step, unclamped, would run at step -1).
+TEST(CodegenTest, AStepLoopWhoseBodyIsAThresholdRunsAsTwoLoops) {
+  for (const auto& [length, factors] : std::vector<std::pair<int, std::string>>{
+           {1009, "[2, None, 16]"}, {4099, "[4, None, 16]"}, {1009, "[2, 64, 16]"}}) {
+    SCOPED_TRACE(std::to_string(length) + " split by " + factors);
+    const std::string n = std::to_string(length);
+    PrimFunc f = ParseWorkloadText("input A: f32[" + n + "]\ninput B: f32[" + n + "]\nS[] = sum(i in " + n +
+                                   ") A[i] * B[i]\n");
+    Schedule sch(f, 0);
+    RunScheduleScript(sch, "s = sch.get_block(\"S\")\ni, = sch.get_loops(s)\np, r, l = sch.split(i, factors=" +
+                               factors + R"()
+jobs = sch.rfactor(p, factor_axis=0)
+p1, r1, l1 = sch.get_loops(jobs)
+lanes = sch.rfactor(l1, factor_axis=1)
+p2, r2, l2 = sch.get_loops(lanes)
+sch.parallel(p2)
+sch.decompose_reduction(lanes, r2)
+sch.vectorize(l2)
+)");
+    const std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), 512));
+    EXPECT_NE(text.find("if i_1 < "), std::string::npos) << text;
+    EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), 3), "");
   }
 }
 

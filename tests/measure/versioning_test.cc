@@ -321,6 +321,30 @@ sch.decompose_reduction(b, k0)
   ExpectTheSameResults(band, sch.func(), {1, 2});
 }
 
+// A loop of 16 iterations or more whose only statement is an if on its
+// own variable, the rest fixed in the loop, gets it as `if x < T`, which
+// code generation runs as two loops: a band's skips below and above it,
+// the first range empty. Shorter loops (the band's above, of 6 steps),
+// which LLVM unrolls whole, keep their if as it was.
+TEST(VersioningTest, ALoopWhoseOnlyStatementIsAnIfOnItsVariableGetsAThreshold) {
+  PrimFunc band = ParseWorkloadText("input A: f32[96, 96]\ninput B: f32[96, 8]\n"
+                                    "C[i, j] = sum(k in 96) k >= i - 4 && k <= i + 4 ? A[i, k] * B[k, j] : 0.0\n");
+  Schedule sch(band, 0);
+  RunScheduleScript(sch, R"(
+b = sch.get_block("C")
+i, j, k = sch.get_loops(b)
+i0, i1 = sch.split(i, factors=[12, 8])
+k0, k1 = sch.split(k, factors=[24, 4])
+sch.reorder(i0, k0, i1, k1, j)
+sch.decompose_reduction(b, k0)
+)");
+  std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), 512));
+  EXPECT_EQ(Count(text, "if not "), 0u) << text;
+  EXPECT_EQ(Count(text, "if k_0 < i_0 * 2 + 3:"), 1u) << text;
+  EXPECT_EQ(Count(text, "if k_0 < i_0 * 2 - 1:\n                    T.evaluate(0)\n"), 1u) << text;
+  ExpectTheSameResults(band, sch.func(), {1, 2});
+}
+
 // A triangular matrix's product in register blocks of 4 rows by 64 lanes,
 // four vector registers: one check of `k <= i` serves them all, but as a
 // mask of the product it keeps each register's multiply from fusing into
@@ -346,8 +370,9 @@ sch.vectorize(j)
     Schedule sch(f, 0);
     RunScheduleScript(sch, schedule);
     std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), 512));
-    EXPECT_EQ(Count(text, "if not k_0 * 4 - i_0 * 4 > 3:"), masked_product ? 1u : 0u) << text;
-    EXPECT_EQ(Count(text, "if k_0 * 4 - i_0 * 4 <= -3:"), masked_product ? 1u : 0u) << text;
+    // The skip, then the copy, as thresholds of k_0 (ThresholdLoops).
+    EXPECT_EQ(Count(text, "if k_0 < i_0 + 1:"), masked_product ? 1u : 0u) << text;
+    EXPECT_EQ(Count(text, "if k_0 < i_0:"), masked_product ? 1u : 0u) << text;
     EXPECT_EQ(Count(text, "] + A[i_0 * 256 + i_1 * 64 + k_0 * 4 + k_1] * B["), masked_product ? 1u : 0u) << text;
     ExpectTheSameResults(f, sch.func(), {1, 2});
   }
