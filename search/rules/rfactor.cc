@@ -52,6 +52,17 @@ void SumUnder(Schedule& sch, const std::string& name, LoopRV at) {
   }
 }
 
+// Computes the sums of `rf`'s lanes, block `name`, under the row loop of
+// rf that they belong to: the loops above its first reduction loop.
+void SumsUnderTheirRows(Schedule& sch, const std::string& name, BlockRV rf) {
+  std::vector<LoopRV> loops = sch.GetLoops(rf);
+  auto kinds = LoopKinds(sch, rf, loops);
+  if (!kinds) return;
+  auto first_reduction = std::find(kinds->begin(), kinds->end(), IterKind::kReduce);
+  if (first_reduction == kinds->begin() || first_reduction == kinds->end()) return;
+  SumUnder(sch, name, loops[static_cast<std::size_t>(first_reduction - kinds->begin()) - 1]);
+}
+
 }  // namespace
 
 // A reduction whose spatial part is too small to keep the cores busy is
@@ -207,14 +218,7 @@ void MatrixVectorRFactor(Schedule& sch, const std::string& name, const SpaceOpti
 // average pool's partial sums, their sum and the division by 49 as three
 // nests ran 3.5 us, as one 2.2 (512 x 7 x 7, bench/RESULTS.md, session 70).
 void RowVectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions& o) {
-  BlockRV rf = VectorRFactor(sch, name, o);
-  std::vector<LoopRV> loops = sch.GetLoops(rf);
-  auto kinds = LoopKinds(sch, rf, loops);
-  if (!kinds) return;
-  // The loops above the first reduction loop are the rows.
-  auto first_reduction = std::find(kinds->begin(), kinds->end(), IterKind::kReduce);
-  if (first_reduction == kinds->begin() || first_reduction == kinds->end()) return;
-  SumUnder(sch, name, loops[static_cast<std::size_t>(first_reduction - kinds->begin()) - 1]);
+  SumsUnderTheirRows(sch, name, VectorRFactor(sch, name, o));
 }
 
 // Where the outputs come in a multiple of the cores (4 row sums on 2
@@ -238,21 +242,47 @@ bool NeedsParallelVectorRFactor(const BlockNode& b, const SpaceOptions& o) {
 // best by hand (the sum of squares of 2^20 floats on 2 cores: 26.7 us
 // with 2 jobs, 28.9 with 16, 50.0 for the best lanes-only schedule of a
 // 32-trial session; bench/RESULTS.md, session 85).
+//
+// A reduction that none of those numbers of jobs divides into whole
+// vectors (a dot product of a prime length, a softmax over 50257 logits)
+// is split into jobs, steps and lanes all at once, the last steps past its
+// end masked: the mask costs only the steps at the edge, where code
+// generation runs the others as a loop of their own (measure/versioning.h).
+// The dot product of 1000003 floats ran 53 us so by hand; without jobs or
+// lanes, its 32-trial session's best took 0.75 ms (bench/RESULTS.md,
+// session 86).
 void ParallelRowVectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions& o) {
   LoopRV fused = FusedReduction(sch, name);
   const std::int64_t extent = sch.Get(fused).extent;
   const std::int64_t lanes = VectorLanes(o, OutputElementBytes(sch.Get(sch.GetBlock(name))));
-  std::vector<std::int64_t> jobs;
+  std::vector<std::int64_t> dividing, any;
+  bool whole_vectors = false;
   for (std::int64_t j = std::max(2, o.cores); j <= std::int64_t{o.cores} * o.max_jobs_per_core; j *= 2) {
     // Each job keeps at least a few whole vectors of steps.
-    if (extent % j == 0 && extent / j >= 4 * lanes) jobs.push_back(j);
+    if (extent / j < 4 * lanes) continue;
+    any.push_back(j);
+    if (extent % j != 0) continue;
+    dividing.push_back(j);
+    whole_vectors = whole_vectors || extent % (j * lanes) == 0;
   }
-  if (jobs.empty()) throw ScheduleError("parallel rfactor: no number of jobs divides the reduction of " + name);
+  const std::vector<std::int64_t>& jobs = whole_vectors ? dividing : any;
+  if (jobs.empty()) throw ScheduleError("parallel rfactor: the reduction of " + name + " is too short for jobs");
   ExprRV picked = sch.SampleCategorical(jobs, std::vector<double>(jobs.size(), 1.0 / static_cast<double>(jobs.size())),
                                         std::int64_t{0});
-  std::vector<LoopRV> parts = sch.Split(fused, {picked, std::monostate{}});
+  if (whole_vectors) {
+    std::vector<LoopRV> parts = sch.Split(fused, {picked, std::monostate{}});
+    BlockRV partial = sch.RFactor(parts[0], 0);
+    RowVectorRFactor(sch, sch.Get(partial).name, o);
+    return;
+  }
+  std::vector<LoopRV> parts = sch.Split(fused, {picked, std::monostate{}, lanes});
   BlockRV partial = sch.RFactor(parts[0], 0);
-  RowVectorRFactor(sch, sch.Get(partial).name, o);
+  const std::string partial_name = sch.Get(partial).name;
+  std::vector<LoopRV> loops = sch.GetLoops(partial);
+  auto kinds = LoopKinds(sch, partial, loops);
+  if (!kinds) throw ScheduleError("parallel rfactor: block " + partial_name + " has non-trivial bindings");
+  const int spatial = static_cast<int>(std::count(kinds->begin(), kinds->end(), IterKind::kSpatial));
+  SumsUnderTheirRows(sch, partial_name, sch.RFactor(loops.back(), spatial));
 }
 
 }  // namespace tunedb::search::rules

@@ -151,7 +151,9 @@ bool NeedsParallelVectorRFactor(const BlockNode& b, const SpaceOptions& o);
 
 // Both rfactors of a reduction to few outputs along a row: jobs factored
 // into a leading axis (sampled among the cores' multiples), and in each
-// job the vector rfactor with the job's sum under its loop.
+// job the vector rfactor with the job's sum under its loop. Where no
+// number of jobs divides the reduction into whole vectors, its last steps
+// are masked.
 void ParallelRowVectorRFactor(Schedule& sch, const std::string& name, const SpaceOptions& o);
 
 // ---- transpose.cc ------------------------------------------------------------
