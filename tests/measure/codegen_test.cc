@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -1155,21 +1156,46 @@ sch.decompose_reduction(b0, k)
   }
 }
 
+// Whether a versioned program holds a threshold of a loop's variable
+// (`if k_0 < ...:`), which code generation runs as two loops.
+bool HasAThreshold(const std::string& text) {
+  static const std::regex threshold(R"(if ([a-z0-9_]+) < )");
+  for (auto m = std::sregex_iterator(text.begin(), text.end(), threshold); m != std::sregex_iterator(); ++m) {
+    const std::string var = (*m)[1];
+    if (text.find("for " + var + " in") != std::string::npos || text.find(", " + var + " in") != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
 TEST(CodegenTest, RandomSchedulesOfEveryWorkloadCompile) {
-  const char* specs[] = {"matmul:M=12,N=10,K=8", "dense_bias_relu:B=6,IN=10,OUT=4",
-                         "conv2d_nhwc:N=1,H=6,W=5,CI=3,CO=4,KH=3,KW=3,stride=1,pad=1",
-                         "depthwise_conv2d_nhwc:N=1,H=6,W=6,C=3,KH=3,KW=3,stride=2,pad=1", "softmax:M=4,N=12",
-                         "reduce_sum:M=6,N=16", "batch_matmul:B=2,M=6,N=4,K=5"};
-  for (const char* spec : specs) {
-    PrimFunc f = BuildWorkload(spec).func;
+  std::vector<std::pair<std::string, PrimFunc>> workloads;
+  for (const char* spec : {"matmul:M=12,N=10,K=8", "dense_bias_relu:B=6,IN=10,OUT=4",
+                           "conv2d_nhwc:N=1,H=6,W=5,CI=3,CO=4,KH=3,KW=3,stride=1,pad=1",
+                           "depthwise_conv2d_nhwc:N=1,H=6,W=6,C=3,KH=3,KW=3,stride=2,pad=1", "softmax:M=4,N=12",
+                           "reduce_sum:M=6,N=16", "batch_matmul:B=2,M=6,N=4,K=5"}) {
+    workloads.emplace_back(spec, BuildWorkload(spec).func);
+  }
+  // Loops of 16 steps and more with masks: random splits leave thresholds
+  // of their variables for code generation to run as two loops.
+  workloads.emplace_back("banded product", ParseWorkloadText("input A: f32[40, 67]\ninput B: f32[67, 3]\n"
+                                                             "C[i, j] = sum(k in 67) k >= i - 9 && k <= i + 5 ? "
+                                                             "A[i, k] * B[k, j] : 0.0\n"));
+  workloads.emplace_back("prime dot", ParseWorkloadText("input A: f32[2, 397]\ninput B: f32[397]\n"
+                                                        "S[r] = sum(k in 397) A[r, k] * B[k]\n"));
+  int thresholds = 0;
+  for (const auto& [spec, f] : workloads) {
     for (std::uint64_t seed = 0; seed < 12; ++seed) {
       Schedule sch(f, seed);
       ir::testing::RandomScheduler random(sch, seed);
       random.Steps(10);
       ASSERT_EQ(CompiledKeepsTheResult(f, sch.func(), seed), "") << spec << " seed " << seed << "\n"
                                                                 << sch.trace().AsScript() << PrintProgram(Lower(sch.func()));
+      thresholds += HasAThreshold(PrintProgram(VersionBoundsChecks(Lower(sch.func()), 512)));
     }
   }
+  EXPECT_GE(thresholds, 3);
 }
 
 TEST(CodegenTest, CompileTimeIsReported) {
