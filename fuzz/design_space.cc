@@ -40,7 +40,9 @@ struct SpacedWorkload {
 // The schedule targets' small workloads, a product between 2^15 and 2^18
 // stores, whose space samples serial or parallel (space_internal.h), and
 // three row sums of squares, too few rows for two cores, whose space splits
-// each row among jobs and vector lanes (search/rules/rfactor.cc).
+// each row among jobs and vector lanes (search/rules/rfactor.cc): rows of
+// 256, in whole vectors, and rows of 257, a prime, whose last steps are
+// masked.
 const std::vector<SpacedWorkload>& Workloads() {
   static const std::vector<SpacedWorkload> workloads = [] {
     std::vector<SpacedWorkload> out;
@@ -52,6 +54,8 @@ const std::vector<SpacedWorkload>& Workloads() {
     add("matmul:M=32,N=40,K=32", ir::BuildWorkload("matmul:M=32,N=40,K=32").func);
     add("row sums of squares (written)",
         ir::ParseWorkloadText("input X: f32[3, 256]\nS[r] = sum(k in 256) X[r, k] * X[r, k]\n", "row_squares"));
+    add("row sums of squares of a prime length (written)",
+        ir::ParseWorkloadText("input X: f32[3, 257]\nS[r] = sum(k in 257) X[r, k] * X[r, k]\n", "prime_row_squares"));
     return out;
   }();
   return workloads;
