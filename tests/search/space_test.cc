@@ -463,6 +463,30 @@ TEST(DesignSpace, ASumOfAPrimeLengthMasksTheStepsPastItsEnd) {
   }
 }
 
+// A row of a prime length has no perfect tile of a vector's width: its
+// vector rfactor splits it into whole vectors and a last step masked past
+// the row's end, so its partial sums still fill the lanes (64 rows of
+// 1009: 11.2 -> 64.2 GFLOP/s over 32-trial sessions; bench/RESULTS.md,
+// session 86).
+TEST(DesignSpace, ARowOfAPrimeLengthSumsInVectorLanesWithItsLastStepMasked) {
+  const ir::PrimFunc workload =
+      ir::ParseWorkloadText("input X: f32[4, 1009]\nS[r] = sum(k in 1009) X[r, k] * X[r, k]\n");
+  int masked = 0;
+  for (const ir::Trace& design : DefaultDesignSpace(workload, SpaceOptionsFor(2, 512))) {
+    if (design.AsScript().find("factors=[None, 16]") == std::string::npos) continue;
+    ++masked;
+    for (std::uint64_t seed = 0; seed < 3; ++seed) {
+      std::optional<Candidate> c = Realize(workload, design, seed);
+      ASSERT_TRUE(c);
+      const std::string text = ir::PrintProgram(c->program);
+      EXPECT_NE(text.find("in T.vectorized(16)"), std::string::npos) << text;
+      EXPECT_NE(text.find("< 1009"), std::string::npos) << text;
+      EXPECT_EQ(ir::testing::SameResult(workload, c->program, seed), "") << c->trace.AsScript();
+    }
+  }
+  EXPECT_GE(masked, 1);
+}
+
 // A sum over a plane (h and w, a group norm's statistics) streams its
 // input as a matrix-vector product does, but its rows' partial sums go in
 // registers around both reduction loops, not inside h: under h, the sum of
