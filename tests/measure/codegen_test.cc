@@ -420,6 +420,28 @@ TEST(CodegenTest, AnUnrolledTransposingCopyIsShuffledInRegisters) {
   }
 }
 
+// Sides no block divides (41 x 37): blocks of 16 all the same, the last
+// of each side masked past the end. Versioning gives the blocks inside a
+// copy without the checks, a plain copy, which goes through registers.
+TEST(CodegenTest, AMaskedTransposeShufflesItsInnerBlocksInRegisters) {
+  PrimFunc f = ParseWorkloadText("input X: f32[41, 37]\nY[i, j] = X[j, i]\n");
+  Schedule sch(f, 0);
+  RunScheduleScript(sch, R"(
+b = sch.get_block("Y")
+i, j = sch.get_loops(b)
+i0, i1, i2 = sch.split(i, factors=[None, 1, 16])
+j0, j1, j2 = sch.split(j, factors=[None, 1, 16])
+sch.reorder(i0, j0, i1, j1, i2, j2)
+sch.unroll(i2)
+sch.unroll(j2)
+sch.parallel(i0)
+)");
+  EXPECT_EQ(CompiledKeepsTheResult(f, sch.func(), 3), "");
+  if (16 * 32 > IRTarget().VectorBits()) return;  // left to scalar copies
+  std::string ir = IRJit().OptimizedIR(Lower(sch.func()));
+  EXPECT_NE(ir.find("shufflevector <16 x float>"), std::string::npos);
+}
+
 // The same block reading other operands beside the transposed one (A +
 // B^T): each transposed operand goes through registers, then every row is
 // one vector statement along the destination's row, a contiguous operand

@@ -1177,6 +1177,32 @@ TEST(DesignSpace, ATransposeIsCopiedInBlocksItTransposesInRegisters) {
             std::string::npos);
 }
 
+// Sides that no block size divides (41 and 37, primes) get blocks of a
+// vector's lanes all the same, each such loop split `[None, 1, 16]` with
+// its last block masked; a side that 16 divides (48) keeps its perfect
+// tiles. Fresh samples compute the transpose.
+TEST(DesignSpace, ATransposeOfPrimeSidesIsCopiedInMaskedBlocks) {
+  for (const char* text : {"input X: f32[41, 37]\nY[i, j] = X[j, i]\n", "input X: f32[41, 48]\nY[i, j] = X[j, i]\n"}) {
+    SCOPED_TRACE(text);
+    ir::PrimFunc transpose = ir::ParseWorkloadText(text);
+    std::vector<ir::Trace> spaces = DefaultDesignSpace(transpose, SpaceOptionsFor(2, 512));
+    ASSERT_EQ(spaces.size(), 1u);
+    const std::string script = spaces[0].AsScript();
+    std::size_t masked = 0;
+    for (std::size_t at = script.find("factors=[None, 1, 16]"); at != std::string::npos;
+         at = script.find("factors=[None, 1, 16]", at + 1)) {
+      ++masked;
+    }
+    EXPECT_EQ(masked, std::string(text).find("48") == std::string::npos ? 2u : 1u) << script;
+    for (std::uint64_t seed = 0; seed < 4; ++seed) {
+      std::optional<Candidate> c = Realize(transpose, spaces[0], seed);
+      ASSERT_TRUE(c.has_value());
+      EXPECT_NE(ir::PrintProgram(c->program).find("T.unroll(16)"), std::string::npos);
+      EXPECT_EQ(ir::testing::SameResult(transpose, c->program, seed), "") << c->trace.AsScript();
+    }
+  }
+}
+
 TEST(DesignSpace, RecordsARegisterBlockAsItsDecisions) {
   using Tiles = std::vector<std::vector<std::int64_t>>;
   // AVX-512, f32: four vectors of 16 columns by 4 rows (16 accumulators),
