@@ -285,19 +285,30 @@ TEST(VersioningTest, ALoopSplitsAtTheBreakPointsOfEachComparison) {
   }
 }
 
+// A masked sum C[i, j] = sum(k) ... * B[k, j] in rows of 8 by steps of
+// 4, each step's rows inside it.
+const char* kRowsInSteps = R"(
+b = sch.get_block("C")
+i, j, k = sch.get_loops(b)
+i0, i1 = sch.split(i, factors=[None, 8])
+k0, k1 = sch.split(k, factors=[None, 4])
+sch.reorder(i0, k0, i1, k1, j)
+sch.decompose_reduction(b, k0)
+)";
+
+// A band of n x n, 4 steps of k either side of the diagonal, times B.
+PrimFunc BandedProduct(int n) {
+  const std::string size = std::to_string(n);
+  return ParseWorkloadText("input A: f32[" + size + ", " + size + "]\ninput B: f32[" + size + ", 8]\nC[i, j] = sum(k in " +
+                           size + ") k >= i - 4 && k <= i + 4 ? A[i, k] * B[k, j] : 0.0\n");
+}
+
 // A triangular matrix's product adds masked terms, zero above the
 // diagonal: a step of the reduction's outer loop whose k are all past the
 // block's last row is skipped, without a copy. A mask whose other side is
 // not zero does work there, and stays; a band's two sides are both skipped.
 TEST(VersioningTest, AMaskedSumSkipsTheStepsWhereItsMaskFails) {
-  const char* schedule = R"(
-b = sch.get_block("C")
-i, j, k = sch.get_loops(b)
-i0, i1 = sch.split(i, factors=[3, 8])
-k0, k1 = sch.split(k, factors=[6, 4])
-sch.reorder(i0, k0, i1, k1, j)
-sch.decompose_reduction(b, k0)
-)";
+  const char* schedule = kRowsInSteps;
   for (const char* masked : {"0.0", "1.0"}) {
     PrimFunc f = ParseWorkloadText(std::string("input A: f32[24, 24]\ninput B: f32[24, 8]\n"
                                                "C[i, j] = sum(k in 24) k <= i ? A[i, k] * B[k, j] : ") +
@@ -310,8 +321,7 @@ sch.decompose_reduction(b, k0)
     ExpectTheSameResults(f, sch.func(), {1, 2});
   }
   // A band: the steps before it and those after it are both skipped.
-  PrimFunc band = ParseWorkloadText("input A: f32[24, 24]\ninput B: f32[24, 8]\n"
-                                    "C[i, j] = sum(k in 24) k >= i - 4 && k <= i + 4 ? A[i, k] * B[k, j] : 0.0\n");
+  PrimFunc band = BandedProduct(24);
   Schedule sch(band, 0);
   RunScheduleScript(sch, schedule);
   std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), 512));
@@ -327,17 +337,9 @@ sch.decompose_reduction(b, k0)
 // the first range empty. Shorter loops (the band's above, of 6 steps),
 // which LLVM unrolls whole, keep their if as it was.
 TEST(VersioningTest, ALoopWhoseOnlyStatementIsAnIfOnItsVariableGetsAThreshold) {
-  PrimFunc band = ParseWorkloadText("input A: f32[96, 96]\ninput B: f32[96, 8]\n"
-                                    "C[i, j] = sum(k in 96) k >= i - 4 && k <= i + 4 ? A[i, k] * B[k, j] : 0.0\n");
+  PrimFunc band = BandedProduct(96);
   Schedule sch(band, 0);
-  RunScheduleScript(sch, R"(
-b = sch.get_block("C")
-i, j, k = sch.get_loops(b)
-i0, i1 = sch.split(i, factors=[12, 8])
-k0, k1 = sch.split(k, factors=[24, 4])
-sch.reorder(i0, k0, i1, k1, j)
-sch.decompose_reduction(b, k0)
-)");
+  RunScheduleScript(sch, kRowsInSteps);
   std::string text = PrintProgram(VersionBoundsChecks(Lower(sch.func()), 512));
   EXPECT_EQ(Count(text, "if not "), 0u) << text;
   EXPECT_EQ(Count(text, "if k_0 < i_0 * 2 + 3:"), 1u) << text;
