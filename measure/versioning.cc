@@ -1203,7 +1203,8 @@ class ThresholdLoops {
     if (!s) return s;
     if (s->kind == StmtKind::kFor) {
       auto& n = static_cast<ForNode&>(*s);
-      if (n.for_kind == ForKind::kSerial && n.extent >= kMinIterations &&
+      // The body's walk for a local buffer only where there is an if to rewrite.
+      if (n.for_kind == ForKind::kSerial && n.extent >= kMinIterations && n.body->kind == StmtKind::kIf &&
           !IndexesALocalBuffer(n.body, n.loop_var.get())) {
         n.body = Branches(n.body, n.loop_var);
       }
